@@ -1,0 +1,78 @@
+//! stemmon measures where a Rust program spends its time and memory, stage by stage,
+//! for the whole process tree: the program and every process it starts.
+//!
+//! Put `#[monitor_main]` on `main` and `#[monitored]` on the functions that are your
+//! pipeline's stages:
+//!
+//! ```no_run
+//! use stemmon::{monitor_main, monitored};
+//!
+//! #[monitored("fit")]
+//! fn fit(data: &[f64]) -> f64 {
+//!     data.iter().sum::<f64>() / data.len() as f64
+//! }
+//!
+//! #[monitored] // the stage is named after the function: "predict"
+//! fn predict(mean: f64, data: &[f64]) -> Result<Vec<f64>, std::io::Error> {
+//!     Ok(data.iter().map(|x| x - mean).collect())
+//! }
+//!
+//! #[monitor_main(output = "report.json", sample_interval = 0.5)]
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let data: Vec<f64> = (0..1_000_000).map(f64::from).collect();
+//!     let mean = fit(&data);
+//!     let residuals = predict(mean, &data)?;
+//!     println!("{} residuals", residuals.len());
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Running it prints live lines such as
+//!
+//! ```text
+//! [stemmon] completed fit (0.01s); elapsed=0.05s; stage=workflow; RSS=12.1 MiB; ...
+//! ```
+//!
+//! and leaves `report.json` ([`Report`]): wall time, per-stage calls and timings, memory
+//! peaks of the tree per stage, process counts, and the monitor's own errors.
+//!
+//! The same is available without attributes through [`Monitor`]:
+//!
+//! ```
+//! # fn main() -> Result<(), stemmon::Error> {
+//! let monitor = stemmon::Monitor::builder().log_interval(None).start()?;
+//! {
+//!     let _stage = monitor.stage("load")?;
+//!     let data = vec![0u8; 8 << 20];
+//!     std::hint::black_box(&data);
+//! }
+//! let report = monitor.finish();
+//! let load = report.stage("load").unwrap();
+//! assert_eq!(load.calls, 1);
+//! assert!(load.peaks.peak_parent_rss_bytes.is_some());
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Turn off the default feature `enabled` (`default-features = false`) and both
+//! attributes expand to the item exactly as written: no monitor, no thread, no cost.
+#![warn(missing_docs)]
+
+mod context;
+mod error;
+mod log;
+mod memory;
+mod monitor;
+pub mod report;
+mod sampler;
+mod stage;
+
+#[doc(hidden)]
+#[path = "private.rs"]
+pub mod __private;
+
+pub use error::Error;
+pub use monitor::{Monitor, MonitorBuilder};
+pub use report::Report;
+pub use stage::Stage;
+pub use stemmon_macros::{monitor_main, monitored};
