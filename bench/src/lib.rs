@@ -1,0 +1,1 @@
+//! Benchmarks of stemmon against its peers; see benches/.
