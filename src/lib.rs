@@ -1,2 +1,85 @@
-//! Support shared by the workspace's examples and integration tests (not published).
-#![allow(missing_docs)]
+//! Support shared by the workspace's examples and integration tests (not published):
+//! memory that is really resident, and child processes that hold a known amount of it.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// One mebibyte.
+pub const MIB: u64 = 1 << 20;
+
+/// Allocates `mib` MiB and writes every page, so all of it is resident.
+pub fn touched_mib(mib: u64) -> Vec<u8> {
+    let mut block = vec![0u8; (mib * MIB) as usize];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    std::hint::black_box(block)
+}
+
+/// A child process holding `mib` MiB (and optionally grandchildren holding theirs),
+/// started from the `stemmon-hold` binary. Dropping it ends the child and its children.
+pub struct Holder {
+    child: Child,
+}
+
+impl Holder {
+    /// Starts `hold_binary` and waits until it and its children hold their memory.
+    pub fn start(hold_binary: &str, mib: u64, grandchildren: u32, grandchild_mib: u64) -> Holder {
+        let mut child = Command::new(hold_binary)
+            .args([
+                mib.to_string(),
+                grandchildren.to_string(),
+                grandchild_mib.to_string(),
+            ])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start stemmon-hold");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "ready", "stemmon-hold did not start");
+        Holder { child }
+    }
+
+    /// The child's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Ends the child (and its children) and waits for it.
+    pub fn stop(mut self) {
+        self.end();
+    }
+
+    fn end(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.end();
+    }
+}
+
+/// A fresh, empty directory under the system's temporary directory.
+pub fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stemmon-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Names of this process's threads, from `/proc/self/task/*/comm`.
+#[cfg(target_os = "linux")]
+pub fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .map(|name| name.trim().to_owned())
+        .collect()
+}
