@@ -716,18 +716,19 @@ impl State {
         record.wall_seconds += seconds;
         record.min_wall_seconds = record.min_wall_seconds.min(seconds);
         record.max_wall_seconds = record.max_wall_seconds.max(seconds);
-        shared.config.log_interval?;
-        match error {
-            None => (record.completed == 1 || seconds >= LOG_COMPLETION_AFTER)
+        let long = seconds >= LOG_COMPLETION_AFTER;
+        let message = match error {
+            None => (record.completed == 1 || long)
                 .then(|| format!("completed {} ({seconds:.2}s)", record.path)),
             Some(error) => {
                 record.errors += 1;
-                let message = (record.errors == 1 || seconds >= LOG_COMPLETION_AFTER)
+                let message = (record.errors == 1 || long)
                     .then(|| format!("failed {} ({error})", record.path));
                 record.error = Some(error.into_owned());
                 message
             }
-        }
+        };
+        message.filter(|_| shared.config.log_interval.is_some())
     }
 
     fn apply_sample(&mut self, reading: TreeReading, at: Instant, elapsed: f64) {

@@ -1,0 +1,304 @@
+//! The report: its exact keys, its file written atomically, and the monitor's own
+//! failures kept apart from the program's.
+
+use serde_json::Value;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use stemmon::{Error, Monitor, Report};
+use stemmon_suite::temp_dir;
+
+const MEMORY_FIELDS: [&str; 6] = [
+    "tree_rss_bytes",
+    "parent_rss_bytes",
+    "children_rss_bytes",
+    "tree_uss_bytes",
+    "tree_pss_bytes",
+    "tree_physical_footprint_bytes",
+];
+
+fn keys(value: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = value.as_object().unwrap().keys().cloned().collect();
+    keys.sort();
+    keys
+}
+
+fn sorted(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut names: Vec<String> = names.into_iter().collect();
+    names.sort();
+    names
+}
+
+fn peak_keys() -> impl Iterator<Item = String> {
+    MEMORY_FIELDS.iter().map(|f| format!("peak_{f}"))
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn the_report_file_has_exactly_the_specified_keys() {
+    let dir = temp_dir("keys");
+    let path = dir.join("report.json");
+    let monitor = Monitor::builder()
+        .log_interval(None)
+        .output(&path)
+        .max_samples(2)
+        .start()
+        .unwrap();
+    drop(monitor.stage("fit").unwrap());
+    monitor.finish();
+    let json = read(&path);
+
+    let report_keys = [
+        "pid",
+        "running",
+        "error",
+        "wall_seconds",
+        "sample_interval",
+        "platform",
+        "sampler",
+        "detailed_memory",
+        "sampling_attempts",
+        "sampling_seconds",
+        "max_sampling_seconds",
+        "max_sample_gap_seconds",
+        "sampling_error",
+        "output_error",
+        "samples",
+        "partial_rss_samples",
+        "peak_process_count",
+        "peak_rss_stage",
+        "peak_rss_elapsed_seconds",
+        "stages",
+        "latest_sample",
+        "recent_samples",
+    ];
+    let expected = sorted(report_keys.iter().map(|k| k.to_string()).chain(peak_keys()));
+    assert_eq!(keys(&json), expected);
+
+    let stage_keys = [
+        "id",
+        "name",
+        "path",
+        "parent_id",
+        "calls",
+        "errors",
+        "start_seconds",
+        "wall_seconds",
+        "min_wall_seconds",
+        "max_wall_seconds",
+        "error",
+        "samples",
+        "partial_rss_samples",
+        "peak_process_count",
+    ];
+    let expected = sorted(stage_keys.iter().map(|k| k.to_string()).chain(peak_keys()));
+    assert_eq!(keys(&json["stages"][0]), expected);
+
+    let sample_keys = [
+        "elapsed_seconds",
+        "stage",
+        "process_count",
+        "rss_processes",
+        "rss_complete",
+    ];
+    let expected = sorted(
+        sample_keys
+            .iter()
+            .chain(MEMORY_FIELDS.iter())
+            .map(|k| k.to_string()),
+    );
+    assert_eq!(keys(&json["latest_sample"]), expected);
+    assert_eq!(keys(&json["recent_samples"][0]), expected);
+
+    assert_eq!(json["running"], Value::Bool(false));
+    assert_eq!(json["pid"], std::process::id());
+    assert!(json["tree_uss_bytes"].is_null() || !json.as_object().unwrap().contains_key("x"));
+    assert_eq!(json["stages"][0]["name"], "fit");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn the_file_reads_back_as_the_report_finish_returned() {
+    let dir = temp_dir("roundtrip");
+    let path = dir.join("nested/dirs/report.json");
+    let monitor = Monitor::builder()
+        .log_interval(None)
+        .output(&path)
+        .start()
+        .unwrap();
+    {
+        let _a = monitor.stage("a").unwrap();
+        let _b = monitor.stage("b").unwrap();
+    }
+    let returned = monitor.finish();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let parsed: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(parsed, returned);
+    assert_eq!(parsed.stage("a/b").unwrap().parent_id, Some(0));
+    assert!(!parsed.running);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn without_logging_the_report_is_written_at_the_end_only() {
+    let dir = temp_dir("end-only");
+    let path = dir.join("report.json");
+    let monitor = Monitor::builder()
+        .log_interval(None)
+        .sample_interval(Duration::from_millis(10))
+        .output(&path)
+        .start()
+        .unwrap();
+    drop(monitor.stage("s").unwrap());
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!path.exists(), "nothing is written before the end");
+    monitor.finish();
+    assert!(path.exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_reader_never_sees_a_half_written_report() {
+    let dir = temp_dir("atomic");
+    let path = dir.join("report.json");
+    // Log (and so rewrite) every 2 ms, with stage lines in between, and a large report.
+    let monitor = Monitor::builder()
+        .log_interval(Some(Duration::from_millis(2)))
+        .sample_interval(Duration::from_millis(2))
+        .max_samples(500)
+        .output(&path)
+        .start()
+        .unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (stop, path) = (Arc::clone(&stop), path.clone());
+        std::thread::spawn(move || {
+            let mut parsed = 0u32;
+            while !stop.load(Ordering::Relaxed) {
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => {
+                        let report: Report = serde_json::from_str(&text)
+                            .unwrap_or_else(|e| panic!("invalid report after {parsed}: {e}"));
+                        assert!(report.pid > 0);
+                        parsed += 1;
+                    }
+                    Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
+                }
+            }
+            parsed
+        })
+    };
+    for i in 0..400 {
+        let _stage = monitor.stage(format!("stage-{}", i % 40)).unwrap();
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    monitor.finish();
+    stop.store(true, Ordering::Relaxed);
+    let parsed = reader.join().unwrap();
+    assert!(parsed > 50, "only {parsed} reads overlapped the rewrites");
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["report.json"], "no temporary file is left behind");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn an_unwritable_output_path_is_the_monitors_error_not_the_programs() {
+    let dir = temp_dir("unwritable");
+    let blocker = dir.join("not-a-directory");
+    std::fs::write(&blocker, b"a file where a directory should be").unwrap();
+    let path = blocker.join("report.json");
+    let monitor = Monitor::builder()
+        .log_interval(Some(Duration::from_millis(20)))
+        .sample_interval(Duration::from_millis(10))
+        .output(&path)
+        .start()
+        .unwrap();
+    {
+        let _work = monitor.stage("work").unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    let report = monitor.finish();
+    let error = report
+        .output_error
+        .clone()
+        .expect("the failed write is recorded");
+    assert!(error.contains("could not write the report"), "{error}");
+    assert!(error.contains("report.json"), "{error}");
+    assert_eq!(report.error, None);
+    assert_eq!(report.sampling_error, None);
+    assert_eq!(report.stage("work").unwrap().calls, 1);
+    assert!(!path.exists());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_panic_with_an_active_monitor_still_writes_a_complete_report() {
+    let dir = temp_dir("panic");
+    let path = dir.join("report.json");
+    let thread = {
+        let path = path.clone();
+        std::thread::spawn(move || {
+            let monitor = Monitor::builder()
+                .log_interval(None)
+                .output(&path)
+                .start()
+                .unwrap();
+            let _stage = monitor.stage("doomed").unwrap();
+            panic!("the pipeline failed");
+        })
+    };
+    let panic = thread.join().unwrap_err();
+    assert_eq!(*panic.downcast::<&str>().unwrap(), "the pipeline failed");
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(report.error.as_deref(), Some("panic"));
+    assert!(!report.running);
+    let doomed = report.stage("doomed").unwrap();
+    assert_eq!(doomed.error.as_deref(), Some("panic"));
+    assert_eq!(doomed.errors, 1);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn every_invalid_setting_is_a_clear_error() {
+    let zero = Monitor::builder().sample_interval(Duration::ZERO).start();
+    let Err(Error::InvalidConfig { setting, .. }) = &zero else {
+        panic!("{zero:?}")
+    };
+    assert_eq!(*setting, "sample_interval");
+    assert_eq!(
+        zero.unwrap_err().to_string(),
+        "invalid `sample_interval`: must be greater than zero"
+    );
+
+    let log = Monitor::builder()
+        .log_interval(Some(Duration::ZERO))
+        .start();
+    assert_eq!(
+        log.unwrap_err().to_string(),
+        "invalid `log_interval`: must be greater than zero, or `None` to turn logging off"
+    );
+
+    let output = Monitor::builder().output("").start();
+    assert_eq!(
+        output.unwrap_err().to_string(),
+        "invalid `output`: must name a file"
+    );
+    let output = Monitor::builder().output("..").start();
+    assert_eq!(
+        output.unwrap_err().to_string(),
+        "invalid `output`: must name a file"
+    );
+    // A rejected builder leaves the thread free for a valid one.
+    Monitor::builder()
+        .log_interval(None)
+        .start()
+        .unwrap()
+        .finish();
+}
