@@ -177,6 +177,11 @@ pub struct Monitor {
     _not_send: PhantomData<*const ()>,
 }
 
+// A panic cannot leave the monitor inconsistent: its state sits behind a lock whose
+// poisoning is ignored, and a stage dropped while unwinding is recorded as failed.
+impl std::panic::UnwindSafe for Monitor {}
+impl std::panic::RefUnwindSafe for Monitor {}
+
 impl std::fmt::Debug for Monitor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Monitor")

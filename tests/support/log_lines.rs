@@ -1,0 +1,28 @@
+//! `stemmon-log-lines <report path>`: a short run with the live log on, for the tests
+//! that read what a person sees on stdout.
+
+use std::time::Duration;
+
+fn main() -> Result<(), stemmon::Error> {
+    let output = std::env::args().nth(1).expect("a report path");
+    let monitor = stemmon::Monitor::builder()
+        .sample_interval(Duration::from_millis(10))
+        .log_interval(Some(Duration::from_millis(40)))
+        .output(output)
+        .start()?;
+    for _ in 0..3 {
+        let _load = monitor.stage("load")?;
+        std::thread::sleep(Duration::from_millis(30));
+    }
+    {
+        let _fit = monitor.stage("fit")?;
+        let _inner = monitor.stage("inner")?;
+        std::thread::sleep(Duration::from_millis(120));
+    }
+    let _ = std::panic::catch_unwind(|| {
+        let _bad = monitor.stage("bad").unwrap();
+        panic!("expected");
+    });
+    monitor.finish();
+    Ok(())
+}
