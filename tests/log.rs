@@ -88,6 +88,11 @@ fn the_sampler_thread_is_named_and_gone_after_finish() {
         .log_interval(None)
         .start()
         .unwrap();
+    // The new thread names itself as it starts: give it a moment.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while samplers() == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
     assert_eq!(samplers(), 1);
     monitor.finish();
     assert_eq!(samplers(), 0, "finish joins the sampler");
