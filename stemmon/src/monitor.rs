@@ -144,6 +144,9 @@ impl MonitorBuilder {
     }
 }
 
+/// The sampler's stop signal (dropped to stop it) and its thread, which hands back its reader.
+type SamplerThread = (mpsc::Sender<()>, JoinHandle<Box<dyn TreeReader>>);
+
 /// A running monitor: samples the process tree in the background, records stages, and
 /// writes the report.
 ///
@@ -172,7 +175,7 @@ impl MonitorBuilder {
 /// that happens during a panic, the report's `error` is `"panic"`.
 pub struct Monitor {
     shared: Arc<Shared>,
-    sampler: Option<(mpsc::Sender<()>, JoinHandle<Box<dyn TreeReader>>)>,
+    sampler: Option<SamplerThread>,
     finished: bool,
     _not_send: PhantomData<*const ()>,
 }
