@@ -210,3 +210,35 @@ fn a_stage_guard_that_outlives_its_monitor_is_harmless() {
     let next = quiet().start().unwrap();
     assert!(next.finish().stages.is_empty());
 }
+
+#[test]
+fn a_summary_on_the_owner_thread_counts_every_call_so_far() {
+    let monitor = quiet().start().unwrap();
+    for i in 0..10_000 {
+        let _hot = monitor.stage("hot").unwrap();
+        if i % 1000 == 0 {
+            let _inner = monitor.stage("inner").unwrap();
+        }
+    }
+    let running = monitor.summary();
+    assert_eq!(running.stage("hot").unwrap().calls, 10_000);
+    assert_eq!(running.stage("hot/inner").unwrap().calls, 10);
+    assert!(running.running);
+    monitor.finish();
+}
+
+#[test]
+fn every_stage_of_a_quick_burst_gets_a_reading() {
+    let monitor = quiet().start().unwrap();
+    // Far more stages than fit in the 1 ms a boundary reading is reused for.
+    for i in 0..200 {
+        let _stage = monitor.stage(format!("quick-{i}")).unwrap();
+    }
+    let report = monitor.finish();
+    assert_eq!(report.stages.len(), 200);
+    for stage in &report.stages {
+        assert!(stage.peaks.peak_parent_rss_bytes.is_some(), "{stage:?}");
+        assert!(stage.peaks.peak_tree_rss_bytes.is_some(), "{stage:?}");
+        assert!(stage.min_wall_seconds <= stage.max_wall_seconds);
+    }
+}

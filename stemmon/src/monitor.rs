@@ -1,7 +1,7 @@
 //! `Monitor` and `MonitorBuilder`: the lifecycle, and the state the sampler and the
 //! stage guards share.
 
-use crate::context;
+use crate::context::{self, Frame, Owner, OwnerCell, Published, POLL};
 use crate::error::Error;
 use crate::log;
 use crate::memory::{self, SelfRss, TreeReader, TreeReading};
@@ -9,6 +9,7 @@ use crate::report::{self, Report, SampleReport, StageReport};
 use crate::sampler;
 use crate::stage::{short_type_name, Record, Stage, StageName, Stats};
 use std::borrow::Cow;
+use std::cell::RefMut;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
 use std::path::PathBuf;
@@ -18,9 +19,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
-const BOUNDARY_REUSE: Duration = Duration::from_millis(1);
+const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
 /// Stage completions are logged the first time and then only when this long or longer.
-const LOG_COMPLETION_AFTER: f64 = 0.1;
+const LOG_COMPLETION_AFTER_NANOS: u64 = 100_000_000;
 
 static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
@@ -226,6 +227,7 @@ impl Monitor {
 
     /// A snapshot of the report so far; the monitor keeps running.
     pub fn summary(&self) -> Report {
+        self.shared.merge_owner();
         self.shared.summary()
     }
 
@@ -253,9 +255,13 @@ impl Monitor {
         }
         .unwrap_or_else(|| memory::default_reader(self.shared.config.detailed_memory));
         self.shared.take_sample(&mut *reader);
+        if let Some(mut owner) = self.shared.owner.try_borrow() {
+            self.shared.lock().merge(&self.shared, &mut owner);
+            owner.ended = true;
+        }
         {
             let mut state = self.shared.lock();
-            state.ended = Some(Instant::now());
+            state.ended = Some(self.shared.clock.raw());
             state.error = error.clone();
         }
         context::clear_active(Arc::as_ptr(&self.shared));
@@ -281,24 +287,13 @@ impl Drop for Monitor {
     }
 }
 
-/// One frame of the stage stack: a call in progress (or, for async stages, one poll).
-#[derive(Debug)]
-struct Frame {
-    record: u32,
-    seq: u64,
-    entered: Instant,
-    /// `false` for the frame of one poll of an async stage, whose call is tracked apart.
-    call: bool,
-}
-
 /// What the sampler, the guards and the monitor share, behind one lock.
 pub(crate) struct State {
     records: Vec<Record>,
-    roots: Vec<u32>,
-    stack: Vec<Frame>,
-    /// Async calls started and not yet closed: (seq, record, started).
-    open_async: Vec<(u64, u32, Instant)>,
-    next_seq: u64,
+    /// Whether a record's first completion was logged.
+    logged: Vec<bool>,
+    /// Async calls started and not yet closed: (seq, record, started ticks).
+    open_async: Vec<(u64, u32, u64)>,
     total: Stats,
     peak_rss_stage: Option<String>,
     peak_rss_elapsed_seconds: Option<f64>,
@@ -307,8 +302,8 @@ pub(crate) struct State {
     max_samples: usize,
     /// Descendants and process count of the latest full sample, for boundary readings.
     last_tree: TreeReading,
-    /// The latest reading of the parent alone and when it was taken.
-    boundary: Option<(Instant, u64)>,
+    /// The newest reading of the parent alone: (ticks, bytes).
+    boundary: Option<(u64, u64)>,
     self_rss: SelfRss,
     sampling_attempts: u64,
     sampling_seconds: f64,
@@ -318,7 +313,8 @@ pub(crate) struct State {
     output_error: Option<String>,
     warned_sampling: bool,
     warned_output: bool,
-    ended: Option<Instant>,
+    /// Ticks at the end, once finished.
+    ended: Option<u64>,
     error: Option<String>,
 }
 
@@ -326,9 +322,16 @@ pub(crate) struct Shared {
     pub(crate) epoch: u64,
     pub(crate) config: Config,
     pub(crate) sampler: &'static str,
-    origin: Instant,
+    pub(crate) clock: quanta::Clock,
+    /// Clock ticks in `BOUNDARY_REUSE_NANOS` and in `LOG_COMPLETION_AFTER_NANOS`, so the
+    /// hot path compares raw ticks and converts only when it merges.
+    reuse_ticks: u64,
+    long_ticks: u64,
+    origin: u64,
     pid: u32,
     platform: String,
+    pub(crate) owner: OwnerCell,
+    published: Published,
     state: Mutex<State>,
     /// Orders report writes and log lines: a later snapshot is never overwritten by an earlier.
     write_lock: Mutex<()>,
@@ -349,20 +352,31 @@ fn warn(message: &str) {
     let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
 }
 
+fn seconds(nanos: u64) -> f64 {
+    nanos as f64 / 1e9
+}
+
 impl Shared {
     fn new(config: Config, sampler: &'static str) -> Shared {
+        let clock = quanta::Clock::new();
+        let probe = 1u64 << 40;
+        let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
+        let ticks = |nanos: u64| (nanos as f64 * probe as f64 / nanos_per_probe) as u64;
         Shared {
+            reuse_ticks: ticks(BOUNDARY_REUSE_NANOS),
+            long_ticks: ticks(LOG_COMPLETION_AFTER_NANOS),
             epoch: NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
             sampler,
-            origin: Instant::now(),
+            origin: clock.raw(),
+            clock,
             pid: std::process::id(),
             platform: platform(),
+            owner: OwnerCell::new(),
+            published: Published::new(),
             state: Mutex::new(State {
                 records: Vec::new(),
-                roots: Vec::new(),
-                stack: Vec::new(),
+                logged: Vec::new(),
                 open_async: Vec::new(),
-                next_seq: 1,
                 total: Stats::default(),
                 peak_rss_stage: None,
                 peak_rss_elapsed_seconds: None,
@@ -393,106 +407,179 @@ impl Shared {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn elapsed(&self, at: Instant) -> f64 {
-        at.saturating_duration_since(self.origin).as_secs_f64()
+    /// Seconds from the start to `ticks`.
+    fn elapsed(&self, ticks: u64) -> f64 {
+        seconds(self.clock.delta_as_nanos(self.origin, ticks))
     }
 
-    /// Opens a call of the stage `name` under the current top of the stack.
-    pub(crate) fn enter(&self, name: StageName) -> Stage {
-        let now = Instant::now();
+    /// The record of `name` under the current top of the stack, created if new.
+    fn record_for(&self, owner: &mut Owner, name: StageName, now: u64) -> u32 {
+        let parent = owner.stack.last().map(|frame| frame.record);
+        if let Some(id) = owner.find(parent, &name) {
+            return id;
+        }
         let mut state = self.lock();
-        if state.ended.is_some() {
+        let path = match parent {
+            Some(parent) => format!("{}/{}", state.records[parent as usize].path, name),
+            None => name.to_string(),
+        };
+        state
+            .records
+            .push(Record::new(name.clone(), path, parent, self.elapsed(now)));
+        state.logged.push(false);
+        owner.add_node(parent, name)
+    }
+
+    /// Opens a call of the stage `name` under the current top of the stack. Owner thread only.
+    #[inline]
+    pub(crate) fn enter(&self, name: StageName) -> Stage {
+        let now = self.clock.raw();
+        let mut owner = self.owner.borrow();
+        if owner.ended {
             return Stage::inert();
         }
-        let parent = state.stack.last().map(|frame| frame.record);
-        let record = state.find_or_create(parent, name, self.elapsed(now));
-        state.records[record as usize].calls += 1;
-        let seq = state.take_seq();
-        state.stack.push(Frame {
+        let record = self.record_for(&mut owner, name, now);
+        let seq = owner.take_seq();
+        owner.stack.push(Frame {
             record,
             seq,
             entered: now,
-            call: true,
         });
-        state.boundary_reading(self, now, record);
+        self.published.publish(&owner.stack, owner.stack.len() - 1);
+        owner.delta(record).calls += 1;
+        if now.wrapping_sub(owner.boundary_at) < self.reuse_ticks {
+            owner.delta(record).saw_boundary = true;
+        } else {
+            let mut state = self.lock();
+            state.merge(self, &mut owner);
+            state.boundary_reading(self, &mut owner, now, record);
+        }
         Stage::new(self.epoch, seq)
     }
 
     /// Closes the call `seq`; `error` is the `type_name` of the `Err` it returned.
+    /// Owner thread only.
+    #[inline]
     pub(crate) fn exit(&self, seq: u64, error: Option<&'static str>) {
-        let now = Instant::now();
+        let now = self.clock.raw();
         let panicking = std::thread::panicking();
-        let mut state = self.lock();
-        if state.ended.is_some() {
-            return;
-        }
-        let Some(index) = state.stack.iter().rposition(|frame| frame.seq == seq) else {
+        // Fallible: this runs in drop, possibly while unwinding.
+        let Some(mut owner) = self.owner.try_borrow() else {
             return;
         };
-        let frame = state.stack.remove(index);
+        if owner.ended {
+            return;
+        }
+        let index = match owner.stack.last() {
+            Some(top) if top.seq == seq => owner.stack.len() - 1,
+            _ => match owner.stack.iter().rposition(|frame| frame.seq == seq) {
+                Some(index) => index,
+                None => return,
+            },
+        };
+        let frame = owner.stack.remove(index);
+        self.published.publish(&owner.stack, index);
+        let ticks = now.saturating_sub(frame.entered);
+        let delta = owner.delta(frame.record);
+        delta.completed += 1;
+        delta.wall_ticks += ticks;
+        delta.min_ticks = delta.min_ticks.min(ticks);
+        delta.max_ticks = delta.max_ticks.max(ticks);
+        let fast = error.is_none()
+            && !panicking
+            && ticks < self.long_ticks
+            && owner.nodes[frame.record as usize].completed_once
+            && now.wrapping_sub(owner.boundary_at) < self.reuse_ticks;
+        if fast {
+            owner.delta(frame.record).saw_boundary = true;
+            return;
+        }
         let error = if panicking {
             Some(Cow::Borrowed("panic"))
         } else {
             error.map(|e| Cow::Owned(short_type_name(e)))
         };
-        let message = state.close_call(self, frame.record, frame.entered, now, error);
+        owner.nodes[frame.record as usize].completed_once = true;
+        let mut state = self.lock();
+        state.merge(self, &mut owner);
+        state.boundary_reading(self, &mut owner, now, frame.record);
+        let message = state.finish_call(frame.record, self.clock.delta_as_nanos(0, ticks), error);
         drop(state);
+        drop(owner);
         if let Some(message) = message {
             self.log_event(&message);
         }
     }
 
-    pub(crate) fn open_async(&self, name: &'static str) -> (u32, u64, Instant) {
-        let now = Instant::now();
+    /// Merges the owner's counters into the shared records. Owner thread only.
+    pub(crate) fn merge_owner(&self) {
+        let mut owner = self.owner.borrow();
+        self.lock().merge(self, &mut owner);
+    }
+
+    /// Starts the call of an async stage; owner thread only. Returns (record, seq, ticks).
+    pub(crate) fn open_async(&self, name: &'static str) -> (u32, u64, u64) {
+        let now = self.clock.raw();
+        let mut owner = self.owner.borrow();
+        let record = self.record_for(&mut owner, Cow::Borrowed(name), now);
+        let seq = owner.take_seq();
         let mut state = self.lock();
-        let parent = state.stack.last().map(|frame| frame.record);
-        let record = state.find_or_create(parent, Cow::Borrowed(name), self.elapsed(now));
         state.records[record as usize].calls += 1;
-        let seq = state.take_seq();
         state.open_async.push((seq, record, now));
-        state.boundary_reading(self, now, record);
+        state.boundary_reading(self, &mut owner, now, record);
         (record, seq, now)
     }
 
+    /// Closes the call of an async stage; any thread.
     pub(crate) fn close_async(
         &self,
         record: u32,
         seq: u64,
-        started: Instant,
+        started: u64,
         error: Option<Cow<'static, str>>,
     ) {
-        let now = Instant::now();
+        let now = self.clock.raw();
+        let nanos = self.clock.delta_as_nanos(started, now);
         let mut state = self.lock();
         if state.ended.is_some() {
             return;
         }
         state.open_async.retain(|(s, _, _)| *s != seq);
-        let message = state.close_call(self, record, started, now, error);
+        let record_ref = &mut state.records[record as usize];
+        record_ref.completed += 1;
+        record_ref.wall_seconds += seconds(nanos);
+        record_ref.min_wall_seconds = record_ref.min_wall_seconds.min(seconds(nanos));
+        record_ref.max_wall_seconds = record_ref.max_wall_seconds.max(seconds(nanos));
+        let message = state.finish_call(record, nanos, error);
         drop(state);
         if let Some(message) = message {
             self.log_event(&message);
         }
     }
 
+    /// Enters an async stage for one poll; owner thread only.
     pub(crate) fn push_poll_frame(&self, record: u32) -> Option<u64> {
-        let mut state = self.lock();
-        if state.ended.is_some() {
+        let mut owner = self.owner.borrow();
+        if owner.ended {
             return None;
         }
-        let seq = state.take_seq();
-        state.stack.push(Frame {
+        let seq = owner.take_seq();
+        owner.stack.push(Frame {
             record,
             seq,
-            entered: Instant::now(),
-            call: false,
+            entered: POLL,
         });
+        self.published.publish(&owner.stack, owner.stack.len() - 1);
         Some(seq)
     }
 
     pub(crate) fn pop_poll_frame(&self, seq: u64) {
-        let mut state = self.lock();
-        if let Some(index) = state.stack.iter().rposition(|frame| frame.seq == seq) {
-            state.stack.remove(index);
+        let Some(mut owner) = self.owner.try_borrow() else {
+            return;
+        };
+        if let Some(index) = owner.stack.iter().rposition(|frame| frame.seq == seq) {
+            owner.stack.remove(index);
+            self.published.publish(&owner.stack, index);
         }
     }
 
@@ -500,14 +587,15 @@ impl Shared {
     pub(crate) fn take_sample(&self, reader: &mut dyn TreeReader) {
         let started = Instant::now();
         let reading = reader.read_tree(self.pid);
-        let done = Instant::now();
-        let seconds = done.duration_since(started).as_secs_f64();
+        let took = started.elapsed().as_secs_f64();
+        let done = self.clock.raw();
+        let stack = self.published.read();
         let mut state = self.lock();
         state.sampling_attempts += 1;
-        state.sampling_seconds += seconds;
-        state.max_sampling_seconds = state.max_sampling_seconds.max(seconds);
+        state.sampling_seconds += took;
+        state.max_sampling_seconds = state.max_sampling_seconds.max(took);
         match reading {
-            Ok(reading) => state.apply_sample(reading, done, self.elapsed(done)),
+            Ok(reading) => state.apply_sample(reading, &stack, done, self.elapsed(done)),
             Err(error) => {
                 let message = format!("could not read the process tree: {error}");
                 state.sampling_error = Some(message.clone());
@@ -519,29 +607,30 @@ impl Shared {
         }
     }
 
-    /// The report as of now.
+    /// The report as of now (as of the last merge for the owner's counters).
     pub(crate) fn summary(&self) -> Report {
+        let stack = self.published.read();
         let state = self.lock();
-        let now = state.ended.unwrap_or_else(Instant::now);
-        let mut open = vec![(0.0f64, 0u32); state.records.len()];
-        let calls = state
-            .stack
+        let now = state.ended.unwrap_or_else(|| self.clock.raw());
+        let mut open = vec![(0u64, 0u32); state.records.len()];
+        let calls = stack
             .iter()
-            .filter(|frame| frame.call)
-            .map(|frame| (frame.record, frame.entered))
+            .copied()
+            .filter(|(_, entered)| *entered != POLL)
             .chain(state.open_async.iter().map(|(_, r, at)| (*r, *at)));
         for (record, entered) in calls {
-            let seconds = now.saturating_duration_since(entered).as_secs_f64();
-            let slot = &mut open[record as usize];
-            slot.0 += seconds;
-            slot.1 += 1;
+            if let Some(slot) = open.get_mut(record as usize) {
+                slot.0 += self.clock.delta_as_nanos(entered, now);
+                slot.1 += 1;
+            }
         }
         let stages = state
             .records
             .iter()
             .zip(open)
             .enumerate()
-            .map(|(id, (record, (open_seconds, open_calls)))| {
+            .map(|(id, (record, (open_nanos, open_calls)))| {
+                let open_seconds = seconds(open_nanos);
                 let (min, max) = if record.completed > 0 {
                     (record.min_wall_seconds, record.max_wall_seconds)
                 } else {
@@ -637,43 +726,50 @@ impl Shared {
 }
 
 impl State {
-    fn take_seq(&mut self) -> u64 {
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        seq
+    /// Merges the owner's counters; a stage that reused a boundary reading gets it now
+    /// (the cached reading is the one it saw: it is replaced only after this merge).
+    fn merge(&mut self, shared: &Shared, owner: &mut RefMut<'_, Owner>) {
+        let nanos = |ticks: u64| seconds(shared.clock.delta_as_nanos(0, ticks));
+        let boundary = self.boundary_tree();
+        for (id, delta) in owner.drain() {
+            let record = &mut self.records[id as usize];
+            record.calls += delta.calls;
+            if delta.completed > 0 {
+                record.completed += delta.completed;
+                record.wall_seconds += nanos(delta.wall_ticks);
+                record.min_wall_seconds = record.min_wall_seconds.min(nanos(delta.min_ticks));
+                record.max_wall_seconds = record.max_wall_seconds.max(nanos(delta.max_ticks));
+            }
+            if let (true, Some(reading)) = (delta.saw_boundary, &boundary) {
+                record.stats.apply_boundary(reading);
+            }
+        }
     }
 
-    fn find_or_create(&mut self, parent: Option<u32>, name: StageName, start: f64) -> u32 {
-        let siblings = match parent {
-            Some(parent) => &self.records[parent as usize].children,
-            None => &self.roots,
-        };
-        let same = |a: &str, b: &str| std::ptr::eq(a, b) || a == b;
-        if let Some(&id) = siblings
-            .iter()
-            .rev()
-            .find(|&&id| same(&self.records[id as usize].name, &name))
-        {
-            return id;
-        }
-        let id = self.records.len() as u32;
-        let path = match parent {
-            Some(parent) => format!("{}/{}", self.records[parent as usize].path, name),
-            None => name.to_string(),
-        };
-        self.records.push(Record::new(name, path, parent, start));
-        match parent {
-            Some(parent) => self.records[parent as usize].children.push(id),
-            None => self.roots.push(id),
-        }
-        id
+    /// The latest parent reading with the descendants as last sampled.
+    fn boundary_tree(&self) -> Option<TreeReading> {
+        let (_, parent) = self.boundary?;
+        let children = self.last_tree.children_rss;
+        Some(TreeReading {
+            parent_rss: Some(parent),
+            children_rss: children,
+            tree_rss: Some(parent + children.unwrap_or(0)),
+            process_count: self.last_tree.process_count.max(1),
+            ..TreeReading::default()
+        })
     }
 
     /// Reads the parent (or reuses a reading under 1 ms old) and counts it toward
     /// `record`; a fresh reading also counts toward every stage on the stack.
-    fn boundary_reading(&mut self, shared: &Shared, now: Instant, record: u32) {
+    fn boundary_reading(
+        &mut self,
+        shared: &Shared,
+        owner: &mut RefMut<'_, Owner>,
+        now: u64,
+        record: u32,
+    ) {
         let fresh = match self.boundary {
-            Some((at, _)) if now.saturating_duration_since(at) < BOUNDARY_REUSE => false,
+            Some((at, _)) if shared.clock.delta_as_nanos(at, now) < BOUNDARY_REUSE_NANOS => false,
             _ => match self.self_rss.read() {
                 Some(rss) => {
                     self.boundary = Some((now, rss));
@@ -682,20 +778,13 @@ impl State {
                 None => return,
             },
         };
-        let Some((_, parent)) = self.boundary else {
+        owner.boundary_at = self.boundary.map_or(0, |(at, _)| at);
+        let Some(reading) = self.boundary_tree() else {
             return;
-        };
-        let children = self.last_tree.children_rss;
-        let reading = TreeReading {
-            parent_rss: Some(parent),
-            children_rss: children,
-            tree_rss: Some(parent + children.unwrap_or(0)),
-            process_count: self.last_tree.process_count.max(1),
-            ..TreeReading::default()
         };
         self.records[record as usize].stats.apply_boundary(&reading);
         if fresh {
-            for frame in &self.stack {
+            for frame in &owner.stack {
                 if frame.record != record {
                     self.records[frame.record as usize]
                         .stats
@@ -709,25 +798,19 @@ impl State {
         }
     }
 
-    fn close_call(
+    /// Records how a call ended; returns the log line it deserves, if any.
+    fn finish_call(
         &mut self,
-        shared: &Shared,
         record: u32,
-        entered: Instant,
-        now: Instant,
+        nanos: u64,
         error: Option<Cow<'static, str>>,
     ) -> Option<String> {
-        self.boundary_reading(shared, now, record);
-        let seconds = now.saturating_duration_since(entered).as_secs_f64();
+        let first = !std::mem::replace(&mut self.logged[record as usize], true);
+        let long = nanos >= LOG_COMPLETION_AFTER_NANOS;
         let record = &mut self.records[record as usize];
-        record.completed += 1;
-        record.wall_seconds += seconds;
-        record.min_wall_seconds = record.min_wall_seconds.min(seconds);
-        record.max_wall_seconds = record.max_wall_seconds.max(seconds);
-        let long = seconds >= LOG_COMPLETION_AFTER;
-        let message = match error {
-            None => (record.completed == 1 || long)
-                .then(|| format!("completed {} ({seconds:.2}s)", record.path)),
+        match error {
+            None => (first || long)
+                .then(|| format!("completed {} ({:.2}s)", record.path, seconds(nanos))),
             Some(error) => {
                 record.errors += 1;
                 let message = (record.errors == 1 || long)
@@ -735,13 +818,12 @@ impl State {
                 record.error = Some(error.into_owned());
                 message
             }
-        };
-        message.filter(|_| shared.config.log_interval.is_some())
+        }
     }
 
-    fn apply_sample(&mut self, reading: TreeReading, at: Instant, elapsed: f64) {
-        let stage = match self.stack.last() {
-            Some(frame) => self.records[frame.record as usize].path.clone(),
+    fn apply_sample(&mut self, reading: TreeReading, stack: &[(u32, u64)], at: u64, elapsed: f64) {
+        let stage = match stack.last() {
+            Some((record, _)) => self.records[*record as usize].path.clone(),
             None => "workflow".to_owned(),
         };
         if let Some(latest) = &self.latest {
@@ -753,14 +835,14 @@ impl State {
             self.peak_rss_stage = Some(stage.clone());
             self.peak_rss_elapsed_seconds = Some(elapsed);
         }
-        let mut seen = Vec::with_capacity(self.stack.len());
-        for frame in &self.stack {
+        let mut seen = Vec::with_capacity(stack.len());
+        for (record, _) in stack {
             // A record can be on the stack twice (an async stage polled inside itself).
-            if !seen.contains(&frame.record) {
-                seen.push(frame.record);
-                self.records[frame.record as usize]
-                    .stats
-                    .apply_sample(&reading);
+            if !seen.contains(record) {
+                seen.push(*record);
+                if let Some(record) = self.records.get_mut(*record as usize) {
+                    record.stats.apply_sample(&reading);
+                }
             }
         }
         if let Some(parent) = reading.parent_rss {

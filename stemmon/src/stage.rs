@@ -11,7 +11,6 @@ use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Instant;
 
 pub(crate) type StageName = Cow<'static, str>;
 
@@ -153,7 +152,6 @@ pub(crate) struct Record {
     pub(crate) name: StageName,
     pub(crate) path: String,
     pub(crate) parent: Option<u32>,
-    pub(crate) children: Vec<u32>,
     pub(crate) calls: u64,
     pub(crate) completed: u64,
     pub(crate) errors: u64,
@@ -171,7 +169,6 @@ impl Record {
             name,
             path,
             parent,
-            children: Vec::new(),
             calls: 0,
             completed: 0,
             errors: 0,
@@ -217,7 +214,7 @@ struct OpenAsync {
     shared: Arc<Shared>,
     record: u32,
     seq: u64,
-    started: Instant,
+    started: u64,
 }
 
 impl AsyncStage {
