@@ -42,7 +42,8 @@ pub(crate) struct Config {
 #[must_use = "a builder does nothing until `.start()` is called"]
 pub struct MonitorBuilder {
     config: Config,
-    portable: bool,
+    /// Makes the tree reader; the platform's best unless told otherwise.
+    reader: fn(bool) -> Box<dyn TreeReader>,
 }
 
 impl MonitorBuilder {
@@ -81,7 +82,11 @@ impl MonitorBuilder {
     /// Read memory through sysinfo even where a native reader exists.
     #[doc(hidden)]
     pub fn portable_reader(mut self, portable: bool) -> Self {
-        self.portable = portable;
+        self.reader = if portable {
+            memory::portable_reader
+        } else {
+            memory::default_reader
+        };
         self
     }
 
@@ -119,11 +124,7 @@ impl MonitorBuilder {
         if !context::active().is_null() {
             return Err(Error::AlreadyActive);
         }
-        let mut reader = if self.portable {
-            memory::portable_reader(self.config.detailed_memory)
-        } else {
-            memory::default_reader(self.config.detailed_memory)
-        };
+        let mut reader = (self.reader)(self.config.detailed_memory);
         let shared = Arc::new(Shared::new(self.config, reader.name()));
         shared.take_sample(&mut *reader);
         let (stop, stopped) = mpsc::channel();
@@ -206,7 +207,7 @@ impl Monitor {
                 detailed_memory: false,
                 max_samples: 0,
             },
-            portable: false,
+            reader: memory::default_reader,
         }
     }
 
@@ -869,5 +870,55 @@ impl State {
         }
         self.latest = Some(sample);
         self.last_tree = reading;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io;
+
+    /// A reader whose every sample fails, as when `/proc` is not mounted.
+    struct Denied;
+
+    impl TreeReader for Denied {
+        fn name(&self) -> &'static str {
+            "denied"
+        }
+
+        fn read_tree(&mut self, _root: u32) -> io::Result<TreeReading> {
+            Err(io::Error::new(io::ErrorKind::PermissionDenied, "no access"))
+        }
+    }
+
+    #[test]
+    fn failed_samples_are_the_monitors_error_not_the_programs() {
+        let mut builder = Monitor::builder()
+            .log_interval(None)
+            .sample_interval(Duration::from_millis(5));
+        builder.reader = |_| Box::new(Denied);
+        let monitor = builder
+            .start()
+            .expect("a failing reader does not stop the start");
+        {
+            let _stage = monitor.stage("work").unwrap();
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        let report = monitor.finish();
+        let error = report.sampling_error.as_deref().unwrap();
+        assert_eq!(error, "could not read the process tree: no access");
+        assert!(
+            report.sampling_attempts >= 3,
+            "{}",
+            report.sampling_attempts
+        );
+        assert_eq!(report.samples, 0);
+        assert_eq!(report.latest_sample, None);
+        assert_eq!(report.sampler, "denied");
+        assert_eq!(report.error, None);
+        // Stage timing and the parent's boundary readings go on regardless.
+        let work = report.stage("work").unwrap();
+        assert!(work.wall_seconds >= 0.03);
+        assert!(work.peaks.peak_parent_rss_bytes.is_some());
     }
 }
