@@ -136,6 +136,31 @@ impl Owner {
         seq
     }
 
+    /// Pushes a frame, publishes it, and returns its sequence number.
+    #[inline]
+    pub(crate) fn push_frame(&mut self, record: u32, entered: u64, published: &Published) -> u64 {
+        let seq = self.take_seq();
+        self.stack.push(Frame {
+            record,
+            seq,
+            entered,
+        });
+        published.publish(&self.stack, self.stack.len() - 1);
+        seq
+    }
+
+    /// Removes the frame `seq` (the top one, unless guards were dropped out of order).
+    #[inline]
+    pub(crate) fn remove_frame(&mut self, seq: u64, published: &Published) -> Option<Frame> {
+        let index = match self.stack.last() {
+            Some(top) if top.seq == seq => self.stack.len() - 1,
+            _ => self.stack.iter().rposition(|frame| frame.seq == seq)?,
+        };
+        let frame = self.stack.remove(index);
+        published.publish(&self.stack, index);
+        Some(frame)
+    }
+
     /// The record of `name` under `parent`, if this path was seen before.
     #[inline]
     pub(crate) fn find(&self, parent: Option<u32>, name: &str) -> Option<u32> {

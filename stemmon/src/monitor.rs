@@ -1,7 +1,7 @@
 //! `Monitor` and `MonitorBuilder`: the lifecycle, and the state the sampler and the
 //! stage guards share.
 
-use crate::context::{self, Frame, Owner, OwnerCell, Published, POLL};
+use crate::context::{self, Owner, OwnerCell, Published, POLL};
 use crate::error::Error;
 use crate::log;
 use crate::memory::{self, SelfRss, TreeReader, TreeReading};
@@ -440,13 +440,7 @@ impl Shared {
             return Stage::inert();
         }
         let record = self.record_for(&mut owner, name, now);
-        let seq = owner.take_seq();
-        owner.stack.push(Frame {
-            record,
-            seq,
-            entered: now,
-        });
-        self.published.publish(&owner.stack, owner.stack.len() - 1);
+        let seq = owner.push_frame(record, now, &self.published);
         owner.delta(record).calls += 1;
         if now.wrapping_sub(owner.boundary_at) < self.reuse_ticks {
             owner.delta(record).saw_boundary = true;
@@ -471,15 +465,9 @@ impl Shared {
         if owner.ended {
             return;
         }
-        let index = match owner.stack.last() {
-            Some(top) if top.seq == seq => owner.stack.len() - 1,
-            _ => match owner.stack.iter().rposition(|frame| frame.seq == seq) {
-                Some(index) => index,
-                None => return,
-            },
+        let Some(frame) = owner.remove_frame(seq, &self.published) else {
+            return;
         };
-        let frame = owner.stack.remove(index);
-        self.published.publish(&owner.stack, index);
         let ticks = now.saturating_sub(frame.entered);
         let delta = owner.delta(frame.record);
         delta.completed += 1;
@@ -564,24 +552,14 @@ impl Shared {
         if owner.ended {
             return None;
         }
-        let seq = owner.take_seq();
-        owner.stack.push(Frame {
-            record,
-            seq,
-            entered: POLL,
-        });
-        self.published.publish(&owner.stack, owner.stack.len() - 1);
-        Some(seq)
+        Some(owner.push_frame(record, POLL, &self.published))
     }
 
     pub(crate) fn pop_poll_frame(&self, seq: u64) {
         let Some(mut owner) = self.owner.try_borrow() else {
             return;
         };
-        if let Some(index) = owner.stack.iter().rposition(|frame| frame.seq == seq) {
-            owner.stack.remove(index);
-            self.published.publish(&owner.stack, index);
-        }
+        owner.remove_frame(seq, &self.published);
     }
 
     /// Takes one full tree sample with `reader` and applies it.
