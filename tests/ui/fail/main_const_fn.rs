@@ -1,0 +1,6 @@
+#[stemmon::monitor_main]
+const fn run() {}
+
+fn main() {
+    run();
+}

@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(detailed_memory = "yes")]
+fn main() {}

@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(output = "a.json", output = "b.json")]
+fn main() {}

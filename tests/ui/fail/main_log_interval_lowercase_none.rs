@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(log_interval = none)]
+fn main() {}

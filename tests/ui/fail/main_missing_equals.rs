@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(output "report.json")]
+fn main() {}

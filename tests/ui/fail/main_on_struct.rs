@@ -1,0 +1,6 @@
+#[stemmon::monitor_main]
+struct Main;
+
+fn main() {
+    let _ = Main;
+}

@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(output = "")]
+fn main() {}

@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(output = 42)]
+fn main() {}

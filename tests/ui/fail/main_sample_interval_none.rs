@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(sample_interval = None)]
+fn main() {}

@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(colour = "red")]
+fn main() {}

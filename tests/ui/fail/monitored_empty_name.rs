@@ -1,0 +1,6 @@
+#[stemmon::monitored("")]
+fn fit() {}
+
+fn main() {
+    fit();
+}

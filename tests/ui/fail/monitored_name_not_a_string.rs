@@ -1,0 +1,6 @@
+#[stemmon::monitored(42)]
+fn fit() {}
+
+fn main() {
+    fit();
+}

@@ -1,0 +1,6 @@
+#[stemmon::monitored(name = "fit")]
+fn fit() {}
+
+fn main() {
+    fit();
+}

@@ -1,0 +1,6 @@
+#[stemmon::monitored]
+struct Model;
+
+fn main() {
+    let _ = Model;
+}

@@ -1,0 +1,6 @@
+#[stemmon::monitored("fit", "train")]
+fn fit() {}
+
+fn main() {
+    fit();
+}

@@ -1,0 +1,6 @@
+trait Model {
+    #[stemmon::monitored]
+    fn fit(&self);
+}
+
+fn main() {}
