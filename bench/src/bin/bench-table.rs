@@ -1,0 +1,373 @@
+//! Prints the budget table of a bench run: each stemmon figure beside its peer's from
+//! the same run, the ratio, the budget (spec §6) and whether it is met.
+//!
+//! Reads criterion's estimates (median per iteration) under `$CRITERION_HOME` and the
+//! other figures under `$STEMMON_BENCH_OUT` (see `stemmon_bench::out_dir`); also writes
+//! the table as Markdown to `table.md` there. Run by `bash bench/run`.
+
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use stemmon_bench::{criterion_dir, out_dir};
+
+/// One line of the table.
+struct Row {
+    figure: String,
+    stemmon: String,
+    peer: String,
+    peer_value: String,
+    ratio: String,
+    budget: String,
+    status: Status,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Met,
+    NotMet,
+    /// `#[monitored]` is still the pass-through placeholder: nothing to measure yet.
+    Pending,
+    /// The bench that makes this figure did not run or failed.
+    Missing,
+    /// A figure without a budget, shown for context.
+    Info,
+}
+
+impl Status {
+    fn of(met: bool) -> Status {
+        if met {
+            Status::Met
+        } else {
+            Status::NotMet
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Status::Met => "met",
+            Status::NotMet => "NOT MET",
+            Status::Pending => "pending: macro is a pass-through",
+            Status::Missing => "MISSING",
+            Status::Info => "info",
+        }
+    }
+}
+
+/// Criterion's median time per iteration of `group/function`, in nanoseconds.
+fn criterion_ns(group: &str, function: &str) -> Option<f64> {
+    let path = criterion_dir()
+        .join(group)
+        .join(function)
+        .join("new/estimates.json");
+    read_json(&path)?
+        .pointer("/median/point_estimate")?
+        .as_f64()
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&fs::read_to_string(path).ok()?).ok()
+}
+
+fn result(name: &str) -> Option<Value> {
+    read_json(&out_dir().join(format!("{name}.json")))
+}
+
+fn time(ns: f64) -> String {
+    match ns.abs() {
+        n if n < 1e3 => format!("{ns:.2} ns"),
+        n if n < 1e6 => format!("{:.1} µs", ns / 1e3),
+        _ => format!("{:.2} ms", ns / 1e6),
+    }
+}
+
+fn added(ns: f64) -> String {
+    format!("{}{}", if ns < 0.0 { "" } else { "+" }, time(ns))
+}
+
+fn bytes(n: f64) -> String {
+    match n.abs() {
+        b if b < 1024.0 => format!("{n:.0} B"),
+        b if b < 1024.0 * 1024.0 => format!("{:.1} KiB", n / 1024.0),
+        _ => format!("{:.1} MiB", n / (1024.0 * 1024.0)),
+    }
+}
+
+fn missing(figure: &str, budget: &str) -> Row {
+    Row {
+        figure: figure.to_owned(),
+        stemmon: "—".into(),
+        peer: "—".into(),
+        peer_value: "—".into(),
+        ratio: "—".into(),
+        budget: budget.to_owned(),
+        status: Status::Missing,
+    }
+}
+
+/// Bench 1: the added cost of a call with no active monitor.
+fn no_monitor(rows: &mut Vec<Row>, expanded: Option<bool>) {
+    const BUDGET: f64 = 1.0;
+    let plain = criterion_ns("no_monitor", "plain");
+    for (function, figure) in [
+        ("enter", "call, no monitor: hand-written enter() guard"),
+        ("attribute", "call, no monitor: #[monitored]"),
+    ] {
+        let budget = format!("≤ +{} added", time(BUDGET));
+        let (Some(plain), Some(with)) = (plain, criterion_ns("no_monitor", function)) else {
+            rows.push(missing(figure, &budget));
+            continue;
+        };
+        let status = if function == "attribute" && expanded != Some(true) {
+            Status::Pending
+        } else {
+            Status::of(with - plain <= BUDGET)
+        };
+        rows.push(Row {
+            figure: figure.to_owned(),
+            stemmon: format!("{} ({})", added(with - plain), time(with)),
+            peer: "same fn without it".into(),
+            peer_value: time(plain),
+            ratio: format!("{:.2}", with / plain),
+            budget,
+            status,
+        });
+    }
+}
+
+/// Bench 2: the added cost of a call under an active monitor, beside the peers.
+fn active(rows: &mut Vec<Row>, expanded: Option<bool>) {
+    let plain = criterion_ns("active", "plain");
+    let peers = [
+        ("tracing", "tracing #[instrument] (registry + layer)"),
+        ("hotpath", "hotpath #[measure]"),
+    ];
+    for (function, figure) in [
+        ("enter", "call, active monitor: hand-written enter() guard"),
+        ("attribute", "call, active monitor: #[monitored]"),
+    ] {
+        for (peer, peer_name) in peers {
+            let budget = "< peer (ratio < 1)".to_owned();
+            let (Some(plain), Some(with), Some(other)) = (
+                plain,
+                criterion_ns("active", function),
+                criterion_ns("active", peer),
+            ) else {
+                rows.push(missing(figure, &budget));
+                continue;
+            };
+            let (ours, theirs) = (with - plain, other - plain);
+            let status = if function == "attribute" && expanded != Some(true) {
+                Status::Pending
+            } else {
+                Status::of(ours < theirs)
+            };
+            rows.push(Row {
+                figure: figure.to_owned(),
+                stemmon: added(ours),
+                peer: peer_name.to_owned(),
+                peer_value: added(theirs),
+                ratio: format!("{:.2}", ours / theirs),
+                budget,
+                status,
+            });
+        }
+    }
+}
+
+/// Bench 2, memory: what 10 million active calls leave behind.
+fn footprint(rows: &mut Vec<Row>, expanded: Option<bool>) {
+    const HEAP_BUDGET: f64 = 64.0 * 1024.0;
+    const RSS_BUDGET: f64 = 1024.0 * 1024.0;
+    let data = result("footprint");
+    let figure =
+        |key: &str, field: &str| data.as_ref()?.pointer(&format!("/{key}/{field}"))?.as_f64();
+    let calls = data
+        .as_ref()
+        .and_then(|d| d.pointer("/stemmon_enter/calls")?.as_u64())
+        .unwrap_or(10_000_000);
+    let millions = calls / 1_000_000;
+    for (key, name) in [
+        ("stemmon_enter", "enter() guard"),
+        ("stemmon_attribute", "#[monitored]"),
+    ] {
+        for (field, what, limit, peer) in [
+            ("heap_growth_bytes", "heap", HEAP_BUDGET, "tracing"),
+            ("heap_growth_bytes", "heap", HEAP_BUDGET, "hotpath"),
+            ("rss_growth_bytes", "RSS", RSS_BUDGET, "hotpath"),
+        ] {
+            let figure_name = format!("{what} growth over {millions}M active calls: {name}");
+            let budget = format!("constant: ≤ {}", bytes(limit));
+            let (Some(ours), Some(theirs)) = (figure(key, field), figure(peer, field)) else {
+                rows.push(missing(&figure_name, &budget));
+                continue;
+            };
+            let status = if key == "stemmon_attribute" && expanded != Some(true) {
+                Status::Pending
+            } else {
+                Status::of(ours <= limit)
+            };
+            rows.push(Row {
+                figure: figure_name,
+                stemmon: bytes(ours),
+                peer: format!("{peer} (same calls)"),
+                peer_value: bytes(theirs),
+                ratio: "—".into(),
+                budget,
+                status,
+            });
+        }
+    }
+}
+
+/// Bench 3: one full tree sample beside sysinfo and psutil.
+fn tree(rows: &mut Vec<Row>) {
+    for size in [10, 100] {
+        let group = format!("tree_{size}");
+        let ours = criterion_ns(&group, "stemmon");
+        let psutil = result(&group).and_then(|r| r.pointer("/psutil/median_ns")?.as_f64());
+        let peers = [
+            (
+                "sysinfo all-process refresh",
+                criterion_ns(&group, "sysinfo"),
+                Some(4.0),
+            ),
+            (
+                "psutil children(recursive) + memory_info",
+                psutil,
+                Some(8.0),
+            ),
+            (
+                "sysinfo refresh without tasks",
+                criterion_ns(&group, "sysinfo_no_tasks"),
+                None,
+            ),
+        ];
+        for (peer, theirs, factor) in peers {
+            let figure = format!("one tree sample, {size} descendants");
+            let budget = factor.map_or("—".into(), |f| format!("≤ 1/{f} of peer"));
+            let (Some(ours), Some(theirs)) = (ours, theirs) else {
+                rows.push(missing(&figure, &budget));
+                continue;
+            };
+            let ratio = ours / theirs;
+            rows.push(Row {
+                figure,
+                stemmon: time(ours),
+                peer: peer.to_owned(),
+                peer_value: time(theirs),
+                ratio: format!("{ratio:.3} (1/{:.1})", 1.0 / ratio),
+                budget,
+                status: factor.map_or(Status::Info, |f| Status::of(ratio <= 1.0 / f)),
+            });
+        }
+    }
+}
+
+/// Bench 4: the sampler thread's CPU at the default interval.
+fn sampler(rows: &mut Vec<Row>) {
+    const BUDGET: f64 = 0.001;
+    let figure = "sampler thread CPU, 1 s interval, 10 descendants";
+    let budget = format!("< {:.1} % of a core", BUDGET * 100.0);
+    let Some(data) = result("sampler_cpu") else {
+        rows.push(missing(figure, &budget));
+        return;
+    };
+    let Some(fraction) = data.get("core_fraction").and_then(Value::as_f64) else {
+        rows.push(missing(figure, &budget));
+        return;
+    };
+    let per_sample = data
+        .get("mean_sample_seconds")
+        .and_then(Value::as_f64)
+        .map_or("—".into(), |s| format!("{} per sample", time(s * 1e9)));
+    rows.push(Row {
+        figure: figure.into(),
+        stemmon: format!("{:.4} % of a core", fraction * 100.0),
+        peer: "(no peer; the monitor's own timing)".into(),
+        peer_value: per_sample,
+        ratio: "—".into(),
+        budget,
+        status: Status::of(fraction < BUDGET),
+    });
+}
+
+fn render(rows: &[Row]) -> String {
+    let header = [
+        "figure",
+        "stemmon",
+        "peer",
+        "peer figure",
+        "stemmon/peer",
+        "budget",
+        "result",
+    ];
+    let cells: Vec<[&str; 7]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.figure.as_str(),
+                r.stemmon.as_str(),
+                r.peer.as_str(),
+                r.peer_value.as_str(),
+                r.ratio.as_str(),
+                r.budget.as_str(),
+                r.status.label(),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &cells {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str; 7]| {
+        let mut out = String::from("|");
+        for (cell, width) in cells.iter().zip(widths) {
+            let pad = width - cell.chars().count();
+            let _ = write!(out, " {cell}{} |", " ".repeat(pad));
+        }
+        out.push('\n');
+        out
+    };
+    let mut out = line(&header);
+    out.push('|');
+    for width in widths {
+        let _ = write!(out, "{}|", "-".repeat(width + 2));
+    }
+    out.push('\n');
+    for row in &cells {
+        out.push_str(&line(row));
+    }
+    out
+}
+
+fn main() {
+    let expanded = result("active_call").and_then(|r| r.get("macro_expanded")?.as_bool());
+    let mut rows = Vec::new();
+    no_monitor(&mut rows, expanded);
+    active(&mut rows, expanded);
+    footprint(&mut rows, expanded);
+    tree(&mut rows);
+    sampler(&mut rows);
+
+    let table = render(&rows);
+    println!("{table}");
+    let count = |status| rows.iter().filter(|r| r.status == status).count();
+    let budgeted = rows
+        .iter()
+        .filter(|r| matches!(r.status, Status::Met | Status::NotMet))
+        .count();
+    println!(
+        "{} of {budgeted} budgets met; {} not met; {} pending (#[monitored] not expanded yet); {} missing",
+        count(Status::Met),
+        count(Status::NotMet),
+        count(Status::Pending),
+        count(Status::Missing),
+    );
+    println!("Times are criterion medians per call; added = call minus the same fn without instrumentation, same run.");
+    if let Err(error) = fs::write(out_dir().join("table.md"), &table) {
+        eprintln!("could not write table.md: {error}");
+    }
+}
