@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use stemmon::Report;
-use stemmon_suite::temp_dir;
+use stemmon_suite::{temp_dir, MIB};
 
 const OK: &str = env!("CARGO_BIN_EXE_fixture-main-ok");
 const ERR: &str = env!("CARGO_BIN_EXE_fixture-main-err");
@@ -323,4 +323,76 @@ fn bad_environment_values_are_reported_and_the_attribute_values_used() {
         "{:?}",
         run.log_lines()
     );
+}
+
+/// `cargo run --example quickstart`, as a user would, from this test: the example is
+/// built by cargo (a no-op when `cargo test` built it already) and run in a fresh
+/// directory, where it writes `target/stemmon/quickstart.json`.
+#[test]
+fn the_quickstart_example_reports_its_stages_and_its_workers() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let build = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--example",
+            "quickstart",
+            "--message-format=json",
+        ])
+        .current_dir(workspace)
+        .output()
+        .expect("run cargo");
+    assert!(
+        build.status.success(),
+        "{}",
+        String::from_utf8_lossy(&build.stderr)
+    );
+    let messages = String::from_utf8_lossy(&build.stdout);
+    let executable = messages
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["target"]["name"] == "quickstart")
+        .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+        .expect("cargo names the quickstart executable");
+
+    let dir = temp_dir("quickstart");
+    let started = std::time::Instant::now();
+    let output = fixture(executable.to_str().unwrap(), &dir)
+        .output()
+        .unwrap();
+    let seconds = started.elapsed().as_secs_f64();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(seconds < 15.0, "{seconds} s");
+    assert!(stdout.starts_with("[stemmon] started;"), "{stdout}");
+    assert!(stdout.contains("[stemmon] completed workers ("), "{stdout}");
+    assert!(stdout
+        .trim_end()
+        .lines()
+        .last()
+        .unwrap()
+        .starts_with("[stemmon] finished;"));
+
+    let report = read_report(&dir.join("target/stemmon/quickstart.json"));
+    assert_eq!(report.error, None);
+    for path in ["fit", "predict", "workers"] {
+        assert_eq!(report.stage(path).unwrap().calls, 1, "{path}");
+    }
+    let fit = report.stage("fit").unwrap();
+    assert!(fit.peaks.peak_parent_rss_bytes.unwrap() >= 190 * MIB);
+    // The three workers: four processes in the tree, and their memory as children.
+    let workers = report.stage("workers").unwrap();
+    assert_eq!(report.peak_process_count, 4);
+    assert_eq!(workers.peak_process_count, 4);
+    assert!(
+        workers.peaks.peak_children_rss_bytes.unwrap() >= 3 * 60 * MIB,
+        "{:?}",
+        workers.peaks
+    );
+    assert!(report.peaks.peak_children_rss_bytes.unwrap() >= 3 * 60 * MIB);
 }
