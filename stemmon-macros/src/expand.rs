@@ -162,6 +162,12 @@ fn mentions_impl(ty: &Type) -> bool {
     scan(ty.to_token_stream())
 }
 
+fn tracks_caller(attrs: &[syn::Attribute]) -> bool {
+    attrs
+        .iter()
+        .any(|attr| attr.path().is_ident("track_caller"))
+}
+
 /// `async move { .. }` whose output type is `ty` from the start. An async block infers
 /// its output from its first `return` or its tail, not from the bound it is passed to, so
 /// without the never-taken first `return` a later `return Err(Box::new(e))` or
@@ -221,7 +227,13 @@ fn instrument_fn(function: ItemFn, name: &LitStr) -> TokenStream {
             }
         }
     } else {
-        match shape(&sig.output) {
+        // A closure would report its own location, not the caller's: keep the body inline.
+        let shape = if tracks_caller(&attrs) {
+            Shape::Scoped
+        } else {
+            shape(&sig.output)
+        };
+        match shape {
             Shape::Scoped => quote! {
                 let __stemmon_stage = ::stemmon::__private::enter(#name);
                 #block
@@ -443,6 +455,29 @@ mod tests {
             &out,
             quote!(instrument::<(), _>("f", async move { g().await }))
         ));
+    }
+
+    #[test]
+    fn a_track_caller_fn_keeps_its_body_inline() {
+        let out = expand(
+            quote!(),
+            quote!(
+                #[track_caller]
+                fn get(v: &[u8]) -> Result<u8, E> {
+                    Ok(v[0])
+                }
+            ),
+        );
+        same(
+            &out,
+            &quote! {
+                #[track_caller]
+                fn get(v: &[u8]) -> Result<u8, E> {
+                    let __stemmon_stage = ::stemmon::__private::enter("get");
+                    { Ok(v[0]) }
+                }
+            },
+        );
     }
 
     #[test]

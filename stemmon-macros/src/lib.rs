@@ -30,6 +30,8 @@ use proc_macro::TokenStream;
 /// - On a `const fn` it is a compile error: a stage reads the clock at run time.
 /// - For a fn returning `impl Trait`, the stage covers the call that builds the value,
 ///   not work the value does later (an iterator's items, for example).
+/// - A `#[track_caller]` fn keeps its body inline (a closure would report its own
+///   location as the caller's), so its stage records panics but not the `Err` type.
 ///
 /// ```
 /// use stemmon::monitored;
@@ -82,8 +84,8 @@ use proc_macro::TokenStream;
 /// # assert_eq!(parse("7"), Ok(7));
 /// ```
 ///
-/// A fn that returns `()`, `!` or `impl Trait` (no `Err` to record, or no type to name)
-/// keeps its block as it is, in the guard's scope:
+/// A fn that returns `()`, `!` or `impl Trait` (no `Err` to record, or no type to name),
+/// or that is `#[track_caller]`, keeps its block as it is, in the guard's scope:
 ///
 /// ```
 /// fn report(total: u32) {

@@ -70,6 +70,21 @@ impl Store {
     }
 }
 
+trait Source {
+    async fn read(&self, key: &str) -> Result<String, std::fmt::Error>;
+}
+
+impl Source for Store {
+    #[monitored]
+    async fn read(&self, key: &str) -> Result<String, std::fmt::Error> {
+        tokio::task::yield_now().await;
+        if key.is_empty() {
+            return Err(std::fmt::Error);
+        }
+        Ok(format!("{key}={}", self.items.len()))
+    }
+}
+
 fn assert_send<T: Send>(value: T) -> T {
     value
 }
@@ -94,6 +109,8 @@ fn main() {
             items: vec!["a".into()],
         };
         assert_eq!(store.first().await, "a");
+        assert_eq!(store.read("k").await.unwrap(), "k=1");
+        assert!(store.read("").await.is_err());
         store.push("b").await.push("c".into());
         assert_eq!(assert_send(store.into_items()).await, ["a", "b", "c"]);
         // A `#[monitored]` future stays `Send` when its body is.
@@ -103,6 +120,9 @@ fn main() {
     let stage = report.stage("question mark").unwrap();
     assert_eq!((stage.calls, stage.errors), (3, 2));
     assert_eq!(stage.error.as_deref(), Some("Box<dyn Error>"));
+    let read = report.stage("read").unwrap();
+    assert_eq!((read.calls, read.errors), (2, 1));
+    assert_eq!(read.error.as_deref(), Some("Error"));
     for path in [
         "unit",
         "impl_return",

@@ -114,6 +114,12 @@ fn parse(text: &str) -> Result<u32, ParseIntError> {
     text.parse()
 }
 
+#[monitored]
+#[track_caller]
+fn caller_line() -> Result<u32, ParseIntError> {
+    Ok(std::panic::Location::caller().line())
+}
+
 struct Counter {
     count: u32,
     name: String,
@@ -211,7 +217,10 @@ fn main() {
     assert_eq!(r#match(), 7);
     assert_eq!(unsafe { raw_read(&5) }, 5);
     assert_eq!(c_abi(1), 0);
+    // The panic is expected: keep the default hook from printing it.
+    std::panic::set_hook(Box::new(|_| {}));
     assert!(std::panic::catch_unwind(|| never_returns()).is_err());
+    drop(std::panic::take_hook());
     assert!(parse("x").is_err());
     let mut counter = Counter::make();
     *counter.by_mut() += 2;
@@ -223,6 +232,8 @@ fn main() {
     assert_eq!(Box::new(Counter::make()).boxed(), 0);
     assert_eq!(counter.by_value(), "c");
     assert_eq!(from_macro(), 1);
+    let (line, seen) = (line!(), caller_line());
+    assert_eq!(seen, Ok(line), "`#[track_caller]` still sees its caller");
 
     let report = monitor.finish();
     for path in [
