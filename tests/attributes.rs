@@ -3,8 +3,11 @@
 
 use std::error::Error;
 use std::fmt;
+use std::future::Future;
 use std::num::ParseIntError;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 use stemmon::{monitored, Monitor, Report};
 use stemmon_suite::{touched_mib, MIB};
@@ -517,4 +520,50 @@ fn a_task_polled_on_a_worker_thread_records_nothing() {
         assert_eq!(runtime.block_on(task).unwrap(), Ok(3));
     });
     assert!(report.stages.is_empty(), "{:?}", paths(&report));
+}
+
+/// Pending once, then ready: lets a test poll by hand, on the thread of its choice.
+struct YieldOnce(bool);
+
+impl Future for YieldOnce {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if std::mem::replace(&mut self.0, true) {
+            Poll::Ready(())
+        } else {
+            cx.waker().wake_by_ref();
+            Poll::Pending
+        }
+    }
+}
+
+#[monitored]
+async fn two_polls(text: String) -> Result<u8, ParseIntError> {
+    YieldOnce(false).await;
+    text.parse()
+}
+
+fn poll_once<F: Future>(future: Pin<&mut F>) -> Poll<F::Output> {
+    future.poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[test]
+fn a_future_started_here_and_finished_or_dropped_on_another_thread_closes_its_stage() {
+    let report = monitor(|| {
+        let mut failing = Box::pin(two_polls("x".to_owned()));
+        assert!(poll_once(failing.as_mut()).is_pending());
+        let failed = std::thread::spawn(move || match poll_once(failing.as_mut()) {
+            Poll::Ready(result) => result.is_err(),
+            Poll::Pending => panic!("ready at the second poll"),
+        });
+        assert!(failed.join().unwrap());
+
+        let mut abandoned = Box::pin(two_polls("1".to_owned()));
+        assert!(poll_once(abandoned.as_mut()).is_pending());
+        std::thread::spawn(move || drop(abandoned)).join().unwrap();
+    });
+    let stage = report.stage("two_polls").unwrap();
+    assert_eq!((stage.calls, stage.errors), (2, 2));
+    assert_eq!(stage.error.as_deref(), Some("cancelled"));
 }
