@@ -111,7 +111,7 @@ fn parse_fn(item: TokenStream, attribute: &str, applies_to: &str) -> syn::Result
     ))
 }
 
-/// How a sync body is wrapped, by its return type.
+/// How a body is wrapped, by its return type.
 enum Shape<'a> {
     /// The block runs in the guard's scope: unit, `!` and `impl Trait` returns, which
     /// either cannot be an `Err` or cannot be named as a closure's return type.
@@ -198,8 +198,7 @@ fn instrument_fn(function: ItemFn, name: &LitStr) -> TokenStream {
         sig,
         block,
     } = function;
-    let ret = quote!(__stemmon_ret);
-    let error = error_of(ret.clone());
+    let error = error_of(quote!(__stemmon_ret));
     let body = if sig.asyncness.is_some() {
         let (output, never) = match &sig.output {
             ReturnType::Default => (quote!(()), false),
@@ -304,10 +303,10 @@ fn monitor_fn(function: ItemFn, args: &MainArgs) -> TokenStream {
         Shape::Typed(ty) if sig.asyncness.is_some() => {
             let future = typed_async_block(ty, &block);
             quote! {
-            #start
-            let __stemmon_ret = ::stemmon::__private::typed_future::<#ty, _>(#future).await;
-            __stemmon_main.set_error(#error);
-            __stemmon_ret
+                #start
+                let __stemmon_ret = ::stemmon::__private::typed_future::<#ty, _>(#future).await;
+                __stemmon_main.set_error(#error);
+                __stemmon_ret
             }
         }
         Shape::Typed(ty) => quote! {
