@@ -39,6 +39,17 @@ fn a_run_prints_one_flushed_line_per_event() {
         .any(|e| e.starts_with("completed fit/inner (0.1")));
     assert!(events.iter().any(|e| e.starts_with("completed fit (0.1")));
     assert!(events.contains(&"failed bad (panic)"), "{events:?}");
+    // A line names the stage open at that moment: after fit/inner ends, fit is.
+    let inner_done = lines
+        .iter()
+        .find(|l| l.contains("completed fit/inner"))
+        .unwrap();
+    assert!(inner_done.contains("; stage=fit; "), "{inner_done}");
+    let fit_done = lines
+        .iter()
+        .find(|l| l.contains("completed fit ("))
+        .unwrap();
+    assert!(fit_done.contains("; stage=workflow; "), "{fit_done}");
 
     for line in &lines {
         let fields: Vec<&str> = line.split("; ").collect();

@@ -15,10 +15,9 @@ pub(crate) fn human_bytes(bytes: Option<u64>) -> String {
     }
 }
 
-/// The line for `event` given the report at that moment.
-pub(crate) fn format_line(event: &str, report: &Report) -> String {
+/// The line for `event`, given the stage open now and the report at that moment.
+pub(crate) fn format_line(event: &str, stage: &str, report: &Report) -> String {
     let sample = report.latest_sample.as_ref();
-    let stage = sample.map_or("workflow", |s| s.stage.as_str());
     let mut line = format!(
         "[stemmon] {event}; elapsed={:.2}s; stage={stage}; RSS={}; RSS coverage=",
         report.wall_seconds,
@@ -43,8 +42,8 @@ pub(crate) fn format_line(event: &str, report: &Report) -> String {
     line
 }
 
-pub(crate) fn print_line(event: &str, report: &Report) {
-    let mut line = format_line(event, report);
+pub(crate) fn print_line(event: &str, stage: &str, report: &Report) {
+    let mut line = format_line(event, stage, report);
     line.push('\n');
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(line.as_bytes());

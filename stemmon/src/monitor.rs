@@ -672,7 +672,12 @@ impl Shared {
             .unwrap_or_else(PoisonError::into_inner);
         let report = self.summary();
         self.write(&report);
-        log::print_line(event, &report);
+        // The stage open now, which after a `completed` event is the enclosing one.
+        let stage = match self.published.read().last() {
+            Some((record, _)) => report.stages.get(*record as usize).map(|s| s.path.as_str()),
+            None => None,
+        };
+        log::print_line(event, stage.unwrap_or("workflow"), &report);
     }
 
     /// Rewrites the report file with a fresh summary.
