@@ -47,12 +47,20 @@ pub(crate) fn clear_active(shared: *const Shared) {
 
 /// Opens a stage named `name` on this thread's active monitor; an inert guard when
 /// there is none. This is what `#[monitored]` expands to.
-#[inline]
+#[inline(always)]
 pub fn enter(name: &'static str) -> Stage {
-    match with_active(|shared| shared.enter(StageName::Borrowed(name))) {
-        Some(stage) => stage,
-        None => Stage::inert(),
+    let shared = active();
+    if shared.is_null() {
+        return Stage::inert();
     }
+    enter_active(shared, name)
+}
+
+// Kept out of line so that the check above stays small enough to inline at every call site.
+#[inline(never)]
+fn enter_active(shared: *const Shared, name: &'static str) -> Stage {
+    // SAFETY: as in `with_active`: the monitor keeps `shared` alive while it is active.
+    unsafe { &*shared }.enter(StageName::Borrowed(name))
 }
 
 /// One open call on the stack (or one poll of an async stage).
@@ -62,6 +70,8 @@ pub(crate) struct Frame {
     pub(crate) seq: u64,
     /// Raw clock ticks at entry; [`POLL`] for the frame of one poll of an async stage.
     pub(crate) entered: u64,
+    /// The `type_name` of the `Err` this call returned, set just before it closes.
+    pub(crate) error: Option<&'static str>,
 }
 
 /// `Frame::entered` of a poll frame, whose call is timed apart.
@@ -108,6 +118,9 @@ pub(crate) struct Owner {
     pub(crate) stack: Vec<Frame>,
     pub(crate) nodes: Vec<Node>,
     roots: Vec<u32>,
+    /// The last lookup, `(parent, name address, name length, record)`: a hot stage
+    /// called again and again at one depth finds its record without a scan.
+    last_found: (Option<u32>, usize, usize, u32),
     pub(crate) deltas: Vec<Delta>,
     pub(crate) dirty: Vec<u32>,
     next_seq: u64,
@@ -122,6 +135,7 @@ impl Owner {
             stack: Vec::with_capacity(32),
             nodes: Vec::new(),
             roots: Vec::new(),
+            last_found: (None, 0, 0, 0),
             deltas: Vec::new(),
             dirty: Vec::new(),
             next_seq: 1,
@@ -144,6 +158,7 @@ impl Owner {
             record,
             seq,
             entered,
+            error: None,
         });
         published.publish(&self.stack, self.stack.len() - 1);
         seq
@@ -163,16 +178,36 @@ impl Owner {
 
     /// The record of `name` under `parent`, if this path was seen before.
     #[inline]
-    pub(crate) fn find(&self, parent: Option<u32>, name: &str) -> Option<u32> {
+    pub(crate) fn find(&mut self, parent: Option<u32>, name: &StageName) -> Option<u32> {
+        // `#[monitored]` names are one `&'static str` per call site: compare addresses first.
+        // Only a `'static` name's address stands for its text; an owned one may be freed
+        // and its address reused by other text.
+        let key = (parent, name.as_ptr() as usize, name.len());
+        let is_static = matches!(name, StageName::Borrowed(_));
+        let (last_parent, last_ptr, last_len, last_id) = self.last_found;
+        if is_static && (last_parent, last_ptr, last_len) == key {
+            return Some(last_id);
+        }
+        let name: &str = name;
         let siblings = match parent {
             Some(parent) => &self.nodes[parent as usize].children,
             None => &self.roots,
         };
-        // `#[monitored]` names are one `&'static str` per call site: compare addresses first.
-        siblings.iter().rev().copied().find(|&id| {
+        let id = siblings.iter().rev().copied().find(|&id| {
             let known: &str = &self.nodes[id as usize].name;
             ptr::eq(known, name) || known == name
-        })
+        })?;
+        if is_static {
+            self.last_found = (key.0, key.1, key.2, id);
+        }
+        Some(id)
+    }
+
+    /// Records the error of the open call `seq`.
+    pub(crate) fn set_error(&mut self, seq: u64, type_name: &'static str) {
+        if let Some(frame) = self.stack.iter_mut().rev().find(|frame| frame.seq == seq) {
+            frame.error = Some(type_name);
+        }
     }
 
     pub(crate) fn add_node(&mut self, parent: Option<u32>, name: StageName) -> u32 {

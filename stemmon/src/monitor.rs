@@ -452,10 +452,16 @@ impl Shared {
         Stage::new(self.epoch, seq)
     }
 
-    /// Closes the call `seq`; `error` is the `type_name` of the `Err` it returned.
-    /// Owner thread only.
+    /// Records the `Err` type the open call `seq` returned. Owner thread only.
+    pub(crate) fn set_error(&self, seq: u64, type_name: &'static str) {
+        if let Some(mut owner) = self.owner.try_borrow() {
+            owner.set_error(seq, type_name);
+        }
+    }
+
+    /// Closes the call `seq`. Owner thread only.
     #[inline]
-    pub(crate) fn exit(&self, seq: u64, error: Option<&'static str>) {
+    pub(crate) fn exit(&self, seq: u64) {
         let now = self.clock.raw();
         let panicking = std::thread::panicking();
         // Fallible: this runs in drop, possibly while unwinding.
@@ -468,6 +474,7 @@ impl Shared {
         let Some(frame) = owner.remove_frame(seq, &self.published) else {
             return;
         };
+        let error = frame.error;
         let ticks = now.saturating_sub(frame.entered);
         let delta = owner.delta(frame.record);
         delta.completed += 1;

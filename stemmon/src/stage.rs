@@ -5,7 +5,6 @@ use crate::memory::TreeReading;
 use crate::monitor::Shared;
 use crate::report::Peaks;
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -39,7 +38,6 @@ pub struct Stage {
     /// The monitor's epoch, 0 for a guard that records nothing.
     epoch: u64,
     seq: u64,
-    error: Cell<Option<&'static str>>,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -54,7 +52,6 @@ impl Stage {
         Stage {
             epoch,
             seq,
-            error: Cell::new(None),
             _not_send: PhantomData,
         }
     }
@@ -63,9 +60,19 @@ impl Stage {
     /// (a `std::any::type_name`); shortened when the stage closes.
     #[inline]
     pub(crate) fn set_error(&self, type_name: Option<&'static str>) {
-        if self.epoch != 0 && type_name.is_some() {
-            self.error.set(type_name);
+        if let (true, Some(type_name)) = (self.epoch != 0, type_name) {
+            self.with_monitor(|shared| shared.set_error(self.seq, type_name));
         }
+    }
+
+    /// Runs `f` with the monitor that opened this stage, if it is still this thread's.
+    fn with_monitor(&self, f: impl FnOnce(&Shared)) {
+        context::with_active(|shared| {
+            // A guard that outlived its monitor, or met a newer one at the same address, is a no-op.
+            if shared.epoch == self.epoch {
+                f(shared);
+            }
+        });
     }
 }
 
@@ -80,13 +87,7 @@ impl Drop for Stage {
 
 #[inline(never)]
 fn close_stage(stage: &Stage) {
-    let error = stage.error.get();
-    context::with_active(|shared| {
-        // A guard that outlived its monitor, or met a newer one at the same address, is a no-op.
-        if shared.epoch == stage.epoch {
-            shared.exit(stage.seq, error);
-        }
-    });
+    stage.with_monitor(|shared| shared.exit(stage.seq));
 }
 
 impl std::fmt::Debug for Stage {
