@@ -2,7 +2,7 @@
 //! memory that is really resident, and child processes that hold a known amount of it.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 /// One mebibyte.
@@ -66,12 +66,37 @@ impl Drop for Holder {
     }
 }
 
-/// A fresh, empty directory under the system's temporary directory.
-pub fn temp_dir(name: &str) -> PathBuf {
+/// A fresh, empty directory under the system's temporary directory, removed with
+/// everything in it when dropped.
+pub fn temp_dir(name: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("stemmon-test-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
+}
+
+/// A directory that is removed when dropped; see [`temp_dir`].
+#[derive(Debug)]
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Names of this process's threads, from `/proc/self/task/*/comm`.

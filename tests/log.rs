@@ -80,7 +80,6 @@ fn a_run_prints_one_flushed_line_per_event() {
     let report: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(report.stage("load").unwrap().calls, 3);
     assert!(!report.running);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// The only test in this binary that starts a monitor in-process, so it can count threads.

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use stemmon::Report;
-use stemmon_suite::{temp_dir, MIB};
+use stemmon_suite::{temp_dir, TempDir, MIB};
 
 const OK: &str = env!("CARGO_BIN_EXE_fixture-main-ok");
 const ERR: &str = env!("CARGO_BIN_EXE_fixture-main-err");
@@ -17,6 +17,7 @@ const TOKIO: &str = env!("CARGO_BIN_EXE_fixture-main-tokio");
 struct Run {
     output: Output,
     report_path: PathBuf,
+    _dir: TempDir,
 }
 
 impl Run {
@@ -31,6 +32,7 @@ impl Run {
         Run {
             output: command.output().expect("run the fixture"),
             report_path,
+            _dir: dir,
         }
     }
 

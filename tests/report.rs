@@ -118,7 +118,6 @@ fn the_report_file_has_exactly_the_specified_keys() {
     assert_eq!(json["pid"], std::process::id());
     assert!(json["tree_uss_bytes"].is_null() || !json.as_object().unwrap().contains_key("x"));
     assert_eq!(json["stages"][0]["name"], "fit");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -140,7 +139,6 @@ fn the_file_reads_back_as_the_report_finish_returned() {
     assert_eq!(parsed, returned);
     assert_eq!(parsed.stage("a/b").unwrap().parent_id, Some(0));
     assert!(!parsed.running);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -158,7 +156,6 @@ fn without_logging_the_report_is_written_at_the_end_only() {
     assert!(!path.exists(), "nothing is written before the end");
     monitor.finish();
     assert!(path.exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -205,7 +202,6 @@ fn a_reader_never_sees_a_half_written_report() {
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
     assert_eq!(names, ["report.json"], "no temporary file is left behind");
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -235,7 +231,6 @@ fn an_unwritable_output_path_is_the_monitors_error_not_the_programs() {
     assert_eq!(report.sampling_error, None);
     assert_eq!(report.stage("work").unwrap().calls, 1);
     assert!(!path.exists());
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -262,7 +257,6 @@ fn a_panic_with_an_active_monitor_still_writes_a_complete_report() {
     let doomed = report.stage("doomed").unwrap();
     assert_eq!(doomed.error.as_deref(), Some("panic"));
     assert_eq!(doomed.errors, 1);
-    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
