@@ -5,46 +5,11 @@
 use criterion::Criterion;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
-use stemmon_bench::body;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
 
-/// The function as written, without instrumentation.
-#[inline(never)]
-fn plain(x: u64) -> u64 {
-    body(x)
-}
+mod subjects;
 
-/// The same function under the attribute (a pass-through until the macro lands).
-#[stemmon::monitored]
-#[inline(never)]
-fn attribute(x: u64) -> u64 {
-    body(x)
-}
-
-/// What `#[monitored]` expands to, written by hand.
-#[inline(never)]
-fn enter(x: u64) -> u64 {
-    #[allow(unused_imports)]
-    use stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-    let stage = stemmon::__private::enter("enter");
-    let value = stemmon::__private::call(|| body(x));
-    stemmon::__private::set_error(&stage, (&value).__stemmon_error());
-    value
-}
-
-/// The tracing peer; `skip_all` so no argument is formatted (stemmon records none).
-#[tracing::instrument(skip_all)]
-#[inline(never)]
-fn tracing_instrument(x: u64) -> u64 {
-    body(x)
-}
-
-/// The hotpath peer.
-#[hotpath::measure]
-#[inline(never)]
-fn hotpath_measure(x: u64) -> u64 {
-    body(x)
-}
+use subjects::{attribute, enter, hotpath_measure, plain, tracing_instrument};
 
 static SPANS_CLOSED: AtomicU64 = AtomicU64::new(0);
 
@@ -71,7 +36,7 @@ fn main() {
         .start()
         .expect("the monitor starts");
 
-    // Whether `#[monitored]` opens a stage yet, or is still the placeholder.
+    // Whether `#[monitored]` opens a stage at all (not with the `enabled` feature off).
     black_box(attribute(black_box(1)));
     let expanded = monitor.summary().stage("attribute").is_some();
 

@@ -10,7 +10,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
-use stemmon_bench::{body, self_rss_bytes, thread_cpu, write_result, Tree};
+use stemmon_bench::{self_rss_bytes, thread_cpu, write_result, Tree};
 use tracing_subscriber::layer::SubscriberExt as _;
 
 /// Counts the bytes live on the heap, across all threads.
@@ -45,32 +45,12 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+mod subjects;
+
+use subjects::{attribute, enter, hotpath_measure, tracing_instrument};
+
 const WARM_CALLS: u64 = 1_000_000;
 const CALLS: u64 = 10_000_000;
-
-#[stemmon::monitored]
-#[inline(never)]
-fn attribute(x: u64) -> u64 {
-    body(x)
-}
-
-#[inline(never)]
-fn enter(x: u64) -> u64 {
-    let _stage = stemmon::__private::enter("enter");
-    body(x)
-}
-
-#[tracing::instrument(skip_all)]
-#[inline(never)]
-fn tracing_instrument(x: u64) -> u64 {
-    body(x)
-}
-
-#[hotpath::measure]
-#[inline(never)]
-fn hotpath_measure(x: u64) -> u64 {
-    body(x)
-}
 
 /// Heap and RSS growth over `CALLS` calls of `f`, after `WARM_CALLS`.
 fn growth(f: fn(u64) -> u64) -> serde_json::Value {

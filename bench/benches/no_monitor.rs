@@ -3,32 +3,10 @@
 
 use criterion::Criterion;
 use std::hint::black_box;
-use stemmon_bench::body;
 
-/// The function as written, without instrumentation.
-#[inline(never)]
-fn plain(x: u64) -> u64 {
-    body(x)
-}
+mod subjects;
 
-/// The same function under the attribute (a pass-through until the macro lands).
-#[stemmon::monitored]
-#[inline(never)]
-fn attribute(x: u64) -> u64 {
-    body(x)
-}
-
-/// What `#[monitored]` expands to, written by hand: the guard, the body in its own
-/// scope, and the error check (a no-op for a non-`Result` value).
-#[inline(never)]
-fn enter(x: u64) -> u64 {
-    #[allow(unused_imports)]
-    use stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-    let stage = stemmon::__private::enter("enter");
-    let value = stemmon::__private::call(|| body(x));
-    stemmon::__private::set_error(&stage, (&value).__stemmon_error());
-    value
-}
+use subjects::{attribute, enter, plain};
 
 fn main() {
     let mut c = Criterion::default()

@@ -26,7 +26,7 @@ struct Row {
 enum Status {
     Met,
     NotMet,
-    /// `#[monitored]` is still the pass-through placeholder: nothing to measure yet.
+    /// `#[monitored]` opened no stage (the `enabled` feature is off): its rows time nothing.
     Pending,
     /// The bench that makes this figure did not run or failed.
     Missing,
@@ -47,7 +47,7 @@ impl Status {
         match self {
             Status::Met => "met",
             Status::NotMet => "NOT MET",
-            Status::Pending => "pending: macro is a pass-through",
+            Status::Pending => "NOT MEASURED: #[monitored] opened no stage",
             Status::Missing => "MISSING",
             Status::Info => "info",
         }
@@ -360,7 +360,7 @@ fn main() {
         .filter(|r| matches!(r.status, Status::Met | Status::NotMet))
         .count();
     println!(
-        "{} of {budgeted} budgets met; {} not met; {} pending (#[monitored] not expanded yet); {} missing",
+        "{} of {budgeted} budgets met; {} not met; {} not measured (#[monitored] opened no stage); {} missing",
         count(Status::Met),
         count(Status::NotMet),
         count(Status::Pending),

@@ -1,0 +1,44 @@
+//! The functions every call bench times: one body, bare and under each instrumentation.
+// Each bench uses the subset it compares.
+#![allow(dead_code)]
+
+use stemmon_bench::body;
+
+/// The function as written, without instrumentation.
+#[inline(never)]
+pub fn plain(x: u64) -> u64 {
+    body(x)
+}
+
+/// The same function under the attribute.
+#[stemmon::monitored]
+#[inline(never)]
+pub fn attribute(x: u64) -> u64 {
+    body(x)
+}
+
+/// What `#[monitored]` expands to, written by hand: the guard, the body in a closure,
+/// and the error check (a no-op for a non-`Result` value).
+#[inline(never)]
+pub fn enter(x: u64) -> u64 {
+    #[allow(unused_imports)]
+    use stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
+    let stage = stemmon::__private::enter("enter");
+    let value = stemmon::__private::call(|| body(x));
+    stemmon::__private::set_error(&stage, (&value).__stemmon_error());
+    value
+}
+
+/// The tracing peer; `skip_all` so no argument is formatted (stemmon records none).
+#[tracing::instrument(skip_all)]
+#[inline(never)]
+pub fn tracing_instrument(x: u64) -> u64 {
+    body(x)
+}
+
+/// The hotpath peer.
+#[hotpath::measure]
+#[inline(never)]
+pub fn hotpath_measure(x: u64) -> u64 {
+    body(x)
+}
