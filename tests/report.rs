@@ -196,7 +196,7 @@ fn a_reader_never_sees_a_half_written_report() {
     monitor.finish();
     stop.store(true, Ordering::Relaxed);
     let parsed = reader.join().unwrap();
-    assert!(parsed > 50, "only {parsed} reads overlapped the rewrites");
+    assert!(parsed > 20, "only {parsed} reads overlapped the rewrites");
     let names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

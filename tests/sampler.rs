@@ -165,9 +165,10 @@ fn the_sampler_keeps_its_cadence_and_counts_its_cost() {
     let monitor = fast().start().unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let report = monitor.finish();
-    // First sample at start, one per 25 ms, a last one at finish.
+    // First sample at start, one per 25 ms (22 in all), a last one at finish; a busy
+    // machine may delay some, never add any.
     assert!(
-        (15..=24).contains(&report.sampling_attempts),
+        (10..=24).contains(&report.sampling_attempts),
         "{} attempts in 500 ms at 25 ms",
         report.sampling_attempts
     );
@@ -179,7 +180,7 @@ fn the_sampler_keeps_its_cadence_and_counts_its_cost() {
         "a sample of one process is fast"
     );
     assert!(
-        report.max_sample_gap_seconds >= 0.02 && report.max_sample_gap_seconds < 0.2,
+        report.max_sample_gap_seconds >= 0.02 && report.max_sample_gap_seconds < 0.5,
         "gap {}",
         report.max_sample_gap_seconds
     );
