@@ -41,15 +41,13 @@ pub(crate) fn monitored_with(
     enabled: bool,
 ) -> syn::Result<TokenStream> {
     let args: MonitoredArgs = syn::parse2(args)?;
-    let function = parse_fn(item.clone(), "monitored", "a fn or a method")?;
-    if let Some(constness) = &function.sig.constness {
-        return Err(syn::Error::new(
-            constness.span,
-            "`#[monitored]` cannot be used on a `const fn`: a stage reads the clock and the \
-             thread's monitor while the program runs, which const evaluation cannot do; \
-             remove `const` or the attribute",
-        ));
-    }
+    let function = parse_fn(
+        item.clone(),
+        "monitored",
+        "a fn or a method",
+        "a stage reads the clock and the thread's monitor while the program runs, which \
+         const evaluation cannot do; remove `const` or the attribute",
+    )?;
     if !enabled {
         return Ok(item);
     }
@@ -68,14 +66,12 @@ pub(crate) fn monitor_main_with(
     enabled: bool,
 ) -> syn::Result<TokenStream> {
     let args: MainArgs = syn::parse2(args)?;
-    let function = parse_fn(item.clone(), "monitor_main", "the program's `fn main`")?;
-    if let Some(constness) = &function.sig.constness {
-        return Err(syn::Error::new(
-            constness.span,
-            "`#[monitor_main]` cannot be used on a `const fn`: it starts a monitor while the \
-             program runs; remove `const`",
-        ));
-    }
+    let function = parse_fn(
+        item.clone(),
+        "monitor_main",
+        "the program's `fn main`",
+        "it starts a monitor while the program runs; remove `const`",
+    )?;
     if !function.sig.inputs.is_empty() {
         return Err(syn::Error::new_spanned(
             &function.sig.inputs,
@@ -89,10 +85,22 @@ pub(crate) fn monitor_main_with(
     Ok(monitor_fn(function, &args))
 }
 
-/// The item as a fn with a body, or an error that says what it is instead.
-fn parse_fn(item: TokenStream, attribute: &str, applies_to: &str) -> syn::Result<ItemFn> {
+/// The item as a non-`const` fn with a body, or an error that says what it is instead
+/// (`why_not_const` explains the `const fn` case).
+fn parse_fn(
+    item: TokenStream,
+    attribute: &str,
+    applies_to: &str,
+    why_not_const: &str,
+) -> syn::Result<ItemFn> {
     if let Ok(function) = syn::parse2::<ItemFn>(item.clone()) {
-        return Ok(function);
+        return match &function.sig.constness {
+            Some(constness) => Err(syn::Error::new(
+                constness.span,
+                format!("`#[{attribute}]` cannot be used on a `const fn`: {why_not_const}"),
+            )),
+            None => Ok(function),
+        };
     }
     if let Ok(declaration) = syn::parse2::<syn::ForeignItemFn>(item.clone()) {
         return Err(syn::Error::new(
