@@ -441,10 +441,11 @@ impl Shared {
         }
         let record = self.record_for(&mut owner, name, now);
         let seq = owner.push_frame(record, now, &self.published);
-        owner.delta(record).calls += 1;
-        if now.wrapping_sub(owner.boundary_at) < self.reuse_ticks {
-            owner.delta(record).saw_boundary = true;
-        } else {
+        let reuse = now.wrapping_sub(owner.boundary_at) < self.reuse_ticks;
+        let delta = owner.delta(record);
+        delta.calls += 1;
+        delta.saw_boundary |= reuse;
+        if !reuse {
             let mut state = self.lock();
             state.merge(self, &mut owner);
             state.boundary_reading(self, &mut owner, now, record);
@@ -670,31 +671,34 @@ impl Shared {
 
     /// Prints one log line for `event` and rewrites the report; nothing when logging is off.
     pub(crate) fn log_event(&self, event: &str) {
-        if self.config.log_interval.is_none() {
-            return;
+        if self.config.log_interval.is_some() {
+            self.publish(Some(event));
         }
-        let _order = self
-            .write_lock
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let report = self.summary();
-        self.write(&report);
-        // The stage open now, which after a `completed` event is the enclosing one.
-        let stage = match self.published.read().last() {
-            Some((record, _)) => report.stages.get(*record as usize).map(|s| s.path.as_str()),
-            None => None,
-        };
-        log::print_line(event, stage.unwrap_or("workflow"), &report);
     }
 
     /// Rewrites the report file with a fresh summary.
     pub(crate) fn write_report(&self) {
+        self.publish(None);
+    }
+
+    /// Rewrites the report and prints the line for `event`, if any, in one ordered step.
+    fn publish(&self, event: Option<&str>) {
         let _order = self
             .write_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let report = self.summary();
         self.write(&report);
+        if let Some(event) = event {
+            // The stage open now, which after a `completed` event is the enclosing one.
+            let stage = self
+                .published
+                .read()
+                .last()
+                .and_then(|(record, _)| report.stages.get(*record as usize))
+                .map_or("workflow", |stage| stage.path.as_str());
+            log::print_line(event, stage, &report);
+        }
     }
 
     fn write(&self, report: &Report) {

@@ -91,11 +91,6 @@ impl MainGuard {
             self.error.set(type_name);
         }
     }
-
-    /// Whether a monitor is running (false under `STEMMON_DISABLE=1`).
-    pub fn is_active(&self) -> bool {
-        self.monitor.is_some()
-    }
 }
 
 impl Drop for MainGuard {
