@@ -104,7 +104,7 @@ fn a_child_that_exits_mid_run_is_coverage_not_an_error() {
 #[test]
 fn the_portable_reader_sees_the_same_tree() {
     let _serial = serial();
-    let monitor = fast().portable_reader(true).start().unwrap();
+    let monitor = fast().reader(stemmon::Reader::Portable).start().unwrap();
     let holder = Holder::start(HOLD, 80, 1, 40);
     wait_for_samples(&monitor, 2);
     let report = monitor.summary();

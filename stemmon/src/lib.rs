@@ -58,6 +58,7 @@
 //! attributes expand to the item exactly as written: no monitor, no thread, no cost.
 #![warn(missing_docs)]
 
+mod builder;
 mod context;
 mod error;
 mod log;
@@ -72,7 +73,8 @@ mod stage;
 pub mod __private;
 
 pub use error::Error;
-pub use monitor::{Monitor, MonitorBuilder};
+pub use builder::{MonitorBuilder, Reader};
+pub use monitor::Monitor;
 pub use report::Report;
 pub use stage::Stage;
 pub use stemmon_macros::{monitor_main, monitored};

@@ -1,6 +1,7 @@
 //! `Monitor` and `MonitorBuilder`: the lifecycle, and the state the sampler and the
 //! stage guards share.
 
+use crate::builder::{Config, MonitorBuilder, Reader};
 use crate::context::{self, Owner, OwnerCell, Published, POLL};
 use crate::error::Error;
 use crate::log;
@@ -12,11 +13,12 @@ use std::borrow::Cow;
 use std::cell::RefMut;
 use std::collections::VecDeque;
 use std::marker::PhantomData;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
+#[cfg(test)]
+use std::time::Duration;
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
 const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
@@ -25,107 +27,21 @@ const LOG_COMPLETION_AFTER_NANOS: u64 = 100_000_000;
 
 static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
-#[derive(Clone, Debug)]
-pub(crate) struct Config {
-    pub(crate) sample_interval: Duration,
-    pub(crate) log_interval: Option<Duration>,
-    pub(crate) output: Option<PathBuf>,
-    pub(crate) detailed_memory: bool,
-    pub(crate) max_samples: usize,
-}
-
-/// Configures and starts a [`Monitor`]; made by [`Monitor::builder`].
-///
-/// The defaults: a sample every second, a log line every 30 seconds, no output file,
-/// RSS only (no USS / PSS), and summaries only (no raw samples kept).
-#[derive(Debug)]
-#[must_use = "a builder does nothing until `.start()` is called"]
-pub struct MonitorBuilder {
-    config: Config,
-    /// Makes the tree reader; the platform's best unless told otherwise.
-    reader: fn(bool) -> Box<dyn TreeReader>,
-}
-
-impl MonitorBuilder {
-    /// Time between background samples of the process tree. Must be greater than zero.
-    pub fn sample_interval(mut self, interval: Duration) -> Self {
-        self.config.sample_interval = interval;
-        self
-    }
-
-    /// Time between `running` log lines; `None` turns the live log off (the report is
-    /// then written at the end only). Must be greater than zero.
-    pub fn log_interval(mut self, interval: Option<Duration>) -> Self {
-        self.config.log_interval = interval;
-        self
-    }
-
-    /// Where to write the JSON report. Parent directories are created; the file is
-    /// replaced atomically at each log line and at the end.
-    pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
-        self.config.output = Some(path.into());
-        self
-    }
-
-    /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
-    pub fn detailed_memory(mut self, detailed: bool) -> Self {
-        self.config.detailed_memory = detailed;
-        self
-    }
-
-    /// Keep the last `count` raw samples in the report; 0 keeps summaries only.
-    pub fn max_samples(mut self, count: usize) -> Self {
-        self.config.max_samples = count;
-        self
-    }
-
-    /// Read memory through sysinfo even where a native reader exists.
-    #[doc(hidden)]
-    pub fn portable_reader(mut self, portable: bool) -> Self {
-        self.reader = if portable {
-            memory::portable_reader
-        } else {
-            memory::default_reader
+impl Monitor {
+    pub(crate) fn start(config: Config) -> Result<Monitor, Error> {
+        let make: fn(bool) -> Box<dyn TreeReader> = match config.reader {
+            Reader::Portable => memory::portable_reader,
+            _ => memory::default_reader,
         };
-        self
+        Monitor::start_with(config, make)
     }
 
-    fn validate(&self) -> Result<(), Error> {
-        let invalid = |setting, reason: &str| {
-            Err(Error::InvalidConfig {
-                setting,
-                reason: reason.to_owned(),
-            })
-        };
-        if self.config.sample_interval.is_zero() {
-            return invalid("sample_interval", "must be greater than zero");
-        }
-        if self.config.log_interval.is_some_and(|d| d.is_zero()) {
-            return invalid(
-                "log_interval",
-                "must be greater than zero, or `None` to turn logging off",
-            );
-        }
-        if let Some(path) = &self.config.output {
-            if path.as_os_str().is_empty() || path.file_name().is_none() {
-                return invalid("output", "must name a file");
-            }
-        }
-        Ok(())
-    }
-
-    /// Starts the monitor: makes it the calling thread's active monitor, takes the
-    /// first sample, starts the `stemmon-sampler` thread and logs `started`.
-    ///
-    /// Fails if a setting is out of range, if this thread already has an active
-    /// monitor, or if the thread cannot be started.
-    pub fn start(self) -> Result<Monitor, Error> {
-        self.validate()?;
+    fn start_with(config: Config, make: fn(bool) -> Box<dyn TreeReader>) -> Result<Monitor, Error> {
         if !context::active().is_null() {
             return Err(Error::AlreadyActive);
         }
-        let mut reader = (self.reader)(self.config.detailed_memory);
-        let shared = Arc::new(Shared::new(self.config, reader.name()));
+        let mut reader = make(config.detailed_memory);
+        let shared = Arc::new(Shared::new(config, reader.name()));
         shared.take_sample(&mut *reader);
         let (stop, stopped) = mpsc::channel();
         let thread = {
@@ -199,16 +115,7 @@ impl std::fmt::Debug for Monitor {
 impl Monitor {
     /// A builder with the default settings.
     pub fn builder() -> MonitorBuilder {
-        MonitorBuilder {
-            config: Config {
-                sample_interval: Duration::from_secs(1),
-                log_interval: Some(Duration::from_secs(30)),
-                output: None,
-                detailed_memory: false,
-                max_samples: 0,
-            },
-            reader: memory::default_reader,
-        }
+        MonitorBuilder::default()
     }
 
     /// Opens a stage that ends when the returned guard is dropped. Stages opened while
@@ -639,6 +546,7 @@ impl Shared {
                     partial_rss_samples: record.stats.partial_rss_samples,
                     peak_process_count: record.stats.peak_process_count,
                     peaks: record.stats.peaks.clone(),
+                    ..StageReport::default()
                 }
             })
             .collect();
@@ -666,6 +574,7 @@ impl Shared {
             stages,
             latest_sample: state.latest.clone(),
             recent_samples: state.trace.iter().cloned().collect(),
+            ..Report::default()
         }
     }
 
@@ -887,12 +796,10 @@ mod tests {
 
     #[test]
     fn failed_samples_are_the_monitors_error_not_the_programs() {
-        let mut builder = Monitor::builder()
+        let builder = Monitor::builder()
             .log_interval(None)
             .sample_interval(Duration::from_millis(5));
-        builder.reader = |_| Box::new(Denied);
-        let monitor = builder
-            .start()
+        let monitor = Monitor::start_with(builder.config, |_| Box::new(Denied))
             .expect("a failing reader does not stop the start");
         {
             let _stage = monitor.stage("work").unwrap();

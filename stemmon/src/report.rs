@@ -4,6 +4,7 @@
 //! Sizes are bytes, times are seconds, readings that were not taken are `null`.
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -11,6 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Peaks of the six memory fields over the samples a record saw.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
 pub struct Peaks {
     /// Highest sum of the RSS of the process and all its descendants.
     pub peak_tree_rss_bytes: Option<u64>,
@@ -26,8 +29,72 @@ pub struct Peaks {
     pub peak_tree_physical_footprint_bytes: Option<u64>,
 }
 
+/// What the kernel's own high-water marks and the job's cgroup say, for the whole run
+/// or for one stage (SPEC §8). `null` where the mark could not be read.
+///
+/// The sampled [`Peaks`] can miss a spike between two samples; these cannot. The true
+/// peak of the tree lies between `peak_tree_rss_bytes` and `peak_tree_rss_bound_bytes`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct HighWater {
+    /// The exact peak RSS of the monitored process itself (`VmHWM`, reset at every
+    /// reading). Exact for stages longer than the boundary reuse window (about 1 ms).
+    pub peak_parent_hwm_bytes: Option<u64>,
+    /// An upper bound of the tree's peak that no spike escapes: per interval between
+    /// readings, the sum of every live process's own high-water mark plus the peak of
+    /// every descendant reaped in the interval.
+    pub peak_tree_rss_bound_bytes: Option<u64>,
+    /// The largest peak RSS of a descendant that exited while the record was open.
+    pub peak_reaped_child_rss_bytes: Option<u64>,
+    /// The highest memory charge of the job's cgroup.
+    pub peak_cgroup_memory_bytes: Option<u64>,
+    /// OOM kills in the job's cgroup while the record was open.
+    pub oom_kills: Option<u64>,
+}
+
+/// Which high-water marks were read, and why any were not.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct HighWaterMarks {
+    /// Whether reading them was asked for (`.high_water_marks(true)`, the default).
+    pub enabled: bool,
+    /// The monitored process's own mark (`VmHWM`, reset through `clear_refs`).
+    pub parent: bool,
+    /// The live descendants' marks.
+    pub descendants: bool,
+    /// The peaks of reaped descendants.
+    pub reaped: bool,
+    /// Why a mark is missing (turned off, another OS, no permission), `null` if none is.
+    pub missing: Option<String>,
+}
+
+/// The job's cgroup: what a scheduler (Slurm, Kubernetes) charges and kills on.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct CgroupReport {
+    /// The cgroup's directory.
+    pub path: String,
+    /// 1 or 2.
+    pub version: u8,
+    /// Memory charged to the cgroup now.
+    pub memory_current_bytes: Option<u64>,
+    /// The highest charge the kernel recorded (`memory.peak`, `memory.max_usage_in_bytes`).
+    pub memory_peak_bytes: Option<u64>,
+    /// The limit; `null` when unlimited.
+    pub memory_limit_bytes: Option<u64>,
+    /// OOM kills in the cgroup since it was made.
+    pub oom_kills: Option<u64>,
+    /// Processes in the cgroup.
+    pub processes: Option<u32>,
+}
+
 /// One reading of the process tree.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
 pub struct SampleReport {
     /// Seconds since the monitor started.
     pub elapsed_seconds: f64,
@@ -53,8 +120,67 @@ pub struct SampleReport {
     pub rss_complete: bool,
 }
 
+/// One point of the whole-run [`Report::timeline`]: the maxima of the samples it
+/// stands for. Neighbours are merged as the run grows, so it never holds more than
+/// about 2 000 points and no sampled peak disappears.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct TimelinePoint {
+    /// Seconds since the start at the first sample of the point.
+    pub elapsed_seconds: f64,
+    /// Seconds since the start at the last sample of the point.
+    pub end_seconds: f64,
+    /// Highest tree RSS.
+    pub tree_rss_bytes: Option<u64>,
+    /// Highest RSS of the process itself.
+    pub parent_rss_bytes: Option<u64>,
+    /// Highest RSS of the descendants.
+    pub children_rss_bytes: Option<u64>,
+    /// Highest high-water bound of the tree (see [`HighWater`]).
+    pub tree_rss_bound_bytes: Option<u64>,
+    /// Highest cgroup memory charge.
+    pub cgroup_memory_bytes: Option<u64>,
+    /// Most processes.
+    pub process_count: u32,
+    /// How many samples the point stands for.
+    pub samples: u32,
+}
+
+/// One kept stage call of [`Report::spans`], for traces.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct Span {
+    /// The [`StageReport::id`] of the call's stage.
+    pub stage_id: u32,
+    /// The [`ThreadReport::id`] of the thread that ran it.
+    pub thread: u32,
+    /// Seconds from the monitor's start to the call's entry.
+    pub start_seconds: f64,
+    /// How long the call took.
+    pub wall_seconds: f64,
+    /// How the call failed, if it did.
+    pub error: Option<String>,
+}
+
+/// A thread that recorded stages.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct ThreadReport {
+    /// Numbered from 0 (the monitor's own thread) in order of first stage.
+    pub id: u32,
+    /// The thread's name, if it has one.
+    pub name: Option<String>,
+    /// Stage calls it made.
+    pub calls: u64,
+}
+
 /// The aggregated record of one stage path.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
 pub struct StageReport {
     /// Index of this record in [`Report::stages`].
     pub id: u32,
@@ -68,13 +194,15 @@ pub struct StageReport {
     pub calls: u64,
     /// How many calls failed (panicked, returned `Err`, or were cancelled).
     pub errors: u64,
+    /// How many threads ran it.
+    pub threads: u32,
     /// Seconds from the monitor's start to the first entry.
     pub start_seconds: f64,
-    /// Total wall time over all calls; an open call counts up to now.
+    /// Total wall time over all calls, summed over threads; an open call counts up to now.
     pub wall_seconds: f64,
-    /// Shortest call.
+    /// Shortest completed call; with only open calls, the shortest of those so far.
     pub min_wall_seconds: f64,
-    /// Longest call.
+    /// Longest completed call; with only open calls, the longest of those so far.
     pub max_wall_seconds: f64,
     /// The last failure seen: `"panic"`, `"cancelled"` or the error's type name.
     pub error: Option<String>,
@@ -84,14 +212,18 @@ pub struct StageReport {
     pub partial_rss_samples: u64,
     /// Most processes seen in the tree while the stage was active.
     pub peak_process_count: u32,
-    /// Memory peaks while the stage was active.
+    /// Sampled memory peaks while the stage was active.
     #[serde(flatten)]
     pub peaks: Peaks,
+    /// Exact peaks from the kernel's marks while the stage was active.
+    #[serde(flatten)]
+    pub high_water: HighWater,
 }
 
 /// A snapshot of a monitor: timings, peaks, stages and the sampler's own health.
 ///
-/// It serializes to exactly the keys of the JSON report and reads back from it:
+/// It serializes to exactly the keys of the JSON report and reads back from it; a
+/// report written by an older version reads back too, its newer keys defaulted:
 ///
 /// ```no_run
 /// let text = std::fs::read_to_string("report.json")?;
@@ -99,13 +231,16 @@ pub struct StageReport {
 /// println!("peak {:?} bytes in {:?}", report.peaks.peak_tree_rss_bytes, report.peak_rss_stage);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
 pub struct Report {
     /// Process id of the monitored process.
     pub pid: u32,
     /// `true` while the monitor runs, `false` once it finished.
     pub running: bool,
-    /// Why the monitored run failed: `"panic"` or the error type `main` returned.
+    /// Why the monitored run failed: `"panic"`, the error type `main` returned, or the
+    /// signal that ended it (`"SIGTERM"`).
     pub error: Option<String>,
     /// Seconds since the monitor started (until it finished).
     pub wall_seconds: f64,
@@ -115,8 +250,17 @@ pub struct Report {
     pub platform: String,
     /// Which memory reader ran: `"linux-proc"` or `"sysinfo"`.
     pub sampler: String,
+    /// The machine's host name.
+    pub host: String,
+    /// Who this process is in a larger job: `job_id`, `array_task`, `rank` from the
+    /// scheduler's environment, and the labels given to the builder or in `STEMMON_LABELS`.
+    pub labels: BTreeMap<String, String>,
+    /// The monitored command's argv, when `stemmon run` started it.
+    pub command: Option<Vec<String>>,
     /// Whether USS / PSS / physical footprint were collected.
     pub detailed_memory: bool,
+    /// Which high-water marks were read.
+    pub high_water_marks: HighWaterMarks,
     /// Full tree samples attempted.
     pub sampling_attempts: u64,
     /// Seconds spent taking them.
@@ -129,25 +273,38 @@ pub struct Report {
     pub sampling_error: Option<String>,
     /// The last failure to write the report file, if any.
     pub output_error: Option<String>,
+    /// The last failure to export metrics (Prometheus textfile or Pushgateway), if any.
+    pub export_error: Option<String>,
     /// Successful full tree samples.
     pub samples: u64,
     /// Of those, the ones that could not read every process.
     pub partial_rss_samples: u64,
     /// Most processes seen in the tree.
     pub peak_process_count: u32,
-    /// Memory peaks over the whole run.
+    /// Sampled memory peaks over the whole run.
     #[serde(flatten)]
     pub peaks: Peaks,
+    /// Exact peaks from the kernel's marks over the whole run.
+    #[serde(flatten)]
+    pub high_water: HighWater,
     /// The stage path active at the tree RSS peak.
     pub peak_rss_stage: Option<String>,
     /// When the tree RSS peak was seen.
     pub peak_rss_elapsed_seconds: Option<f64>,
+    /// The job's cgroup as last read, `null` where none can be read.
+    pub cgroup: Option<CgroupReport>,
+    /// The threads that recorded stages.
+    pub threads: Vec<ThreadReport>,
     /// One record per stage path, in order of first entry.
     pub stages: Vec<StageReport>,
     /// The newest sample.
     pub latest_sample: Option<SampleReport>,
     /// The last `max_samples` samples, oldest first.
     pub recent_samples: Vec<SampleReport>,
+    /// The whole run, at most about 2 000 points.
+    pub timeline: Vec<TimelinePoint>,
+    /// Stage calls kept for traces: at most 10 000, every call of 100 ms or more.
+    pub spans: Vec<Span>,
 }
 
 impl Report {

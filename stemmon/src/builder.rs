@@ -1,0 +1,209 @@
+//! `MonitorBuilder`: the settings, their defaults, and their validation.
+
+use crate::error::Error;
+use crate::monitor::Monitor;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which source the monitor reads memory from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Reader {
+    /// The platform's best: `/proc` read directly on Linux, sysinfo elsewhere.
+    #[default]
+    Native,
+    /// sysinfo on every platform: slower, and without high-water marks.
+    Portable,
+}
+
+/// Every setting of a monitor, as validated by [`MonitorBuilder::start`].
+#[derive(Clone, Debug)]
+pub(crate) struct Config {
+    pub(crate) sample_interval: Duration,
+    pub(crate) log_interval: Option<Duration>,
+    pub(crate) output: Option<PathBuf>,
+    pub(crate) detailed_memory: bool,
+    pub(crate) max_samples: usize,
+    /// Cover the starting thread only, not the whole process.
+    pub(crate) current_thread_only: bool,
+    pub(crate) high_water_marks: bool,
+    /// Labels given with `.label(k, v)`, in order.
+    pub(crate) labels: Vec<(String, String)>,
+    pub(crate) prometheus_textfile: Option<PathBuf>,
+    pub(crate) pushgateway: Option<String>,
+    pub(crate) reader: Reader,
+    /// The root of the sampled tree: this process unless told otherwise.
+    pub(crate) root: Option<u32>,
+    /// The argv of the command `stemmon run` started.
+    pub(crate) command: Option<Vec<String>>,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            sample_interval: Duration::from_secs(1),
+            log_interval: Some(Duration::from_secs(30)),
+            output: None,
+            detailed_memory: false,
+            max_samples: 0,
+            current_thread_only: false,
+            high_water_marks: true,
+            labels: Vec::new(),
+            prometheus_textfile: None,
+            pushgateway: None,
+            reader: Reader::Native,
+            root: None,
+            command: None,
+        }
+    }
+}
+
+/// Configures and starts a [`Monitor`]; made by [`Monitor::builder`].
+///
+/// The defaults: a sample every second, a log line every 30 seconds, no output file,
+/// RSS and high-water marks (no USS / PSS), summaries only (no raw samples kept), and
+/// every thread of the process covered.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let monitor = stemmon::Monitor::builder()
+///     .sample_interval(Duration::from_millis(200))
+///     .log_interval(None)
+///     .label("dataset", "2026-11")
+///     .start()?;
+/// let report = monitor.finish();
+/// assert_eq!(report.labels["dataset"], "2026-11");
+/// # Ok::<(), stemmon::Error>(())
+/// ```
+#[derive(Debug, Default)]
+#[must_use = "a builder does nothing until `.start()` is called"]
+pub struct MonitorBuilder {
+    pub(crate) config: Config,
+}
+
+impl MonitorBuilder {
+    /// Time between background samples of the process tree. Must be greater than zero.
+    pub fn sample_interval(mut self, interval: Duration) -> Self {
+        self.config.sample_interval = interval;
+        self
+    }
+
+    /// Time between `running` log lines; `None` turns the live log off (the report is
+    /// then written at the end only). Must be greater than zero.
+    pub fn log_interval(mut self, interval: Option<Duration>) -> Self {
+        self.config.log_interval = interval;
+        self
+    }
+
+    /// Where to write the JSON report. The path is resolved once, at start; parent
+    /// directories are created; a regular file is replaced atomically at each log line
+    /// and at the end.
+    pub fn output(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.output = Some(path.into());
+        self
+    }
+
+    /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
+    pub fn detailed_memory(mut self, detailed: bool) -> Self {
+        self.config.detailed_memory = detailed;
+        self
+    }
+
+    /// Keep the last `count` raw samples in the report; 0 keeps summaries only.
+    pub fn max_samples(mut self, count: usize) -> Self {
+        self.config.max_samples = count;
+        self
+    }
+
+    /// Cover the calling thread only, instead of every thread of the process, so that
+    /// several monitors can run at once on different threads (parallel tests).
+    pub fn current_thread_only(mut self) -> Self {
+        self.config.current_thread_only = true;
+        self
+    }
+
+    /// Read the kernel's high-water marks (on by default, Linux): exact peaks that no
+    /// sample misses (SPEC §8). `false` samples RSS only.
+    pub fn high_water_marks(mut self, on: bool) -> Self {
+        self.config.high_water_marks = on;
+        self
+    }
+
+    /// Adds a label to the report and to every exported metric series. Names are
+    /// Prometheus label names (`[a-zA-Z_][a-zA-Z0-9_]*`); a bad one fails `start`.
+    pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.labels.push((key.into(), value.into()));
+        self
+    }
+
+    /// Writes the metrics, in Prometheus text format, to one `.prom` file in `dir` for
+    /// node_exporter's textfile collector, at each log line and at the end.
+    pub fn prometheus_textfile(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.config.prometheus_textfile = Some(dir.into());
+        self
+    }
+
+    /// Pushes the metrics to the Pushgateway at `url`, grouped by job, host and labels,
+    /// at each log line and at the end.
+    pub fn pushgateway(mut self, url: impl Into<String>) -> Self {
+        self.config.pushgateway = Some(url.into());
+        self
+    }
+
+    /// Chooses the memory source; [`Reader::Native`] by default.
+    pub fn reader(mut self, reader: Reader) -> Self {
+        self.config.reader = reader;
+        self
+    }
+
+    /// Samples the tree rooted at another process (one this process started) instead
+    /// of this one: the report's `parent_*` figures are then that process's. This is
+    /// how `stemmon run` watches a command.
+    pub fn root_process(mut self, pid: u32) -> Self {
+        self.config.root = Some(pid);
+        self
+    }
+
+    /// Records the argv of the monitored command in the report's `command`.
+    pub fn command(mut self, argv: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.config.command = Some(argv.into_iter().map(Into::into).collect());
+        self
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), Error> {
+        let invalid = |setting, reason: &str| {
+            Err(Error::InvalidConfig {
+                setting,
+                reason: reason.to_owned(),
+            })
+        };
+        let config = &self.config;
+        if config.sample_interval.is_zero() {
+            return invalid("sample_interval", "must be greater than zero");
+        }
+        if config.log_interval.is_some_and(|d| d.is_zero()) {
+            return invalid(
+                "log_interval",
+                "must be greater than zero, or `None` to turn logging off",
+            );
+        }
+        if let Some(path) = &config.output {
+            if path.as_os_str().is_empty() || path.file_name().is_none() {
+                return invalid("output", "must name a file");
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the monitor: makes it the process's monitor (or, with
+    /// [`current_thread_only`](Self::current_thread_only), the calling thread's), takes
+    /// the first sample, starts the `stemmon-sampler` thread and logs `started`.
+    ///
+    /// Fails if a setting is out of range, if a monitor already covers this thread, or
+    /// if the thread cannot be started.
+    pub fn start(self) -> Result<Monitor, Error> {
+        self.validate()?;
+        Monitor::start(self.config)
+    }
+}
