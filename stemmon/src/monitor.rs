@@ -277,7 +277,7 @@ impl Shared {
             sampler,
             origin: clock.raw(),
             clock,
-            pid: std::process::id(),
+            pid: config.root.unwrap_or_else(std::process::id),
             platform: platform(),
             owner: OwnerCell::new(),
             published: Published::new(),
@@ -574,6 +574,7 @@ impl Shared {
             stages,
             latest_sample: state.latest.clone(),
             recent_samples: state.trace.iter().cloned().collect(),
+            command: self.config.command.clone(),
             ..Report::default()
         }
     }
