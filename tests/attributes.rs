@@ -13,7 +13,7 @@ use stemmon::{monitored, Monitor, Report};
 use stemmon_suite::{touched_mib, MIB};
 
 fn quiet() -> stemmon::MonitorBuilder {
-    Monitor::builder().log_interval(None)
+    Monitor::builder().current_thread_only().log_interval(None)
 }
 
 /// Runs `body` under a fresh monitor on this thread and returns its report.

@@ -95,6 +95,7 @@ fn the_sampler_thread_is_named_and_gone_after_finish() {
     };
     assert_eq!(samplers(), 0);
     let monitor = stemmon::Monitor::builder()
+        .current_thread_only()
         .log_interval(None)
         .start()
         .unwrap();
@@ -107,6 +108,7 @@ fn the_sampler_thread_is_named_and_gone_after_finish() {
     monitor.finish();
     assert_eq!(samplers(), 0, "finish joins the sampler");
     let dropped = stemmon::Monitor::builder()
+        .current_thread_only()
         .log_interval(None)
         .start()
         .unwrap();

@@ -38,11 +38,21 @@ fn read(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The exact-peak keys of SPEC §8, in the report and in every stage.
+const HIGH_WATER_KEYS: [&str; 5] = [
+    "peak_parent_hwm_bytes",
+    "peak_tree_rss_bound_bytes",
+    "peak_reaped_child_rss_bytes",
+    "peak_cgroup_memory_bytes",
+    "oom_kills",
+];
+
 #[test]
 fn the_report_file_has_exactly_the_specified_keys() {
     let dir = temp_dir("keys");
     let path = dir.join("report.json");
     let monitor = Monitor::builder()
+        .current_thread_only()
         .log_interval(None)
         .output(&path)
         .max_samples(2)
@@ -60,23 +70,38 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "sample_interval",
         "platform",
         "sampler",
+        "host",
+        "labels",
+        "command",
         "detailed_memory",
+        "high_water_marks",
         "sampling_attempts",
         "sampling_seconds",
         "max_sampling_seconds",
         "max_sample_gap_seconds",
         "sampling_error",
         "output_error",
+        "export_error",
         "samples",
         "partial_rss_samples",
         "peak_process_count",
         "peak_rss_stage",
         "peak_rss_elapsed_seconds",
+        "cgroup",
+        "threads",
         "stages",
         "latest_sample",
         "recent_samples",
+        "timeline",
+        "spans",
     ];
-    let expected = sorted(report_keys.iter().map(|k| k.to_string()).chain(peak_keys()));
+    let expected = sorted(
+        report_keys
+            .iter()
+            .chain(HIGH_WATER_KEYS.iter())
+            .map(|k| k.to_string())
+            .chain(peak_keys()),
+    );
     assert_eq!(keys(&json), expected);
 
     let stage_keys = [
@@ -86,6 +111,7 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "parent_id",
         "calls",
         "errors",
+        "threads",
         "start_seconds",
         "wall_seconds",
         "min_wall_seconds",
@@ -95,7 +121,13 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "partial_rss_samples",
         "peak_process_count",
     ];
-    let expected = sorted(stage_keys.iter().map(|k| k.to_string()).chain(peak_keys()));
+    let expected = sorted(
+        stage_keys
+            .iter()
+            .chain(HIGH_WATER_KEYS.iter())
+            .map(|k| k.to_string())
+            .chain(peak_keys()),
+    );
     assert_eq!(keys(&json["stages"][0]), expected);
 
     let sample_keys = [
@@ -127,6 +159,7 @@ fn the_file_reads_back_as_the_report_finish_returned() {
     let dir = temp_dir("roundtrip");
     let path = dir.join("nested/dirs/report.json");
     let monitor = Monitor::builder()
+        .current_thread_only()
         .log_interval(None)
         .output(&path)
         .start()
@@ -148,6 +181,7 @@ fn without_logging_the_report_is_written_at_the_end_only() {
     let dir = temp_dir("end-only");
     let path = dir.join("report.json");
     let monitor = Monitor::builder()
+        .current_thread_only()
         .log_interval(None)
         .sample_interval(Duration::from_millis(10))
         .output(&path)
@@ -166,6 +200,7 @@ fn a_reader_never_sees_a_half_written_report() {
     let path = dir.join("report.json");
     // Log (and so rewrite) every 2 ms, with stage lines in between, and a large report.
     let monitor = Monitor::builder()
+        .current_thread_only()
         .log_interval(Some(Duration::from_millis(2)))
         .sample_interval(Duration::from_millis(2))
         .max_samples(500)
@@ -213,6 +248,7 @@ fn an_unwritable_output_path_is_the_monitors_error_not_the_programs() {
     std::fs::write(&blocker, b"a file where a directory should be").unwrap();
     let path = blocker.join("report.json");
     let monitor = Monitor::builder()
+        .current_thread_only()
         .log_interval(Some(Duration::from_millis(20)))
         .sample_interval(Duration::from_millis(10))
         .output(&path)
@@ -243,6 +279,7 @@ fn a_panic_with_an_active_monitor_still_writes_a_complete_report() {
         let path = path.clone();
         std::thread::spawn(move || {
             let monitor = Monitor::builder()
+                .current_thread_only()
                 .log_interval(None)
                 .output(&path)
                 .start()
@@ -274,6 +311,7 @@ fn every_invalid_setting_is_a_clear_error() {
     );
 
     let log = Monitor::builder()
+        .current_thread_only()
         .log_interval(Some(Duration::ZERO))
         .start();
     assert_eq!(
@@ -293,6 +331,7 @@ fn every_invalid_setting_is_a_clear_error() {
     );
     // A rejected builder leaves the thread free for a valid one.
     Monitor::builder()
+        .current_thread_only()
         .log_interval(None)
         .start()
         .unwrap()

@@ -16,6 +16,7 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 
 fn fast() -> stemmon::MonitorBuilder {
     Monitor::builder()
+        .current_thread_only()
         .log_interval(None)
         .sample_interval(Duration::from_millis(25))
 }

@@ -10,7 +10,7 @@ use stemmon_suite::{touched_mib, MIB};
 static MEMORY: Mutex<()> = Mutex::new(());
 
 fn quiet() -> stemmon::MonitorBuilder {
-    Monitor::builder().log_interval(None)
+    Monitor::builder().current_thread_only().log_interval(None)
 }
 
 #[test]

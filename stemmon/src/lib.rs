@@ -61,9 +61,11 @@
 mod builder;
 mod context;
 mod error;
+mod future;
 mod log;
 mod memory;
 mod monitor;
+mod recorder;
 pub mod report;
 mod sampler;
 mod stage;
@@ -72,8 +74,9 @@ mod stage;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use error::Error;
 pub use builder::{MonitorBuilder, Reader};
+pub use context::stage;
+pub use error::Error;
 pub use monitor::Monitor;
 pub use report::Report;
 pub use stage::Stage;

@@ -2,15 +2,16 @@
 //! together with `stemmon-macros`, which is why that crate is pinned exactly.
 
 use crate::monitor::Monitor;
-use crate::stage::short_type_name;
+use crate::recorder::short_type_name;
 use std::cell::Cell;
 use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::context::enter;
+pub use crate::future::{instrument, AsyncStage, Instrumented};
 pub use crate::memory::{default_reader, portable_reader, TreeReader, TreeReading};
-pub use crate::stage::{instrument, AsyncStage, Instrumented, Stage};
+pub use crate::stage::Stage;
 
 /// Picked by autoref for a `Result`: the `type_name` of the error when it is `Err`.
 /// Usage: `(&value).__stemmon_error()` with both traits in scope.

@@ -316,7 +316,7 @@ impl Report {
 
 /// Writes `bytes` to `path` so that a reader sees the old file or the new one, never a
 /// part: a temporary file beside it, flushed, then renamed over it.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent)?;
@@ -335,7 +335,9 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let written = (|| {
         let mut file = fs::File::create(&temporary)?;
         file.write_all(bytes)?;
-        file.sync_data()?;
+        if durable {
+            file.sync_data()?;
+        }
         fs::rename(&temporary, path)
     })();
     if written.is_err() {
@@ -352,8 +354,8 @@ mod tests {
     fn atomic_write_creates_parents_and_leaves_no_temporary() {
         let dir = std::env::temp_dir().join(format!("stemmon-unit-{}", std::process::id()));
         let path = dir.join("a/b/report.json");
-        write_atomic(&path, b"{}").unwrap();
-        write_atomic(&path, b"{\"x\":1}").unwrap();
+        write_atomic(&path, b"{}", true).unwrap();
+        write_atomic(&path, b"{\"x\":1}", false).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "{\"x\":1}");
         let names: Vec<_> = fs::read_dir(path.parent().unwrap())
             .unwrap()
@@ -367,7 +369,7 @@ mod tests {
     fn atomic_write_to_a_directory_fails_and_cleans_up() {
         let dir = std::env::temp_dir().join(format!("stemmon-unit-dir-{}", std::process::id()));
         fs::create_dir_all(dir.join("taken")).unwrap();
-        assert!(write_atomic(&dir.join("taken"), b"{}").is_err());
+        assert!(write_atomic(&dir.join("taken"), b"{}", true).is_err());
         let names: Vec<_> = fs::read_dir(&dir).unwrap().collect();
         assert_eq!(names.len(), 1, "the temporary file must be removed");
         fs::remove_dir_all(dir).unwrap();

@@ -1,0 +1,187 @@
+//! The aggregated record of each stage path, and the index that finds a path's record
+//! without scanning its siblings.
+
+use crate::memory::TreeReading;
+use crate::report::Peaks;
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+/// A stage's name: `'static` for `#[monitored]`, owned for names built at run time.
+pub(crate) type StageName = Cow<'static, str>;
+
+/// Counters and peaks shared by stage records and the whole run.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stats {
+    pub(crate) samples: u64,
+    pub(crate) partial_rss_samples: u64,
+    pub(crate) peak_process_count: u32,
+    pub(crate) peaks: Peaks,
+}
+
+/// Raises `peak` to `value`; whether it rose.
+fn raise(peak: &mut Option<u64>, value: Option<u64>) -> bool {
+    match (value, *peak) {
+        (Some(v), Some(p)) if v <= p => false,
+        (Some(v), _) => {
+            *peak = Some(v);
+            true
+        }
+        (None, _) => false,
+    }
+}
+
+impl Stats {
+    /// Counts a full tree sample; returns whether it raised the tree RSS peak.
+    pub(crate) fn apply_sample(&mut self, reading: &TreeReading) -> bool {
+        self.samples += 1;
+        self.partial_rss_samples += u64::from(!reading.rss_complete);
+        self.peak_process_count = self.peak_process_count.max(reading.process_count);
+        let p = &mut self.peaks;
+        raise(&mut p.peak_parent_rss_bytes, reading.parent_rss);
+        raise(&mut p.peak_children_rss_bytes, reading.children_rss);
+        raise(&mut p.peak_tree_uss_bytes, reading.tree_uss);
+        raise(&mut p.peak_tree_pss_bytes, reading.tree_pss);
+        raise(
+            &mut p.peak_tree_physical_footprint_bytes,
+            reading.tree_physical_footprint,
+        );
+        raise(&mut p.peak_tree_rss_bytes, reading.tree_rss)
+    }
+
+    /// Counts a stage-boundary reading: the parent read now, the descendants as last
+    /// sampled. Not a sample; returns whether it raised the tree RSS peak.
+    pub(crate) fn apply_boundary(&mut self, reading: &TreeReading) -> bool {
+        self.peak_process_count = self.peak_process_count.max(reading.process_count);
+        let p = &mut self.peaks;
+        raise(&mut p.peak_parent_rss_bytes, reading.parent_rss);
+        raise(&mut p.peak_children_rss_bytes, reading.children_rss);
+        raise(&mut p.peak_tree_rss_bytes, reading.tree_rss)
+    }
+}
+
+/// The aggregate of every call of one stage path, over every thread.
+#[derive(Debug)]
+pub(crate) struct Record {
+    pub(crate) name: StageName,
+    pub(crate) path: String,
+    pub(crate) parent: Option<u32>,
+    pub(crate) calls: u64,
+    pub(crate) completed: u64,
+    pub(crate) errors: u64,
+    /// Threads whose calls were merged in.
+    pub(crate) threads: u32,
+    pub(crate) start_seconds: f64,
+    pub(crate) wall_seconds: f64,
+    pub(crate) min_wall_seconds: f64,
+    pub(crate) max_wall_seconds: f64,
+    pub(crate) error: Option<String>,
+    /// Whether the first completion was logged.
+    pub(crate) logged: bool,
+    pub(crate) stats: Stats,
+}
+
+impl Record {
+    /// Adds one completed call of `seconds`.
+    pub(crate) fn complete(&mut self, seconds: f64) {
+        self.completed += 1;
+        self.wall_seconds += seconds;
+        self.min_wall_seconds = self.min_wall_seconds.min(seconds);
+        self.max_wall_seconds = self.max_wall_seconds.max(seconds);
+    }
+}
+
+/// Every record, in order of creation, and the `(parent, name) → id` index.
+#[derive(Debug, Default)]
+pub(crate) struct Records {
+    pub(crate) list: Vec<Record>,
+    index: HashMap<(Option<u32>, StageName), u32>,
+}
+
+impl Records {
+    /// The id of `name` under `parent`, made if new (`start` is its first entry).
+    pub(crate) fn find_or_add(&mut self, parent: Option<u32>, name: &StageName, start: f64) -> u32 {
+        if let Some(id) = self.index.get(&(parent, name.clone())) {
+            return *id;
+        }
+        let id = self.list.len() as u32;
+        let path = match parent {
+            Some(parent) => format!("{}/{}", self.list[parent as usize].path, name),
+            None => name.to_string(),
+        };
+        self.list.push(Record {
+            name: name.clone(),
+            path,
+            parent,
+            calls: 0,
+            completed: 0,
+            errors: 0,
+            threads: 0,
+            start_seconds: start,
+            wall_seconds: 0.0,
+            min_wall_seconds: f64::INFINITY,
+            max_wall_seconds: 0.0,
+            error: None,
+            logged: false,
+            stats: Stats::default(),
+        });
+        self.index.insert((parent, name.clone()), id);
+        id
+    }
+
+    pub(crate) fn get_mut(&mut self, id: u32) -> &mut Record {
+        &mut self.list[id as usize]
+    }
+
+    pub(crate) fn get(&self, id: u32) -> &Record {
+        &self.list[id as usize]
+    }
+}
+
+/// Shortens a `std::any::type_name` to the last segment of every path in it:
+/// `alloc::boxed::Box<dyn core::error::Error>` becomes `Box<dyn Error>`.
+pub(crate) fn short_type_name(full: &str) -> String {
+    let mut out = String::with_capacity(full.len());
+    let mut segment_start = 0;
+    for (i, c) in full.char_indices() {
+        if c == ':' {
+            segment_start = i + 1;
+        } else if !(c.is_alphanumeric() || c == '_') {
+            out.push_str(&full[segment_start..i]);
+            out.push(c);
+            segment_start = i + c.len_utf8();
+        }
+    }
+    out.push_str(&full[segment_start..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_type_names() {
+        assert_eq!(short_type_name("std::io::error::Error"), "Error");
+        assert_eq!(
+            short_type_name("alloc::boxed::Box<dyn core::error::Error + core::marker::Send>"),
+            "Box<dyn Error + Send>"
+        );
+        assert_eq!(short_type_name("my_crate::PredictError"), "PredictError");
+        assert_eq!(short_type_name("(u8, a::B)"), "(u8, B)");
+    }
+
+    #[test]
+    fn a_path_is_found_again_and_named_from_its_parent() {
+        let mut records = Records::default();
+        let fit = records.find_or_add(None, &Cow::Borrowed("fit"), 0.0);
+        let inner = records.find_or_add(Some(fit), &Cow::Owned("inner".into()), 0.1);
+        assert_eq!(
+            records.find_or_add(Some(fit), &Cow::Borrowed("inner"), 0.2),
+            inner
+        );
+        assert_eq!(records.find_or_add(None, &Cow::Borrowed("fit"), 0.2), fit);
+        assert_eq!(records.get(inner).path, "fit/inner");
+        assert_eq!(records.get(inner).start_seconds, 0.1);
+        assert_eq!(records.list.len(), 2);
+    }
+}

@@ -1,0 +1,243 @@
+//! What one thread owns: its stack of open calls, its path lookup, and its counters
+//! since the last merge. The thread locks its own slot on every call; nobody else
+//! contends for it but the sampler and summaries, a few times a second, so a call
+//! writes no cache line that another thread writes.
+
+use super::records::StageName;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// One open call on a thread's stack (or one poll of an async stage).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Frame {
+    pub(crate) record: u32,
+    pub(crate) seq: u32,
+    /// Raw clock ticks at entry; [`POLL`] for the frame of one poll of an async stage.
+    pub(crate) entered: u64,
+    /// Directly recursive calls folded into this one and still open.
+    pub(crate) folded: u32,
+    /// The `type_name` of the `Err` this call returned, set just before it closes.
+    pub(crate) error: Option<&'static str>,
+}
+
+/// `Frame::entered` of a poll frame, whose call is timed apart.
+pub(crate) const POLL: u64 = u64::MAX;
+
+/// Counts of one stage path not yet merged into the shared record; times in raw ticks.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Delta {
+    pub(crate) calls: u64,
+    pub(crate) completed: u64,
+    pub(crate) wall_ticks: u64,
+    pub(crate) min_ticks: u64,
+    pub(crate) max_ticks: u64,
+    /// A reused boundary reading fell in this stage since the last merge.
+    pub(crate) saw_boundary: bool,
+    dirty: bool,
+}
+
+impl Delta {
+    const CLEAN: Delta = Delta {
+        calls: 0,
+        completed: 0,
+        wall_ticks: 0,
+        min_ticks: u64::MAX,
+        max_ticks: 0,
+        saw_boundary: false,
+        dirty: false,
+    };
+}
+
+/// A fast hasher for small integer keys (FxHash's multiply-rotate); the keys are
+/// record ids and name addresses, never attacker-chosen.
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.write_u64(u64::from(*byte));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// The parent key of a top-level stage.
+pub(crate) const NO_PARENT: u32 = u32::MAX;
+
+/// A thread's state, behind its slot's lock.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadState {
+    pub(crate) stack: Vec<Frame>,
+    /// `(parent, name address, name length) → record` for `'static` names: a
+    /// `#[monitored]` name is one `&'static str` per call site.
+    by_address: FastMap<(u32, usize, usize), u32>,
+    /// `(parent, name) → record` for names built at run time.
+    by_name: HashMap<(u32, String), u32>,
+    /// The last lookup: a hot stage called again and again finds its record at once.
+    last: Option<((u32, usize, usize), u32)>,
+    /// Each record's name, as far as this thread has met it (direct recursion checks it).
+    names: Vec<Option<StageName>>,
+    deltas: Vec<Delta>,
+    dirty: Vec<u32>,
+    /// Records this thread has merged calls into (each counts it once in `threads`).
+    ran: Vec<bool>,
+    next_seq: u32,
+    /// Calls merged so far.
+    pub(crate) calls: u64,
+    pub(crate) exited: bool,
+}
+
+impl ThreadState {
+    /// The record of `name` under `parent`, if this thread has met the path.
+    #[inline]
+    pub(crate) fn find(&mut self, parent: u32, name: &StageName) -> Option<u32> {
+        match name {
+            StageName::Borrowed(text) => {
+                let key = (parent, text.as_ptr() as usize, text.len());
+                if let Some((last_key, id)) = self.last {
+                    if last_key == key {
+                        return Some(id);
+                    }
+                }
+                let id = *self.by_address.get(&key)?;
+                self.last = Some((key, id));
+                Some(id)
+            }
+            StageName::Owned(text) => self.by_name.get(&(parent, text.clone())).copied(),
+        }
+    }
+
+    /// Remembers that `name` under `parent` is `record`.
+    pub(crate) fn learn(&mut self, parent: u32, name: &StageName, record: u32) {
+        match name {
+            StageName::Borrowed(text) => {
+                let key = (parent, text.as_ptr() as usize, text.len());
+                self.by_address.insert(key, record);
+                self.last = Some((key, record));
+            }
+            StageName::Owned(text) => {
+                self.by_name.insert((parent, text.clone()), record);
+            }
+        }
+        let index = record as usize;
+        if self.names.len() <= index {
+            self.names.resize(index + 1, None);
+        }
+        self.names[index] = Some(name.clone());
+    }
+
+    /// Whether `record` is named `name`.
+    #[inline]
+    pub(crate) fn is_named(&self, record: u32, name: &str) -> bool {
+        match self.names.get(record as usize) {
+            Some(Some(known)) => std::ptr::eq(known.as_ref(), name) || known == name,
+            _ => false,
+        }
+    }
+
+    /// Pushes a frame and returns its sequence number.
+    #[inline]
+    pub(crate) fn push(&mut self, record: u32, entered: u64) -> u32 {
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.stack.push(Frame {
+            record,
+            seq: self.next_seq,
+            entered,
+            folded: 0,
+            error: None,
+        });
+        self.next_seq
+    }
+
+    /// The frame `seq` (the top one, unless guards were dropped out of order).
+    #[inline]
+    pub(crate) fn position(&self, seq: u32) -> Option<usize> {
+        match self.stack.last() {
+            Some(top) if top.seq == seq => Some(self.stack.len() - 1),
+            _ => self.stack.iter().rposition(|frame| frame.seq == seq),
+        }
+    }
+
+    /// Records the error of the open call `seq`.
+    pub(crate) fn set_error(&mut self, seq: u32, type_name: &'static str) {
+        if let Some(index) = self.position(seq) {
+            self.stack[index].error = Some(type_name);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn delta(&mut self, record: u32) -> &mut Delta {
+        let index = record as usize;
+        if self.deltas.len() <= index {
+            self.deltas.resize(index + 1, Delta::CLEAN);
+        }
+        let delta = &mut self.deltas[index];
+        if !delta.dirty {
+            delta.dirty = true;
+            self.dirty.push(record);
+        }
+        delta
+    }
+
+    /// Takes the counters to merge, leaving them clean; `first` tells whether this
+    /// thread merges calls into the record for the first time.
+    pub(crate) fn drain(&mut self, mut each: impl FnMut(u32, Delta, bool)) {
+        let dirty = std::mem::take(&mut self.dirty);
+        for &id in &dirty {
+            let delta = std::mem::replace(&mut self.deltas[id as usize], Delta::CLEAN);
+            let index = id as usize;
+            if self.ran.len() <= index {
+                self.ran.resize(index + 1, false);
+            }
+            let first = delta.calls > 0 && !std::mem::replace(&mut self.ran[index], true);
+            self.calls += delta.calls;
+            each(id, delta, first);
+        }
+        self.dirty = dirty;
+        self.dirty.clear();
+    }
+}
+
+/// One thread's slot in a recorder: registered at its first stage, kept after it exits.
+#[derive(Debug)]
+pub(crate) struct ThreadSlot {
+    /// 0 for the thread that started the monitor, then in order of first stage.
+    pub(crate) id: u32,
+    pub(crate) name: Option<String>,
+    state: Mutex<ThreadState>,
+}
+
+impl ThreadSlot {
+    pub(crate) fn new(id: u32, name: Option<String>) -> ThreadSlot {
+        ThreadSlot {
+            id,
+            name,
+            state: Mutex::new(ThreadState::default()),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ThreadState> {
+        // Nothing panics while holding the lock; if it ever did, the data is still usable.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
