@@ -4,7 +4,7 @@ use crate::builder::{Config, MonitorBuilder, Reader};
 use crate::context;
 use crate::error::Error;
 use crate::memory::{self, TreeReader};
-use crate::recorder::{Event, Recorder, StageName};
+use crate::recorder::{Event, Line, OpenStage, Recorder, StageName};
 use crate::report::Report;
 use crate::sampler;
 use crate::stage::Stage;
@@ -113,7 +113,7 @@ impl Monitor {
                 return Err(Error::Spawn(error));
             }
         };
-        recorder.log_event("started".to_owned(), None);
+        recorder.log_event(Line::Text("started".to_owned()), OpenStage::OwnerNow);
         Ok(Monitor {
             recorder,
             sampler: Some((events, thread)),
@@ -176,7 +176,11 @@ impl Monitor {
         };
         self.recorder.end(error);
         context::uninstall(&self.recorder);
-        sampler::publish(&self.recorder, &[(event, None)], true)
+        sampler::publish(
+            &self.recorder,
+            &[(Line::Text(event), OpenStage::OwnerNow)],
+            true,
+        )
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::log;
 use crate::memory::TreeReader;
-use crate::recorder::{Event, Recorder};
+use crate::recorder::{Event, Line, OpenStage, Recorder};
 use crate::report::Report;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -69,7 +69,11 @@ pub(crate) fn run(
         }
         if let (Some(at), Some(every)) = (next_log, log_interval) {
             if now >= at {
-                publish(recorder, &[("running".to_owned(), None)], false);
+                publish(
+                    recorder,
+                    &[(Line::Text("running".to_owned()), OpenStage::OwnerNow)],
+                    false,
+                );
                 next_log = Some(next_tick(at, every, Instant::now()));
             }
         }
@@ -79,17 +83,13 @@ pub(crate) fn run(
 
 /// Rewrites the report and prints a line for each event, in one ordered step; with
 /// `durable`, the write is synced to disk. Returns the report written.
-pub(crate) fn publish(
-    recorder: &Recorder,
-    events: &[(String, Option<String>)],
-    durable: bool,
-) -> Report {
+pub(crate) fn publish(recorder: &Recorder, events: &[(Line, OpenStage)], durable: bool) -> Report {
     let report = recorder.snapshot();
     write(recorder, &report, durable);
     if recorder.config.log_interval.is_some() {
         let now = recorder.owner_stage(&recorder.lock());
         for (event, stage) in events {
-            log::print_line(event, stage.as_deref().unwrap_or(&now), &report);
+            log::print_line(&event.text(&report), stage.path(&report, &now), &report);
         }
     }
     report

@@ -42,3 +42,14 @@ pub fn tracing_instrument(x: u64) -> u64 {
 pub fn hotpath_measure(x: u64) -> u64 {
     body(x)
 }
+
+/// Direct recursion under the attribute: folds into one record.
+#[stemmon::monitored]
+#[inline(never)]
+pub fn descend(depth: u32) -> u32 {
+    if depth == 0 {
+        0
+    } else {
+        1 + descend(depth - 1)
+    }
+}

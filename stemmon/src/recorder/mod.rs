@@ -36,12 +36,37 @@ const MAX_SPANS: usize = 10_000;
 
 static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
 
+/// The event of a log line, formatted by the sampler thread (names are looked up
+/// there, so an instrumented thread neither formats nor copies a path).
+#[derive(Debug)]
+pub(crate) enum Line {
+    /// Free text: `started`, `running`, `finished`, `failed (panic)`.
+    Text(String),
+    /// `completed <path> (<s>s)`.
+    Completed { record: u32, nanos: u64 },
+    /// `failed <path> (<error>)`.
+    Failed {
+        record: u32,
+        error: Cow<'static, str>,
+    },
+}
+
+/// Which stage a log line names as open.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum OpenStage {
+    /// This record was open on the thread when the event happened.
+    Record(u32),
+    /// Nothing was open.
+    Workflow,
+    /// Whatever is open on the monitor's own thread when the line is printed.
+    OwnerNow,
+}
+
 /// What instrumented threads hand to the sampler thread, which does all the I/O.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// Print the line of this event, naming the stage open when it happened (`None`:
-    /// the one open on the monitor's thread when printed), and rewrite the report.
-    Log(String, Option<String>),
+    /// Print this line and rewrite the report.
+    Log(Line, OpenStage),
     /// Stop sampling and hand the reader back.
     Stop,
 }
@@ -220,7 +245,7 @@ impl Recorder {
     }
 
     /// Hands a log line's event to the sampler thread; no I/O on the caller's thread.
-    pub(crate) fn log_event(&self, event: String, stage: Option<String>) {
+    pub(crate) fn log_event(&self, event: Line, stage: OpenStage) {
         if self.config.log_interval.is_none() {
             return;
         }
@@ -360,13 +385,13 @@ impl Recorder {
         if let Some(message) = message {
             // The stage open now on this thread, or where its calls nest.
             let stage = match thread.stack.last() {
-                Some(top) => state.records.get(top.record).path.clone(),
-                None if slot.id == 0 => "workflow".to_owned(),
-                None => self.owner_stage(&state),
+                Some(top) => OpenStage::Record(top.record),
+                None if slot.id == 0 => OpenStage::Workflow,
+                None => OpenStage::OwnerNow,
             };
             drop(state);
             drop(thread);
-            self.log_event(message, Some(stage));
+            self.log_event(message, stage);
         }
     }
 
@@ -542,7 +567,7 @@ impl Recorder {
         let message = finish_call(&mut state, record, nanos, error);
         drop(state);
         if let Some(message) = message {
-            self.log_event(message, None);
+            self.log_event(message, OpenStage::OwnerNow);
         }
     }
 
@@ -631,20 +656,50 @@ fn finish_call(
     record: u32,
     nanos: u64,
     error: Option<Cow<'static, str>>,
-) -> Option<String> {
+) -> Option<Line> {
     let long = nanos >= LONG_CALL_NANOS;
-    let record = state.records.get_mut(record);
+    let id = record;
+    let record = state.records.get_mut(id);
     let first = !std::mem::replace(&mut record.logged, true);
     match error {
-        None => {
-            (first || long).then(|| format!("completed {} ({:.2}s)", record.path, seconds(nanos)))
-        }
+        None => (first || long).then_some(Line::Completed { record: id, nanos }),
         Some(error) => {
             record.errors += 1;
-            let message =
-                (record.errors == 1 || long).then(|| format!("failed {} ({error})", record.path));
-            record.error = Some(error.into_owned());
-            message
+            record.error = Some(error.to_string());
+            (record.errors == 1 || long).then_some(Line::Failed { record: id, error })
+        }
+    }
+}
+
+impl Line {
+    /// The event text, with stage paths from `report`.
+    pub(crate) fn text(&self, report: &crate::Report) -> String {
+        let path = |record: &u32| {
+            report
+                .stages
+                .get(*record as usize)
+                .map_or("?", |stage| stage.path.as_str())
+        };
+        match self {
+            Line::Text(text) => text.clone(),
+            Line::Completed { record, nanos } => {
+                format!("completed {} ({:.2}s)", path(record), seconds(*nanos))
+            }
+            Line::Failed { record, error } => format!("failed {} ({error})", path(record)),
+        }
+    }
+}
+
+impl OpenStage {
+    /// The path this names in `report`; `now` is the stage open on the monitor's thread.
+    pub(crate) fn path<'a>(&self, report: &'a crate::Report, now: &'a str) -> &'a str {
+        match self {
+            OpenStage::Record(record) => report
+                .stages
+                .get(*record as usize)
+                .map_or("workflow", |stage| stage.path.as_str()),
+            OpenStage::Workflow => "workflow",
+            OpenStage::OwnerNow => now,
         }
     }
 }
