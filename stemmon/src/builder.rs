@@ -193,6 +193,10 @@ impl MonitorBuilder {
                 return invalid("output", "must name a file");
             }
         }
+        for (name, value) in &config.labels {
+            crate::identity::check_label(name, value)
+                .or_else(|reason| invalid("label", &reason))?;
+        }
         Ok(())
     }
 

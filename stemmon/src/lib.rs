@@ -61,6 +61,8 @@
 mod builder;
 mod context;
 mod error;
+mod export;
+mod identity;
 mod log;
 mod memory;
 mod monitor;
@@ -72,8 +74,8 @@ mod stage;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use error::Error;
 pub use builder::{MonitorBuilder, Reader};
+pub use error::Error;
 pub use monitor::Monitor;
 pub use report::Report;
 pub use stage::Stage;

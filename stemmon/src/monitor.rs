@@ -16,9 +16,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Instant;
 #[cfg(test)]
 use std::time::Duration;
+use std::time::Instant;
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
 const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
@@ -40,8 +40,12 @@ impl Monitor {
         if !context::active().is_null() {
             return Err(Error::AlreadyActive);
         }
+        let (host, labels) = crate::identity::collect(&config)?; // prom:
+        let exporter = crate::export::Exporter::from_config(&config, &host, &labels)?; // prom:
         let mut reader = make(config.detailed_memory);
-        let shared = Arc::new(Shared::new(config, reader.name()));
+        let mut shared = Shared::new(config, reader.name());
+        (shared.host, shared.labels, shared.exporter) = (host, labels, Mutex::new(exporter)); // prom:
+        let shared = Arc::new(shared);
         shared.take_sample(&mut *reader);
         let (stop, stopped) = mpsc::channel();
         let thread = {
@@ -219,6 +223,7 @@ pub(crate) struct State {
     max_sample_gap_seconds: f64,
     sampling_error: Option<String>,
     output_error: Option<String>,
+    export_error: Option<String>, // prom:
     warned_sampling: bool,
     warned_output: bool,
     /// Ticks at the end, once finished.
@@ -243,6 +248,9 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Orders report writes and log lines: a later snapshot is never overwritten by an earlier.
     write_lock: Mutex<()>,
+    host: String,                                       // prom:
+    labels: std::collections::BTreeMap<String, String>, // prom:
+    exporter: Mutex<Option<crate::export::Exporter>>,   // prom:
 }
 
 fn platform() -> String {
@@ -300,12 +308,16 @@ impl Shared {
                 max_sample_gap_seconds: 0.0,
                 sampling_error: None,
                 output_error: None,
+                export_error: None, // prom:
                 warned_sampling: false,
                 warned_output: false,
                 ended: None,
                 error: None,
             }),
             write_lock: Mutex::new(()),
+            host: String::new(),        // prom:
+            labels: Default::default(), // prom:
+            exporter: Mutex::new(None), // prom:
             config,
         }
     }
@@ -565,6 +577,9 @@ impl Shared {
             max_sample_gap_seconds: state.max_sample_gap_seconds,
             sampling_error: state.sampling_error.clone(),
             output_error: state.output_error.clone(),
+            export_error: state.export_error.clone(), // prom:
+            host: self.host.clone(),                  // prom:
+            labels: self.labels.clone(),              // prom:
             samples: state.total.samples,
             partial_rss_samples: state.total.partial_rss_samples,
             peak_process_count: state.total.peak_process_count,
@@ -597,7 +612,17 @@ impl Shared {
             .write_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let report = self.summary();
+        #[allow(unused_mut)] // prom:
+        let mut report = self.summary();
+        // prom: metrics at log lines on the sampler thread and at the end, never in a stage.
+        if !report.running || std::thread::current().name() == Some("stemmon-sampler") {
+            let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner); // prom:
+            if let Some(Err(error)) = exporter.as_mut().map(|e| e.export(&report)) {
+                // prom:
+                self.lock().export_error = Some(error.clone()); // prom:
+                report.export_error = Some(error); // prom:
+            } // prom:
+        } // prom:
         self.write(&report);
         if let Some(event) = event {
             // The stage open now, which after a `completed` event is the enclosing one.
