@@ -608,21 +608,12 @@ impl Shared {
 
     /// Rewrites the report and prints the line for `event`, if any, in one ordered step.
     fn publish(&self, event: Option<&str>) {
+        self.export(); // prom:
         let _order = self
             .write_lock
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        #[allow(unused_mut)] // prom:
-        let mut report = self.summary();
-        // prom: metrics at log lines on the sampler thread and at the end, never in a stage.
-        if !report.running || std::thread::current().name() == Some("stemmon-sampler") {
-            let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner); // prom:
-            if let Some(Err(error)) = exporter.as_mut().map(|e| e.export(&report)) {
-                // prom:
-                self.lock().export_error = Some(error.clone()); // prom:
-                report.export_error = Some(error); // prom:
-            } // prom:
-        } // prom:
+        let report = self.summary();
         self.write(&report);
         if let Some(event) = event {
             // The stage open now, which after a `completed` event is the enclosing one.
@@ -633,6 +624,21 @@ impl Shared {
                 .and_then(|(record, _)| report.stages.get(*record as usize))
                 .map_or("workflow", |stage| stage.path.as_str());
             log::print_line(event, stage, &report);
+        }
+    }
+
+    /// prom: Exports the metrics at log lines on the sampler thread and at the end, never
+    /// in a stage, and outside `write_lock`, so a slow endpoint never holds up a stage's line.
+    fn export(&self) {
+        let sampler = std::thread::current().name() == Some("stemmon-sampler");
+        if !sampler && self.lock().ended.is_none() {
+            return;
+        }
+        let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(exporter) = exporter.as_mut() {
+            if let Err(error) = exporter.export(&self.summary()) {
+                self.lock().export_error = Some(error);
+            }
         }
     }
 
