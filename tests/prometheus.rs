@@ -407,3 +407,82 @@ fn a_builder_label_that_prometheus_would_reject_fails_start() {
         "{error}"
     );
 }
+
+#[test]
+fn builder_settings_write_the_textfile_and_push_to_a_real_pushgateway() {
+    if skip_without(&[prom::PUSHGATEWAY]) {
+        return;
+    }
+    let dir = TempDir::new("prom-builder");
+    let gateway = prom::pushgateway(dir.path());
+    let textfiles = dir.path().join("textfile");
+    let monitor = stemmon::Monitor::builder()
+        .current_thread_only()
+        .log_interval(None)
+        .sample_interval(Duration::from_millis(20))
+        .label("model", "a/b")
+        .prometheus_textfile(&textfiles)
+        .pushgateway(&gateway.url)
+        .start()
+        .unwrap();
+    {
+        let _stage = monitor.stage("load").unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    let report = monitor.finish();
+    assert_eq!(report.export_error, None);
+    assert_eq!(report.labels["model"], "a/b");
+    let host = &report.host;
+
+    let file = textfiles.join(format!("stemmon-{host}-{}.prom", std::process::id()));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let calls =
+        format!("stemmon_stage_calls_total{{host=\"{host}\",model=\"a/b\",stage=\"load\"}} 1");
+    assert!(text.lines().any(|l| l == calls), "{text}");
+    assert!(text
+        .lines()
+        .any(|l| l == format!("stemmon_running{{host=\"{host}\",model=\"a/b\"}} 0")));
+    assert_eq!(std::fs::read_dir(&textfiles).unwrap().count(), 1);
+
+    // The Pushgateway holds the group under job="stemmon", the `/` in the value intact.
+    let body = ureq::get(&format!("{}/metrics", gateway.url))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    let pushed = body
+        .lines()
+        .find(|l| l.starts_with("stemmon_stage_calls_total{"))
+        .unwrap_or_else(|| panic!("no stage series on the gateway:\n{body}"));
+    for label in [
+        format!("host=\"{host}\""),
+        "job=\"stemmon\"".into(),
+        "model=\"a/b\"".into(),
+        "stage=\"load\"".into(),
+    ] {
+        assert!(pushed.contains(&label), "{label} missing in {pushed}");
+    }
+    assert!(pushed.ends_with(" 1"), "{pushed}");
+}
+
+#[test]
+fn an_unwritable_textfile_directory_is_an_export_error_not_a_failure() {
+    let dir = TempDir::new("prom-unwritable");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "mine").unwrap();
+    let monitor = stemmon::Monitor::builder()
+        .current_thread_only()
+        .log_interval(None)
+        .prometheus_textfile(file.join("sub"))
+        .start()
+        .unwrap();
+    let report = monitor.finish();
+    let error = report.export_error.as_deref().expect("an export error");
+    assert!(error.starts_with("could not write "), "{error}");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "mine",
+        "never clobbered"
+    );
+}
