@@ -131,21 +131,29 @@ impl MonitorBuilder {
     }
 
     /// Adds a label to the report and to every exported metric series. Names are
-    /// Prometheus label names (`[a-zA-Z_][a-zA-Z0-9_]*`); a bad one fails `start`.
+    /// Prometheus label names (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`; `host`,
+    /// `job`, `stage` and `instance` are reserved); values are non-empty and printable,
+    /// at most 1 KiB. A bad one fails `start`. It overrides the `job_id`, `array_task` and
+    /// `rank` found in the scheduler's environment; `STEMMON_LABELS="k=v,k=v"` overrides it.
     pub fn label(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.config.labels.push((key.into(), value.into()));
         self
     }
 
     /// Writes the metrics, in Prometheus text format, to one `.prom` file in `dir` for
-    /// node_exporter's textfile collector, at each log line and at the end.
+    /// node_exporter's textfile collector, at each log line and at the end:
+    /// `stemmon-<host>-<pid>.prom`, replaced atomically. `STEMMON_PROMETHEUS_TEXTFILE_DIR`
+    /// overrides it. A failed write is the report's `export_error`, never the program's.
     pub fn prometheus_textfile(mut self, dir: impl Into<PathBuf>) -> Self {
         self.config.prometheus_textfile = Some(dir.into());
         self
     }
 
-    /// Pushes the metrics to the Pushgateway at `url`, grouped by job, host and labels,
-    /// at each log line and at the end.
+    /// Pushes the metrics to the Pushgateway at `url` (`http://host:9091`; `https://`
+    /// with the `pushgateway-tls` feature), grouped by job (`stemmon`), host and labels,
+    /// at each log line and at the end, from the sampler thread with a 2 s timeout.
+    /// `STEMMON_PUSHGATEWAY_URL` overrides it. A failed push is the report's
+    /// `export_error`, never the program's.
     pub fn pushgateway(mut self, url: impl Into<String>) -> Self {
         self.config.pushgateway = Some(url.into());
         self
@@ -192,6 +200,10 @@ impl MonitorBuilder {
             if path.as_os_str().is_empty() || path.file_name().is_none() {
                 return invalid("output", "must name a file");
             }
+        }
+        for (name, value) in &config.labels {
+            crate::identity::check_label(name, value)
+                .or_else(|reason| invalid("label", &reason))?;
         }
         Ok(())
     }

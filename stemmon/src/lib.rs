@@ -61,7 +61,9 @@
 mod builder;
 mod context;
 mod error;
+mod export;
 mod future;
+mod identity;
 mod log;
 mod memory;
 mod monitor;

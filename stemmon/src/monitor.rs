@@ -93,8 +93,10 @@ impl Monitor {
                 reason: format!("cannot resolve {}: {e}", path.display()),
             })?);
         }
+        let identity = crate::identity::collect(&config)?;
+        let exporter = crate::export::Exporter::from_config(&config, &identity.0, &identity.1)?;
         let mut reader = make(config.detailed_memory);
-        let recorder = Arc::new(Recorder::new(config, reader.name()));
+        let recorder = Arc::new(Recorder::new(config, reader.name(), identity, exporter));
         context::install(&recorder)?;
         recorder.take_sample(&mut *reader);
         let (events, received) = mpsc::channel();
@@ -179,6 +181,7 @@ impl Monitor {
         sampler::publish(
             &self.recorder,
             &[(Line::Text(event), OpenStage::OwnerNow)],
+            true,
             true,
         )
     }

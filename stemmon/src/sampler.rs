@@ -51,12 +51,12 @@ pub(crate) fn run(
                     match event {
                         Event::Log(line, stage) => lines.push((line, stage)),
                         Event::Stop => {
-                            publish(recorder, &lines, false);
+                            publish(recorder, &lines, false, false);
                             return reader;
                         }
                     }
                 }
-                publish(recorder, &lines, false);
+                publish(recorder, &lines, false, false);
                 lines.clear();
             }
             Ok(Event::Stop) | Err(RecvTimeoutError::Disconnected) => break,
@@ -72,6 +72,7 @@ pub(crate) fn run(
                 publish(
                     recorder,
                     &[(Line::Text("running".to_owned()), OpenStage::OwnerNow)],
+                    true,
                     false,
                 );
                 next_log = Some(next_tick(at, every, Instant::now()));
@@ -82,9 +83,20 @@ pub(crate) fn run(
 }
 
 /// Rewrites the report and prints a line for each event, in one ordered step; with
-/// `durable`, the write is synced to disk. Returns the report written.
-pub(crate) fn publish(recorder: &Recorder, events: &[(Line, OpenStage)], durable: bool) -> Report {
-    let report = recorder.snapshot();
+/// `export`, sends the metrics first; with `durable`, the write is synced to disk.
+/// Returns the report written.
+pub(crate) fn publish(
+    recorder: &Recorder,
+    events: &[(Line, OpenStage)],
+    export: bool,
+    durable: bool,
+) -> Report {
+    let mut report = recorder.snapshot();
+    if export {
+        // Metrics go out at each `running` line and at the end, never from a stage's
+        // thread; a failure shows in the report written next.
+        report.export_error = recorder.export(&report);
+    }
     write(recorder, &report, durable);
     if recorder.config.log_interval.is_some() {
         let now = recorder.owner_stage(&recorder.lock());

@@ -15,11 +15,12 @@ pub(crate) use records::{short_type_name, StageName};
 pub(crate) use thread::ThreadSlot;
 
 use crate::builder::Config;
+use crate::export::Exporter;
 use crate::memory::{SelfRss, TreeReading};
 use crate::report::{SampleReport, Span};
 use records::{Records, Stats};
 use std::borrow::Cow;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -103,6 +104,7 @@ pub(crate) struct State {
     pub(crate) max_sample_gap_seconds: f64,
     pub(crate) sampling_error: Option<String>,
     pub(crate) output_error: Option<String>,
+    pub(crate) export_error: Option<String>,
     warned_sampling: bool,
     warned_output: bool,
     /// Ticks at the end, once finished.
@@ -124,6 +126,11 @@ pub(crate) struct Recorder {
     /// The root of the sampled tree.
     pub(crate) pid: u32,
     pub(crate) platform: String,
+    /// This machine's name, and who this process is in a larger job.
+    pub(crate) host: String,
+    pub(crate) labels: BTreeMap<String, String>,
+    /// Metrics for Prometheus; used on the sampler thread and at the end only.
+    pub(crate) exporter: Mutex<Option<Exporter>>,
     /// Set once finished: every later call is a no-op.
     ended: AtomicBool,
     /// Ticks of the newest boundary reading.
@@ -166,7 +173,12 @@ pub(crate) enum Entered {
 }
 
 impl Recorder {
-    pub(crate) fn new(config: Config, sampler: &'static str) -> Recorder {
+    pub(crate) fn new(
+        config: Config,
+        sampler: &'static str,
+        (host, labels): (String, BTreeMap<String, String>),
+        exporter: Option<Exporter>,
+    ) -> Recorder {
         let clock = quanta::Clock::new();
         let probe = 1u64 << 40;
         let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
@@ -180,6 +192,9 @@ impl Recorder {
             clock,
             pid: config.root.unwrap_or_else(std::process::id),
             platform: platform(),
+            host,
+            labels,
+            exporter: Mutex::new(exporter),
             ended: AtomicBool::new(false),
             boundary_at: Padded(AtomicU64::new(0)),
             owner_top: Padded(AtomicU32::new(0)),
@@ -205,6 +220,7 @@ impl Recorder {
                 max_sample_gap_seconds: 0.0,
                 sampling_error: None,
                 output_error: None,
+                export_error: None,
                 warned_sampling: false,
                 warned_output: false,
                 ended: None,
@@ -638,6 +654,19 @@ impl Recorder {
             drop(state);
             warn(&message);
         }
+    }
+
+    /// Sends `report` to the configured Prometheus paths; a failure is kept in
+    /// `export_error` (the exporter warns once). Sampler thread and finish only.
+    /// Returns the export error now on record.
+    pub(crate) fn export(&self, report: &crate::Report) -> Option<String> {
+        let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(exporter) = exporter.as_mut() {
+            if let Err(error) = exporter.export(report) {
+                self.lock().export_error = Some(error);
+            }
+        }
+        self.lock().export_error.clone()
     }
 
     /// Ends recording: merges every thread, freezes the clock, sets the run's error.

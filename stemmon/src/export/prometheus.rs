@@ -1,0 +1,395 @@
+//! A [`Report`] in the Prometheus text format (version 0.0.4), encoded by
+//! `prometheus-client`, and its two deliveries: a textfile for node_exporter and a PUT
+//! to a Pushgateway.
+
+use crate::report::Report;
+use base64::Engine as _;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The `Content-Type` of what [`encode`] returns.
+pub(crate) const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+
+/// The Pushgateway's `job` label: one job for every stemmon process, told apart by
+/// `host` and the labels in the grouping key.
+pub(crate) const PUSH_JOB: &str = "stemmon";
+
+/// Longest a push may take, connection included: what a dead endpoint costs per push.
+pub(crate) const PUSH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// A sample value: integers stay exact, seconds are floats.
+#[derive(Clone, Copy, Debug)]
+enum Value {
+    Int(u64),
+    Float(f64),
+}
+
+/// One metric family: a name, its help, its type and its series.
+#[derive(Debug)]
+struct Family {
+    /// Without `_total`: the encoder appends it to counters.
+    name: &'static str,
+    help: &'static str,
+    counter: bool,
+    series: Vec<(Vec<(String, String)>, Value)>,
+}
+
+/// The metrics of one report, owned, as a `prometheus-client` collector: the values are
+/// a snapshot, so counters are `ConstCounter` and gauges `ConstGauge`.
+#[derive(Debug)]
+struct Snapshot {
+    families: Vec<Family>,
+}
+
+impl Collector for Snapshot {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        for family in self.families.iter().filter(|f| !f.series.is_empty()) {
+            let kind = if family.counter {
+                MetricType::Counter
+            } else {
+                MetricType::Gauge
+            };
+            let mut metric = encoder.encode_descriptor(family.name, family.help, None, kind)?;
+            for (labels, value) in &family.series {
+                let series = metric.encode_family(labels)?;
+                match (family.counter, *value) {
+                    (true, Value::Int(v)) => ConstCounter::new(v).encode(series)?,
+                    (true, Value::Float(v)) => ConstCounter::new(v).encode(series)?,
+                    (false, Value::Int(v)) => ConstGauge::new(v).encode(series)?,
+                    (false, Value::Float(v)) => ConstGauge::new(v).encode(series)?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Snapshot {
+    /// The families of SPEC §10; a reading the report lacks (`null`) has no series.
+    fn of(report: &Report, host: &str, labels: &BTreeMap<String, String>) -> Snapshot {
+        let base: Vec<(String, String)> = std::iter::once(("host".to_owned(), host.to_owned()))
+            .chain(labels.iter().map(|(k, v)| (k.clone(), v.clone())))
+            .collect();
+        let with_stage = |path: &str| {
+            let mut labels = base.clone();
+            labels.push(("stage".to_owned(), path.to_owned()));
+            labels
+        };
+        let run = |name, help, value: Option<Value>| Family {
+            name,
+            help,
+            counter: false,
+            series: value.map(|v| (base.clone(), v)).into_iter().collect(),
+        };
+        let latest = report.latest_sample.as_ref();
+        let mut families = vec![
+            run(
+                "stemmon_running",
+                "1 while the monitor runs, 0 once it finished.",
+                Some(Value::Int(u64::from(report.running))),
+            ),
+            run(
+                "stemmon_wall_seconds",
+                "Seconds since the monitor started (until it finished).",
+                Some(Value::Float(report.wall_seconds)),
+            ),
+            run(
+                "stemmon_tree_rss_bytes",
+                "RSS of the process tree at the latest sample.",
+                latest.and_then(|s| s.tree_rss_bytes).map(Value::Int),
+            ),
+            run(
+                "stemmon_peak_tree_rss_bytes",
+                "Highest sampled RSS of the process tree.",
+                report.peaks.peak_tree_rss_bytes.map(Value::Int),
+            ),
+            run(
+                "stemmon_peak_tree_rss_bound_bytes",
+                "Upper bound of the tree's peak RSS from the kernel's high-water marks.",
+                report.high_water.peak_tree_rss_bound_bytes.map(Value::Int),
+            ),
+            run(
+                "stemmon_process_count",
+                "Processes in the tree at the latest sample.",
+                latest.map(|s| Value::Int(u64::from(s.process_count))),
+            ),
+        ];
+        let per_stage = |name, help, counter, value: &dyn Fn(usize) -> Option<Value>| Family {
+            name,
+            help,
+            counter,
+            series: report
+                .stages
+                .iter()
+                .enumerate()
+                .filter_map(|(i, stage)| value(i).map(|v| (with_stage(&stage.path), v)))
+                .collect(),
+        };
+        let stages = &report.stages;
+        families.extend([
+            per_stage(
+                "stemmon_stage_calls",
+                "Calls of the stage, open ones included.",
+                true,
+                &|i| Some(Value::Int(stages[i].calls)),
+            ),
+            per_stage(
+                "stemmon_stage_errors",
+                "Calls of the stage that failed.",
+                true,
+                &|i| Some(Value::Int(stages[i].errors)),
+            ),
+            per_stage(
+                "stemmon_stage_wall_seconds",
+                "Wall time of all calls of the stage, summed over threads.",
+                true,
+                &|i| Some(Value::Float(stages[i].wall_seconds)),
+            ),
+            per_stage(
+                "stemmon_stage_peak_tree_rss_bytes",
+                "Highest sampled RSS of the process tree while the stage was open.",
+                false,
+                &|i| stages[i].peaks.peak_tree_rss_bytes.map(Value::Int),
+            ),
+            per_stage(
+                "stemmon_stage_peak_tree_rss_bound_bytes",
+                "Upper bound of the tree's peak RSS while the stage was open.",
+                false,
+                &|i| {
+                    stages[i]
+                        .high_water
+                        .peak_tree_rss_bound_bytes
+                        .map(Value::Int)
+                },
+            ),
+        ]);
+        Snapshot { families }
+    }
+}
+
+/// `report` in the Prometheus text format; every series carries `host` and `labels`,
+/// the per-stage ones also `stage` (the stage's path).
+pub(crate) fn encode(report: &Report, host: &str, labels: &BTreeMap<String, String>) -> String {
+    let mut registry = Registry::default();
+    registry.register_collector(Box::new(Snapshot::of(report, host, labels)));
+    let mut text = String::new();
+    // Writing into a String cannot fail, and the collector's values are always encodable.
+    prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)
+        .expect("encoding into a String");
+    text
+}
+
+/// The textfile's name in the collector directory: `stemmon-<host>-<pid>.prom`, the
+/// host reduced to `[A-Za-z0-9_.-]`, so one process owns one file.
+pub(crate) fn textfile_name(host: &str, pid: u32) -> String {
+    let host: String = host
+        .chars()
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '.' | '-' => c,
+            _ => '_',
+        })
+        .collect();
+    format!("stemmon-{host}-{pid}.prom")
+}
+
+/// Replaces `path` (a `.prom` file) atomically with `text`. The temporary file is
+/// `.<name>.<pid>.<n>.tmp` beside it, which node_exporter ignores (it reads `*.prom`),
+/// and is removed if the write fails.
+pub(crate) fn write_textfile(path: &Path, text: &str) -> Result<(), String> {
+    crate::report::write_atomic(path, text.as_bytes(), false)
+        .map_err(|error| format!("could not write {}: {error}", path.display()))
+}
+
+/// `<url>/metrics/job/stemmon/host/<host>/<name>/<value>...`: the Pushgateway's
+/// grouping key. A value that is not plainly `[A-Za-z0-9._~-]` goes as
+/// `<name>@base64/<URL-safe base64>`, which also carries a `/`.
+pub(crate) fn grouping_url(base: &str, host: &str, labels: &BTreeMap<String, String>) -> String {
+    let mut url = format!("{}/metrics/job/{PUSH_JOB}", base.trim_end_matches('/'));
+    for (name, value) in std::iter::once(("host", host)).chain(
+        labels
+            .iter()
+            .map(|(name, value)| (name.as_str(), value.as_str())),
+    ) {
+        let plain = !value.is_empty()
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'~' | b'-'));
+        if plain {
+            url.push_str(&format!("/{name}/{value}"));
+        } else {
+            let encoded = base64::engine::general_purpose::URL_SAFE.encode(value);
+            url.push_str(&format!("/{name}@base64/{encoded}"));
+        }
+    }
+    url
+}
+
+/// A Pushgateway endpoint: the grouping URL and a client with short timeouts.
+#[derive(Debug)]
+pub(crate) struct Pushgateway {
+    url: String,
+    agent: ureq::Agent,
+}
+
+impl Pushgateway {
+    /// A client for the group of `host` and `labels` on the Pushgateway at `base`.
+    pub(crate) fn new(base: &str, host: &str, labels: &BTreeMap<String, String>) -> Pushgateway {
+        let agent = ureq::Agent::config_builder()
+            .timeout_global(Some(PUSH_TIMEOUT))
+            // The status is checked here, so that the gateway's reason reaches the report.
+            .http_status_as_error(false)
+            .build()
+            .into();
+        Pushgateway {
+            url: grouping_url(base, host, labels),
+            agent,
+        }
+    }
+
+    /// The URL pushed to.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Replaces the group's metrics with `text` (HTTP PUT).
+    pub(crate) fn push(&self, text: &str) -> Result<(), String> {
+        let fail = |why: String| format!("could not push to {}: {why}", self.url);
+        let response = self
+            .agent
+            .put(&self.url)
+            .header("Content-Type", CONTENT_TYPE)
+            .send(text.as_bytes())
+            .map_err(|error| fail(error.to_string()))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = response
+            .into_body()
+            .with_config()
+            .limit(4096)
+            .read_to_string()
+            .unwrap_or_default();
+        let reason = body.trim();
+        Err(fail(if reason.is_empty() {
+            format!("HTTP {status}")
+        } else {
+            format!("HTTP {status}: {reason}")
+        }))
+    }
+}
+
+/// Where the textfile goes: `dir` joined with [`textfile_name`].
+pub(crate) fn textfile_path(dir: &Path, host: &str) -> PathBuf {
+    dir.join(textfile_name(host, std::process::id()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Peaks, SampleReport, StageReport};
+
+    fn report() -> Report {
+        let stage = |path: &str, calls, errors, wall, peak| StageReport {
+            path: path.into(),
+            name: path.rsplit('/').next().unwrap().into(),
+            calls,
+            errors,
+            wall_seconds: wall,
+            peaks: Peaks {
+                peak_tree_rss_bytes: peak,
+                ..Peaks::default()
+            },
+            ..StageReport::default()
+        };
+        let mut report = Report {
+            running: true,
+            wall_seconds: 1.25,
+            peaks: Peaks {
+                peak_tree_rss_bytes: Some(9_007_199_254_740_993),
+                ..Peaks::default()
+            },
+            latest_sample: Some(SampleReport {
+                tree_rss_bytes: Some(4096),
+                process_count: 3,
+                ..SampleReport::default()
+            }),
+            stages: vec![
+                stage("load", 2, 1, 0.5, Some(1000)),
+                stage("load/parse \"x\"", 7, 0, 0.125, None),
+            ],
+            ..Report::default()
+        };
+        report.high_water.peak_tree_rss_bound_bytes = Some(5000);
+        report
+    }
+
+    #[test]
+    fn the_text_has_every_family_with_host_labels_and_stage() {
+        let labels = BTreeMap::from([("rank".to_owned(), "1".to_owned())]);
+        let text = encode(&report(), "node-7", &labels);
+        let expected = [
+            "# TYPE stemmon_running gauge",
+            "stemmon_running{host=\"node-7\",rank=\"1\"} 1",
+            "stemmon_wall_seconds{host=\"node-7\",rank=\"1\"} 1.25",
+            "stemmon_tree_rss_bytes{host=\"node-7\",rank=\"1\"} 4096",
+            // Integers stay exact beyond 2^53.
+            "stemmon_peak_tree_rss_bytes{host=\"node-7\",rank=\"1\"} 9007199254740993",
+            "stemmon_peak_tree_rss_bound_bytes{host=\"node-7\",rank=\"1\"} 5000",
+            "stemmon_process_count{host=\"node-7\",rank=\"1\"} 3",
+            "# TYPE stemmon_stage_calls_total counter",
+            "stemmon_stage_calls_total{host=\"node-7\",rank=\"1\",stage=\"load\"} 2",
+            "stemmon_stage_calls_total{host=\"node-7\",rank=\"1\",stage=\"load/parse \\\"x\\\"\"} 7",
+            "# TYPE stemmon_stage_errors_total counter",
+            "stemmon_stage_errors_total{host=\"node-7\",rank=\"1\",stage=\"load\"} 1",
+            "# TYPE stemmon_stage_wall_seconds_total counter",
+            "stemmon_stage_wall_seconds_total{host=\"node-7\",rank=\"1\",stage=\"load\"} 0.5",
+            "# TYPE stemmon_stage_peak_tree_rss_bytes gauge",
+            "stemmon_stage_peak_tree_rss_bytes{host=\"node-7\",rank=\"1\",stage=\"load\"} 1000",
+        ];
+        for line in expected {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in:\n{text}"
+            );
+        }
+        // A stage without a reading has no series; a family without series no header.
+        assert!(!text.contains("stage=\"load/parse \\\"x\\\"\"} 1000"));
+        assert!(!text.contains("stemmon_stage_peak_tree_rss_bound_bytes"));
+        assert!(!text.contains("# EOF"), "Prometheus text, not OpenMetrics");
+    }
+
+    #[test]
+    fn a_finished_report_reads_zero_running() {
+        let mut report = report();
+        report.running = false;
+        let text = encode(&report, "h", &BTreeMap::new());
+        assert!(text.lines().any(|l| l == "stemmon_running{host=\"h\"} 0"));
+    }
+
+    #[test]
+    fn grouping_key_puts_awkward_values_in_base64() {
+        let labels = BTreeMap::from([
+            ("job_id".to_owned(), "4711".to_owned()),
+            ("model".to_owned(), "a/b c".to_owned()),
+        ]);
+        assert_eq!(
+            grouping_url("http://gw:9091/", "node-1.cluster", &labels),
+            "http://gw:9091/metrics/job/stemmon/host/node-1.cluster/job_id/4711/model@base64/YS9iIGM="
+        );
+    }
+
+    #[test]
+    fn textfile_names_are_per_process_and_safe() {
+        assert_eq!(textfile_name("n1.c", 42), "stemmon-n1.c-42.prom");
+        assert_eq!(textfile_name("a/b c", 1), "stemmon-a_b_c-1.prom");
+    }
+}
