@@ -264,6 +264,100 @@ fn tree(rows: &mut Vec<Row>) {
     }
 }
 
+/// Bench 5: a call on a worker thread and on two threads at once, and the scale figures.
+fn threads(rows: &mut Vec<Row>) {
+    let owner = criterion_ns("threads", "owner");
+    let worker = criterion_ns("threads", "worker");
+    let two = criterion_ns("threads", "two_workers");
+    for (figure, ours, peer, theirs, limit) in [
+        (
+            "#[monitored] call on a worker thread",
+            worker,
+            "same call on the monitor's thread",
+            owner,
+            1.2,
+        ),
+        (
+            "#[monitored] call, 2 threads at once",
+            two,
+            "same call, 1 worker alone",
+            worker,
+            1.5,
+        ),
+    ] {
+        let budget = format!("≤ {limit}× peer");
+        let (Some(ours), Some(theirs)) = (ours, theirs) else {
+            rows.push(missing(figure, &budget));
+            continue;
+        };
+        rows.push(Row {
+            figure: figure.into(),
+            stemmon: time(ours),
+            peer: peer.into(),
+            peer_value: time(theirs),
+            ratio: format!("{:.2}", ours / theirs),
+            budget,
+            status: Status::of(ours / theirs <= limit),
+        });
+    }
+    let scale = result("scale");
+    let figure = |key: &str| scale.as_ref()?.get(key)?.as_f64();
+    for (figure_name, key, limit, unit) in [
+        (
+            "100 000 distinct stage paths",
+            "distinct_paths_seconds",
+            5.0,
+            "s",
+        ),
+        ("recursion 10 000 deep", "recursion_seconds", 10.0, "s"),
+        (
+            "report after recursion 10 000 deep",
+            "recursion_report_bytes",
+            64.0 * 1024.0 * 1024.0,
+            "B",
+        ),
+    ] {
+        let budget = if unit == "s" {
+            format!("< {limit} s")
+        } else {
+            format!("< {}", bytes(limit))
+        };
+        let Some(ours) = figure(key) else {
+            rows.push(missing(figure_name, &budget));
+            continue;
+        };
+        rows.push(Row {
+            figure: figure_name.into(),
+            stemmon: if unit == "s" {
+                format!("{ours:.3} s")
+            } else {
+                bytes(ours)
+            },
+            peer: "(no peer)".into(),
+            peer_value: "—".into(),
+            ratio: "—".into(),
+            budget,
+            status: Status::of(ours < limit),
+        });
+    }
+    let (Some(logged), Some(quiet)) = (
+        figure("first_completions_logged_seconds"),
+        figure("first_completions_quiet_seconds"),
+    ) else {
+        rows.push(missing("100 000 first completions, log + output file", "—"));
+        return;
+    };
+    rows.push(Row {
+        figure: "100 000 first completions, log + output file".into(),
+        stemmon: format!("{logged:.3} s"),
+        peer: "same, log off, no file".into(),
+        peer_value: format!("{quiet:.3} s"),
+        ratio: format!("{:.2}", logged / quiet),
+        budget: "(no I/O on the caller's thread)".into(),
+        status: Status::Info,
+    });
+}
+
 /// Bench 4: the sampler thread's CPU at the default interval.
 fn sampler(rows: &mut Vec<Row>) {
     const BUDGET: f64 = 0.001;
@@ -351,6 +445,7 @@ fn main() {
     footprint(&mut rows, expanded);
     tree(&mut rows);
     sampler(&mut rows);
+    threads(&mut rows);
 
     let table = render(&rows);
     println!("{table}");
