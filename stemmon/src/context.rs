@@ -8,7 +8,7 @@
 use crate::recorder::{Recorder, StageName, ThreadSlot};
 use crate::stage::Stage;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 /// Monitors running in the process, process-wide and thread-only alike.
@@ -16,6 +16,8 @@ static RUNNING: AtomicUsize = AtomicUsize::new(0);
 
 /// The process-wide monitor, if one runs.
 static GLOBAL: Mutex<Option<Arc<Recorder>>> = Mutex::new(None);
+/// Whether `GLOBAL` holds one: a thread with nothing to join need not take the lock.
+static GLOBAL_SET: AtomicBool = AtomicBool::new(false);
 
 /// A thread's tie to the monitor it records to.
 pub(crate) struct Attachment {
@@ -45,6 +47,9 @@ pub(crate) fn with_attachment<R>(f: impl FnOnce(&Attachment) -> R) -> Option<R> 
         let mut slot = slot.try_borrow_mut().ok()?;
         let live = slot.as_ref().is_some_and(|a| !a.recorder.is_ended());
         if !live {
+            if !GLOBAL_SET.load(Ordering::Acquire) {
+                return None;
+            }
             let global = GLOBAL
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -89,6 +94,7 @@ pub(crate) fn install(recorder: &Arc<Recorder>) -> Result<(), crate::Error> {
                 return Err(crate::Error::AlreadyActive);
             }
             *global = Some(Arc::clone(recorder));
+            GLOBAL_SET.store(true, Ordering::Release);
         }
         let thread = recorder.register_thread();
         *slot = Some(Attachment {
@@ -106,6 +112,7 @@ pub(crate) fn uninstall(recorder: &Arc<Recorder>) {
         let mut global = GLOBAL.lock().unwrap_or_else(PoisonError::into_inner);
         if global.as_ref().is_some_and(|g| Arc::ptr_eq(g, recorder)) {
             *global = None;
+            GLOBAL_SET.store(false, Ordering::Release);
         }
     }
     let _ = SLOT.try_with(|slot| {

@@ -51,7 +51,9 @@ impl Stage {
     /// (a `std::any::type_name`); shortened when the stage closes.
     #[inline]
     pub(crate) fn set_error(&self, type_name: Option<&'static str>) {
-        if let (true, Some(type_name), Entered::Pushed(seq) | Entered::Folded(seq)) =
+        // A folded (directly recursive) call shares its parent's frame: the outermost
+        // call's own result decides whether that one failed.
+        if let (true, Some(type_name), Entered::Pushed(seq)) =
             (self.epoch != 0, type_name, self.entered)
         {
             context::with_epoch(self.epoch, |a| {

@@ -218,7 +218,9 @@ impl ThreadState {
 }
 
 /// One thread's slot in a recorder: registered at its first stage, kept after it exits.
+/// Aligned to its own cache lines, so two threads' slots never share one.
 #[derive(Debug)]
+#[repr(align(128))]
 pub(crate) struct ThreadSlot {
     /// 0 for the thread that started the monitor, then in order of first stage.
     pub(crate) id: u32,
