@@ -299,15 +299,7 @@ impl Recorder {
                 return Entered::Folded(seq);
             }
         }
-        let parent = match thread.stack.last() {
-            Some(top) => top.record,
-            None if slot.id != 0 => self.owner_top.0.load(Ordering::Relaxed).wrapping_sub(1),
-            None => NO_PARENT,
-        };
-        let record = match thread.find(parent, &name) {
-            Some(record) => record,
-            None => self.learn(&mut thread, parent, &name, now),
-        };
+        let record = self.record_here(slot, &mut thread, &name, now);
         let seq = thread.push(record, now);
         if slot.id == 0 {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
@@ -322,6 +314,28 @@ impl Recorder {
             self.boundary_reading(&mut state, &thread, now, record);
         }
         Entered::Pushed(seq)
+    }
+
+    /// The record of `name` entered now on `slot`'s thread: under the thread's open
+    /// stage, or, on an idle thread, under the stage open on the monitor's own thread
+    /// (`owner_top` holds record + 1, so 0 becomes `NO_PARENT`).
+    #[inline]
+    fn record_here(
+        &self,
+        slot: &ThreadSlot,
+        thread: &mut ThreadState,
+        name: &StageName,
+        now: u64,
+    ) -> u32 {
+        let parent = match thread.stack.last() {
+            Some(top) => top.record,
+            None if slot.id != 0 => self.owner_top.0.load(Ordering::Relaxed).wrapping_sub(1),
+            None => NO_PARENT,
+        };
+        match thread.find(parent, name) {
+            Some(record) => record,
+            None => self.learn(thread, parent, name, now),
+        }
     }
 
     /// Finds or makes the record of `name` under `parent` and teaches it to the thread.
@@ -529,15 +543,7 @@ impl Recorder {
         let now = self.clock.raw();
         let mut thread = slot.lock();
         let name = StageName::Borrowed(name);
-        let parent = match thread.stack.last() {
-            Some(top) => top.record,
-            None if slot.id != 0 => self.owner_top.0.load(Ordering::Relaxed).wrapping_sub(1),
-            None => NO_PARENT,
-        };
-        let record = match thread.find(parent, &name) {
-            Some(record) => record,
-            None => self.learn(&mut thread, parent, &name, now),
-        };
+        let record = self.record_here(slot, &mut thread, &name, now);
         thread.delta(record).calls += 1;
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
