@@ -67,6 +67,8 @@ mod monitor;
 pub mod report;
 mod sampler;
 mod stage;
+// The bounded whole-run series; the sampler feeds it once wired (dead code until then).
+mod timeline;
 
 #[doc(hidden)]
 #[path = "private.rs"]
