@@ -113,7 +113,15 @@ fn touched(mib: u64) -> Vec<u8> {
 ///
 /// Until the runtime writes `timeline` and `spans` itself, they are filled here from the
 /// same run's raw samples and stage records (one call each); once it does, its own are kept.
+///
+/// Measured once per test binary, before any test of it starts a child of its own
+/// (Chromium, say), since the monitor counts every child of this process.
 pub fn measured_report() -> Report {
+    static REPORT: std::sync::OnceLock<Report> = std::sync::OnceLock::new();
+    REPORT.get_or_init(measure).clone()
+}
+
+fn measure() -> Report {
     let monitor = stemmon::Monitor::builder()
         .current_thread_only()
         .log_interval(None)
