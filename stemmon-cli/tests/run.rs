@@ -32,6 +32,8 @@ fn the_command_s_exit_code_is_stemmon_s() {
 }
 
 /// Starts `stemmon run -- sleep 30` and waits until `sleep` runs as its child.
+// The child is handed to the caller, which waits on it.
+#[allow(clippy::zombie_processes)]
 fn sleeping_under_stemmon() -> (std::process::Child, u32) {
     let mut run = stemmon()
         .args(["run", "--log-interval", "none", "--", "sleep", "30"])
@@ -48,6 +50,7 @@ fn sleeping_under_stemmon() -> (std::process::Child, u32) {
         }
         if Instant::now() > deadline {
             let _ = run.kill();
+            let _ = run.wait();
             panic!("sleep never started under stemmon run");
         }
         std::thread::sleep(Duration::from_millis(10));
