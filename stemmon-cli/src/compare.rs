@@ -133,10 +133,10 @@ fn render(rows: &[Row], args: &Args) -> String {
         "stage",
         "base time",
         "new time",
-        "time",
+        "time Δ",
         "base peak",
         "new peak",
-        "memory",
+        "memory Δ",
         "verdict",
     ]);
     for row in rows {

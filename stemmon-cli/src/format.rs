@@ -30,6 +30,8 @@ pub(crate) fn seconds(value: f64) -> String {
 /// `+12.5 %` / `-3.0 %`, or `-` when there is no base to compare with.
 pub(crate) fn percent(change: Option<f64>) -> String {
     match change {
+        // No `-0.0 %` for a change that rounds to nothing.
+        Some(change) if change.is_finite() && change.abs() < 0.05 => "0.0 %".to_owned(),
         Some(change) if change.is_finite() => format!("{:+.1} %", change),
         _ => "-".to_owned(),
     }
@@ -56,5 +58,6 @@ mod tests {
         assert_eq!(seconds(250.0), "250.0s");
         assert_eq!(percent(change(2.0, 2.5)), "+25.0 %");
         assert_eq!(percent(change(0.0, 2.5)), "-");
+        assert_eq!(percent(change(100.0, 99.99)), "0.0 %");
     }
 }

@@ -156,8 +156,13 @@ fn the_html_page_renders_in_chromium_with_the_chart_and_no_console_error() {
             &format!("--screenshot={}", shot.display()),
         ],
     );
+    // STEMMON_KEEP_PLOT=DIR keeps the report, the page and the screenshot to look at.
     if let Some(keep) = std::env::var_os("STEMMON_KEEP_PLOT") {
-        std::fs::copy(&shot, PathBuf::from(keep)).unwrap();
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        for file in [&report_path, &page, &shot] {
+            std::fs::copy(file, keep.join(file.file_name().unwrap())).unwrap();
+        }
     }
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
