@@ -34,7 +34,7 @@ pub(crate) fn trace(report: &Report) -> Value {
     let pid = report.pid;
     let mut events = Vec::new();
     let process_name = match &report.command {
-        Some(argv) => format!("stemmon: {}", argv.join(" ")),
+        Some(argv) => format!("stemmon: {}", crate::format::command_line(argv)),
         None => format!("stemmon: pid {pid}"),
     };
     events.push(json!({

@@ -42,6 +42,22 @@ pub(crate) fn change(base: f64, new: f64) -> Option<f64> {
     (base > 0.0).then(|| (new - base) / base * 100.0)
 }
 
+/// An argv as a shell would take it back: words with spaces or quotes are quoted.
+pub(crate) fn command_line(argv: &[String]) -> String {
+    let quote = |word: &String| {
+        let plain = !word.is_empty()
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        if plain {
+            word.clone()
+        } else {
+            format!("'{}'", word.replace('\'', "'\\''"))
+        }
+    };
+    argv.iter().map(quote).collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +75,7 @@ mod tests {
         assert_eq!(percent(change(2.0, 2.5)), "+25.0 %");
         assert_eq!(percent(change(0.0, 2.5)), "-");
         assert_eq!(percent(change(100.0, 99.99)), "0.0 %");
+        let argv = ["sh", "-c", "echo 'hi' there"].map(String::from);
+        assert_eq!(command_line(&argv), "sh -c 'echo '\\''hi'\\'' there'");
     }
 }

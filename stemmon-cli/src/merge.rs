@@ -35,11 +35,11 @@ pub(crate) struct MergedReport {
     /// The reports merged, in the order given.
     pub(crate) reports: Vec<Source>,
     /// Wall time of the whole run, over reports.
-    pub(crate) wall_seconds: Spread,
+    pub(crate) wall_seconds: Spread<f64>,
     /// Sampled peak tree RSS of the whole run, over reports.
-    pub(crate) peak_tree_rss_bytes: Spread,
+    pub(crate) peak_tree_rss_bytes: Spread<u64>,
     /// The high-water bound of the tree's peak, over the reports that have it.
-    pub(crate) peak_tree_rss_bound_bytes: Spread,
+    pub(crate) peak_tree_rss_bound_bytes: Spread<u64>,
     /// One entry per stage path, in order of first appearance.
     pub(crate) stages: Vec<MergedStage>,
 }
@@ -71,26 +71,27 @@ pub(crate) struct MergedStage {
     /// Failed calls summed over reports.
     pub(crate) errors: u64,
     /// Total wall time per report.
-    pub(crate) wall_seconds: Spread,
+    pub(crate) wall_seconds: Spread<f64>,
     /// Sampled peak tree RSS per report.
-    pub(crate) peak_tree_rss_bytes: Spread,
+    pub(crate) peak_tree_rss_bytes: Spread<u64>,
     /// High-water bound of the tree's peak per report.
-    pub(crate) peak_tree_rss_bound_bytes: Spread,
+    pub(crate) peak_tree_rss_bound_bytes: Spread<u64>,
     /// Exact peak of the monitored process per report.
-    pub(crate) peak_parent_hwm_bytes: Spread,
+    pub(crate) peak_parent_hwm_bytes: Spread<u64>,
 }
 
-/// A figure over the reports that have it: `null` fields when none has.
+/// A figure over the reports that have it: `null` fields when none has. Seconds are
+/// numbers with a fraction; bytes are whole numbers, except `mean`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
-pub(crate) struct Spread {
+pub(crate) struct Spread<T> {
     /// How many reports had the figure.
     pub(crate) count: u32,
-    pub(crate) min: Option<f64>,
+    pub(crate) min: Option<T>,
     pub(crate) mean: Option<f64>,
-    pub(crate) max: Option<f64>,
+    pub(crate) max: Option<T>,
     /// The sum over reports (for memory: the job's total if every rank peaked at once).
-    pub(crate) sum: Option<f64>,
+    pub(crate) sum: Option<T>,
     /// The `host` of the report with the max.
     pub(crate) max_host: Option<String>,
     /// The `labels.rank` of the report with the max.
@@ -99,29 +100,60 @@ pub(crate) struct Spread {
     pub(crate) max_report: Option<usize>,
 }
 
-impl Spread {
-    fn of(values: impl IntoIterator<Item = (usize, f64)>, sources: &[Source]) -> Spread {
-        let values: Vec<(usize, f64)> = values.into_iter().collect();
-        if values.is_empty() {
-            return Spread::default();
+/// A figure a [`Spread`] is made of: seconds (`f64`) or bytes (`u64`).
+pub(crate) trait Figure: Copy {
+    fn as_f64(self) -> f64;
+    fn plus(self, other: Self) -> Self;
+}
+
+impl Figure for f64 {
+    fn as_f64(self) -> f64 {
+        self
+    }
+    fn plus(self, other: f64) -> f64 {
+        self + other
+    }
+}
+
+impl Figure for u64 {
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+    fn plus(self, other: u64) -> u64 {
+        self.saturating_add(other)
+    }
+}
+
+impl<T: Figure> Spread<T> {
+    fn of(values: impl IntoIterator<Item = (usize, T)>, sources: &[Source]) -> Spread<T> {
+        let values: Vec<(usize, T)> = values.into_iter().collect();
+        let Some(&(first_at, first)) = values.first() else {
+            return Spread {
+                count: 0,
+                min: None,
+                mean: None,
+                max: None,
+                sum: None,
+                max_host: None,
+                max_rank: None,
+                max_report: None,
+            };
+        };
+        let (mut min, mut max, mut max_at, mut sum) = (first, first, first_at, first);
+        for &(at, value) in &values[1..] {
+            if value.as_f64() < min.as_f64() {
+                min = value;
+            }
+            // The first report holding the max keeps it on a tie.
+            if value.as_f64() > max.as_f64() {
+                (max, max_at) = (value, at);
+            }
+            sum = sum.plus(value);
         }
-        let sum: f64 = values.iter().map(|(_, v)| v).sum();
-        let (max_at, max) =
-            values
-                .iter()
-                .copied()
-                .fold((values[0].0, f64::NEG_INFINITY), |best, (i, v)| {
-                    if v > best.1 {
-                        (i, v)
-                    } else {
-                        best
-                    }
-                });
-        let min = values.iter().map(|(_, v)| *v).fold(f64::INFINITY, f64::min);
         Spread {
             count: values.len() as u32,
             min: Some(min),
-            mean: Some(sum / values.len() as f64),
+            mean: Some(sum.as_f64() / values.len() as f64),
             max: Some(max),
             sum: Some(sum),
             max_host: Some(sources[max_at].host.clone()).filter(|h| !h.is_empty()),
@@ -150,14 +182,28 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
         args.output.display(),
         seconds(wall.min.unwrap_or(0.0)),
         seconds(wall.max.unwrap_or(0.0)),
-        bytes(peak.max.map(|v| v as u64)),
+        bytes(peak.max),
         peak.max_rank
             .as_ref()
             .map(|r| format!(" on rank {r}"))
             .unwrap_or_default(),
-        bytes(peak.sum.map(|v| v as u64)),
+        bytes(peak.sum),
     );
     Ok(())
+}
+
+/// The spread of `figure` over the items that have it; items are (report index, item).
+fn spread<'a, I: 'a, T: Figure>(
+    items: impl IntoIterator<Item = (usize, &'a I)>,
+    sources: &[Source],
+    figure: impl Fn(&I) -> Option<T>,
+) -> Spread<T> {
+    Spread::of(
+        items
+            .into_iter()
+            .filter_map(|(at, item)| figure(item).map(|v| (at, v))),
+        sources,
+    )
 }
 
 /// Merges `(file, report)` pairs.
@@ -171,15 +217,7 @@ pub(crate) fn merged(reports: &[(String, Report)]) -> MergedReport {
             pid: report.pid,
         })
         .collect();
-    let each = |f: &dyn Fn(&Report) -> Option<f64>| {
-        Spread::of(
-            reports
-                .iter()
-                .enumerate()
-                .filter_map(|(i, (_, r))| f(r).map(|v| (i, v))),
-            &sources,
-        )
-    };
+    let all = || reports.iter().map(|(_, r)| r).enumerate();
     let mut paths: Vec<&str> = Vec::new();
     for (_, report) in reports {
         for stage in &report.stages {
@@ -191,29 +229,22 @@ pub(crate) fn merged(reports: &[(String, Report)]) -> MergedReport {
     let stages = paths
         .into_iter()
         .map(|path| {
-            let found: Vec<(usize, &StageReport)> = reports
-                .iter()
-                .enumerate()
-                .filter_map(|(i, (_, r))| r.stage(path).map(|s| (i, s)))
+            let found: Vec<(usize, &StageReport)> = all()
+                .filter_map(|(i, r)| r.stage(path).map(|s| (i, s)))
                 .collect();
-            let spread = |f: fn(&StageReport) -> Option<f64>| {
-                Spread::of(
-                    found.iter().filter_map(|(i, s)| f(s).map(|v| (*i, v))),
-                    &sources,
-                )
-            };
+            let found = || found.iter().copied();
             MergedStage {
                 path: path.to_owned(),
-                reports: found.len() as u32,
-                calls: found.iter().map(|(_, s)| s.calls).sum(),
-                errors: found.iter().map(|(_, s)| s.errors).sum(),
-                wall_seconds: spread(|s| Some(s.wall_seconds)),
-                peak_tree_rss_bytes: spread(|s| s.peaks.peak_tree_rss_bytes.map(|b| b as f64)),
-                peak_tree_rss_bound_bytes: spread(|s| {
-                    s.high_water.peak_tree_rss_bound_bytes.map(|b| b as f64)
+                reports: found().count() as u32,
+                calls: found().map(|(_, s)| s.calls).sum(),
+                errors: found().map(|(_, s)| s.errors).sum(),
+                wall_seconds: spread(found(), &sources, |s| Some(s.wall_seconds)),
+                peak_tree_rss_bytes: spread(found(), &sources, |s| s.peaks.peak_tree_rss_bytes),
+                peak_tree_rss_bound_bytes: spread(found(), &sources, |s| {
+                    s.high_water.peak_tree_rss_bound_bytes
                 }),
-                peak_parent_hwm_bytes: spread(|s| {
-                    s.high_water.peak_parent_hwm_bytes.map(|b| b as f64)
+                peak_parent_hwm_bytes: spread(found(), &sources, |s| {
+                    s.high_water.peak_parent_hwm_bytes
                 }),
             }
         })
@@ -221,10 +252,10 @@ pub(crate) fn merged(reports: &[(String, Report)]) -> MergedReport {
     MergedReport {
         format: "stemmon-merged".to_owned(),
         version: 1,
-        wall_seconds: each(&|r| Some(r.wall_seconds)),
-        peak_tree_rss_bytes: each(&|r| r.peaks.peak_tree_rss_bytes.map(|b| b as f64)),
-        peak_tree_rss_bound_bytes: each(&|r| {
-            r.high_water.peak_tree_rss_bound_bytes.map(|b| b as f64)
+        wall_seconds: spread(all(), &sources, |r| Some(r.wall_seconds)),
+        peak_tree_rss_bytes: spread(all(), &sources, |r| r.peaks.peak_tree_rss_bytes),
+        peak_tree_rss_bound_bytes: spread(all(), &sources, |r| {
+            r.high_water.peak_tree_rss_bound_bytes
         }),
         reports: sources,
         stages,

@@ -268,7 +268,7 @@ impl Chart {
                 .map(|(at, t)| (at, t, "workflow".to_owned())),
         };
         let title = match &report.command {
-            Some(argv) => format!("stemmon: {}", argv.join(" ")),
+            Some(argv) => format!("stemmon: {}", crate::format::command_line(argv)),
             None => format!("stemmon: pid {}", report.pid),
         };
         let mut subtitle = format!("wall {}", seconds(report.wall_seconds));

@@ -1,6 +1,6 @@
 //! `stemmon show REPORT`: the stage tree as an aligned table under a header.
 
-use crate::format::{bytes, seconds};
+use crate::format::{bytes, command_line, seconds};
 use crate::{input, Failure};
 use comfy_table::{presets, CellAlignment, Table};
 use std::fmt::Write as _;
@@ -35,7 +35,7 @@ pub(crate) fn render(report: &Report) -> String {
 fn header(report: &Report) -> String {
     let mut out = String::new();
     let what = match &report.command {
-        Some(argv) => format!("`{}` (pid {})", argv.join(" "), report.pid),
+        Some(argv) => format!("{} (pid {})", command_line(argv), report.pid),
         None => format!("pid {}", report.pid),
     };
     let state = if report.running {
@@ -96,8 +96,12 @@ fn header(report: &Report) -> String {
     let complete = report.samples.saturating_sub(report.partial_rss_samples);
     let _ = writeln!(
         out,
-        "coverage:   {complete}/{} samples read the whole tree; {} processes at most",
-        report.samples, report.peak_process_count
+        "coverage:   {complete}/{} samples read the whole tree; {} at most",
+        report.samples,
+        match report.peak_process_count {
+            1 => "1 process".to_owned(),
+            n => format!("{n} processes"),
+        }
     );
     let mean = if report.sampling_attempts > 0 {
         report.sampling_seconds / report.sampling_attempts as f64
