@@ -17,6 +17,9 @@ use stemmon::Report;
 const MIB: f64 = (1u64 << 20) as f64;
 
 pub(crate) fn chrome(report: &Path, output: Option<&Path>) -> Result<(), Failure> {
+    if let Some(output) = output {
+        input::not_an_input(output, &[report])?;
+    }
     let report = input::load(report)?;
     let mut text = serde_json::to_vec(&trace(&report))
         .map_err(|e| Failure::input(format!("cannot encode the trace: {e}")))?;

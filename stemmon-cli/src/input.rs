@@ -74,6 +74,24 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     written.map_err(fail)
 }
 
+/// Refuses an output that is one of the inputs: a report is never overwritten by
+/// something made from it.
+pub(crate) fn not_an_input(output: &Path, inputs: &[&Path]) -> Result<(), Failure> {
+    let Ok(output_real) = fs::canonicalize(output) else {
+        return Ok(()); // Not there yet: it cannot be an input.
+    };
+    if inputs
+        .iter()
+        .any(|input| fs::canonicalize(input).is_ok_and(|real| real == output_real))
+    {
+        return Err(Failure::input(format!(
+            "{} is an input: choose another output file",
+            output.display()
+        )));
+    }
+    Ok(())
+}
+
 /// Writes to `path`, or to standard output when there is none.
 pub(crate) fn write_or_print(path: Option<&Path>, bytes: &[u8]) -> Result<(), Failure> {
     match path {

@@ -9,7 +9,7 @@
 use crate::format::{bytes, seconds};
 use crate::{input, Failure};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use stemmon::report::StageReport;
 use stemmon::Report;
 
@@ -164,6 +164,8 @@ impl<T: Figure> Spread<T> {
 }
 
 pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
+    let inputs: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
+    input::not_an_input(&args.output, &inputs)?;
     let mut reports = Vec::with_capacity(args.reports.len());
     for path in &args.reports {
         reports.push((path.display().to_string(), input::load(path)?));
