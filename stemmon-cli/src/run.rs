@@ -17,6 +17,9 @@ use std::time::Duration;
 /// SIGINT and SIGTERM are forwarded to COMMAND; stemmon exits with COMMAND's code, or
 /// 128 + N when it was killed by signal N. A COMMAND that cannot be started (it does not
 /// exist, it is not executable) is bad input: one line on stderr and exit 2.
+///
+/// stemmon is a child subreaper: processes COMMAND leaves behind are re-parented to
+/// stemmon instead of init, and reaped when they exit.
 #[derive(Debug, clap::Args)]
 #[command(trailing_var_arg = true)]
 pub(crate) struct Args {
