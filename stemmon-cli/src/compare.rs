@@ -55,7 +55,7 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
     let base = input::load(&args.base)?;
     let new = input::load(&args.new)?;
     let rows = rows(&base, &new, args);
-    print!("{}", render(&rows, args));
+    crate::print_out(&render(&rows, args));
     let regressed = rows
         .iter()
         .any(|row| matches!(row.verdict, Verdict::Regressed(_)));

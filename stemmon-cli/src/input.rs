@@ -98,9 +98,12 @@ pub(crate) fn write_or_print(path: Option<&Path>, bytes: &[u8]) -> Result<(), Fa
         Some(path) => write_file(path, bytes),
         None => {
             let mut out = std::io::stdout().lock();
-            out.write_all(bytes)
-                .and_then(|()| out.flush())
-                .map_err(|e| Failure::input(format!("cannot write to standard output: {e}")))
+            match out.write_all(bytes).and_then(|()| out.flush()) {
+                // The reader went away (`| head`): what it wanted, it has.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                written => written
+                    .map_err(|e| Failure::input(format!("cannot write to standard output: {e}"))),
+            }
         }
     }
 }

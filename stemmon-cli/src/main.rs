@@ -78,6 +78,19 @@ impl Failure {
     }
 }
 
+/// Prints to stdout; a closed pipe (`stemmon show r.json | head -1`) is not an error.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// Prints one line to stderr, ignoring a stderr that cannot be written.
+pub(crate) fn print_err(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -104,7 +117,7 @@ fn main() -> ExitCode {
         Err(failure) => {
             // One line, whatever the message holds.
             let message = failure.message.replace('\n', " ");
-            eprintln!("stemmon: {message}");
+            print_err(&format!("stemmon: {message}"));
             ExitCode::from(failure.code)
         }
     }

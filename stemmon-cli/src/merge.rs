@@ -177,8 +177,8 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
     input::write_file(&args.output, &text)?;
     let wall = &merged.wall_seconds;
     let peak = &merged.peak_tree_rss_bytes;
-    println!(
-        "merged {} reports, {} stages into {}: wall {}..{}; peak tree RSS max {}{} (sum {})",
+    crate::print_out(&format!(
+        "merged {} reports, {} stages into {}: wall {}..{}; peak tree RSS max {}{} (sum {})\n",
         merged.reports.len(),
         merged.stages.len(),
         args.output.display(),
@@ -190,7 +190,7 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
             .map(|r| format!(" on rank {r}"))
             .unwrap_or_default(),
         bytes(peak.sum),
-    );
+    ));
     Ok(())
 }
 

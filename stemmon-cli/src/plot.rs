@@ -56,7 +56,7 @@ pub(crate) fn plot(args: &Args) -> Result<(), Failure> {
         chart.html()
     };
     input::write_file(&output, text.as_bytes())?;
-    println!("wrote {}", output.display());
+    crate::print_out(&format!("wrote {}\n", output.display()));
     Ok(())
 }
 

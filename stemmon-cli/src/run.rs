@@ -169,7 +169,9 @@ mod unix {
         let _ = forwarder.join();
         if let Some(report) = report {
             if let Some(error) = report.output_error {
-                eprintln!("stemmon: warning: the report was not written: {error}");
+                crate::print_err(&format!(
+                    "stemmon: warning: the report was not written: {error}"
+                ));
             }
         }
         Ok(status)
@@ -196,7 +198,7 @@ mod unix {
             Ok(monitor) => Some(monitor),
             Err(error) => {
                 // The monitor's failure is not the command's: it runs on, unwatched.
-                eprintln!("stemmon: warning: not monitoring: {error}");
+                crate::print_err(&format!("stemmon: warning: not monitoring: {error}"));
                 None
             }
         }
@@ -209,11 +211,11 @@ mod unix {
             // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument and touches no memory.
             let done = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
             if done != 0 {
-                eprintln!(
+                crate::print_err(&format!(
                     "stemmon: warning: cannot become a subreaper ({}); orphans of the \
                      command will not be reaped here",
                     std::io::Error::last_os_error()
-                );
+                ));
             }
         }
     }

@@ -17,7 +17,7 @@ pub(crate) struct Args {
 
 pub(crate) fn show(args: &Args) -> Result<(), Failure> {
     let report = input::load(&args.report)?;
-    print!("{}", render(&report));
+    crate::print_out(&render(&report));
     Ok(())
 }
 

@@ -240,3 +240,59 @@ fn a_bad_output_name_or_an_empty_report_is_exit_2() {
         assert_eq!(String::from_utf8_lossy(&output.stderr).lines().count(), 1);
     }
 }
+
+#[test]
+#[ignore = "needs the runtime to write `timeline` (the lead wires stemmon/src/timeline.rs)"]
+fn a_stemmon_run_report_plots_its_children_and_exports_its_counters() {
+    let dir = TempDir::new("plot-run");
+    let report_path = dir.path().join("report.json");
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&report_path)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null; sleep 0.3",
+        ])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let report = common::read_report(&report_path);
+    assert!(report.timeline.len() >= 5, "{}", report.timeline.len());
+    let svg_path = dir.path().join("plot.svg");
+    let status = stemmon()
+        .arg("plot")
+        .arg(&report_path)
+        .arg("-o")
+        .arg(&svg_path)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.contains("id=\"children\"") && svg.contains("id=\"peak\""));
+    let output = stemmon()
+        .args(["export", "--format", "chrome"])
+        .arg(&report_path)
+        .output()
+        .unwrap();
+    let trace: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let children_mib = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "children RSS")
+        .map(|e| e["args"]["MiB"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        children_mib > 95.0,
+        "dd's 100 MiB buffer: {children_mib} MiB"
+    );
+}

@@ -358,3 +358,29 @@ fn bad_input_is_exit_2_with_one_line_for_every_subcommand() {
         "nothing written on bad input"
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_panic() {
+    let report = fixture("report-0.1-samples.json");
+    for args in [
+        vec!["show".as_ref(), report.as_os_str()],
+        vec![
+            "export".as_ref(),
+            report.as_os_str(),
+            "--format".as_ref(),
+            "chrome".as_ref(),
+        ],
+    ] {
+        let mut child = stemmon()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // As `| head -0` would.
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
