@@ -131,13 +131,13 @@ mod unix {
                 .name("stemmon-signals".into())
                 .spawn(move || {
                     for origin in signals.forever() {
-                        // A terminal's Ctrl-C (sent by the kernel) already reached CMD,
-                        // which shares stemmon's process group; pass on only what a
-                        // process sent to stemmon alone.
-                        if origin.process.is_none() {
+                        let pid = child_pid.load(Ordering::Acquire);
+                        // A terminal's Ctrl-C (sent by the kernel, to the whole foreground
+                        // group) already reached CMD if CMD is still in stemmon's group:
+                        // then pass on only what a process sent to stemmon alone.
+                        if origin.process.is_none() && pid > 0 && in_our_group(pid) {
                             continue;
                         }
-                        let pid = child_pid.load(Ordering::Acquire);
                         if pid > 0 {
                             // SAFETY: kill has no memory-safety preconditions; pid > 0
                             // names CMD, which is not reaped until the main thread sees it exit.
@@ -202,6 +202,12 @@ mod unix {
                 None
             }
         }
+    }
+
+    /// Whether `pid` is in stemmon's own process group (CMD may have left it).
+    fn in_our_group(pid: libc::pid_t) -> bool {
+        // SAFETY: getpgid and getpgrp take plain integers and touch no memory.
+        unsafe { libc::getpgid(pid) == libc::getpgrp() }
     }
 
     /// Asks the kernel to re-parent orphaned descendants to this process.
