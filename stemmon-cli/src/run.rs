@@ -115,13 +115,14 @@ mod unix {
     use signal_hook::iterator::exfiltrator::WithOrigin;
     use signal_hook::iterator::SignalsInfo;
     use std::process::Command;
-    use std::sync::atomic::{AtomicI32, Ordering};
-    use std::sync::Arc;
+    use std::sync::{Arc, Mutex, PoisonError};
 
     pub(super) fn run(args: Args) -> Result<u8, Failure> {
         become_subreaper();
         // Installed before CMD starts, so that no signal sent in between ends stemmon.
-        let child_pid = Arc::new(AtomicI32::new(0));
+        // CMD's pid, 0 when there is none: held locked while a signal is sent, so that
+        // CMD is never reaped (and its pid reused) between the read and the kill.
+        let child_pid = Arc::new(Mutex::new(0 as libc::pid_t));
         let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM])
             .map_err(|e| Failure::input(format!("cannot install signal handlers: {e}")))?;
         let handle = signals.handle();
@@ -131,17 +132,14 @@ mod unix {
                 .name("stemmon-signals".into())
                 .spawn(move || {
                     for origin in signals.forever() {
-                        let pid = child_pid.load(Ordering::Acquire);
+                        let pid = child_pid.lock().unwrap_or_else(PoisonError::into_inner);
                         // A terminal's Ctrl-C (sent by the kernel, to the whole foreground
                         // group) already reached CMD if CMD is still in stemmon's group:
                         // then pass on only what a process sent to stemmon alone.
-                        if origin.process.is_none() && pid > 0 && in_our_group(pid) {
-                            continue;
-                        }
-                        if pid > 0 {
-                            // SAFETY: kill has no memory-safety preconditions; pid > 0
-                            // names CMD, which is not reaped until the main thread sees it exit.
-                            unsafe { libc::kill(pid, origin.signal) };
+                        if *pid > 0 && !(origin.process.is_none() && in_our_group(*pid)) {
+                            // SAFETY: kill has no memory-safety preconditions; CMD is not
+                            // reaped while the lock is held, so `pid` is still CMD's.
+                            unsafe { libc::kill(*pid, origin.signal) };
                         }
                     }
                 })
@@ -154,7 +152,7 @@ mod unix {
             .spawn()
             .map_err(|e| spawn_failure(&argv[0], &e))?;
         let pid = child.id();
-        child_pid.store(pid as i32, Ordering::Release);
+        *child_pid.lock().unwrap_or_else(PoisonError::into_inner) = pid as libc::pid_t;
         // stemmon reaps CMD itself (below), with every orphan: the handle is not needed.
         drop(child);
 
@@ -163,8 +161,9 @@ mod unix {
         // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
         // nothing resident) instead of a missing process.
         let report = monitor.map(stemmon::Monitor::finish);
+        // No signal is passed on once CMD's pid may be reused.
+        *child_pid.lock().unwrap_or_else(PoisonError::into_inner) = 0;
         reap(pid as libc::pid_t);
-        child_pid.store(0, Ordering::Release);
         handle.close();
         let _ = forwarder.join();
         if let Some(report) = report {
