@@ -1,0 +1,81 @@
+//! Figures as a person writes them: `812.4 MiB`, `1.52s`, `+12.5 %`.
+
+const KIB: f64 = 1024.0;
+const MIB: f64 = KIB * 1024.0;
+const GIB: f64 = MIB * 1024.0;
+
+/// `812.4 MiB`, `1.1 GiB`, `512 KiB`, or `-` for a reading that was not taken.
+pub(crate) fn bytes(value: Option<u64>) -> String {
+    match value {
+        None => "-".to_owned(),
+        Some(b) if b as f64 >= GIB => format!("{:.2} GiB", b as f64 / GIB),
+        Some(b) if b as f64 >= MIB => format!("{:.1} MiB", b as f64 / MIB),
+        Some(b) => format!("{:.0} KiB", b as f64 / KIB),
+    }
+}
+
+/// `1.523s`, `12.3ms`, `40µs`: three significant figures or so.
+pub(crate) fn seconds(value: f64) -> String {
+    if value >= 100.0 {
+        format!("{value:.1}s")
+    } else if value >= 1.0 {
+        format!("{value:.3}s")
+    } else if value >= 1e-3 {
+        format!("{:.1}ms", value * 1e3)
+    } else {
+        format!("{:.0}µs", value * 1e6)
+    }
+}
+
+/// `+12.5 %` / `-3.0 %`, or `-` when there is no base to compare with.
+pub(crate) fn percent(change: Option<f64>) -> String {
+    match change {
+        // No `-0.0 %` for a change that rounds to nothing.
+        Some(change) if change.is_finite() && change.abs() < 0.05 => "0.0 %".to_owned(),
+        Some(change) if change.is_finite() => format!("{:+.1} %", change),
+        _ => "-".to_owned(),
+    }
+}
+
+/// The change from `base` to `new`, in percent of `base`; `None` without a positive base.
+pub(crate) fn change(base: f64, new: f64) -> Option<f64> {
+    (base > 0.0).then(|| (new - base) / base * 100.0)
+}
+
+/// An argv as a shell would take it back: words with spaces or quotes are quoted.
+pub(crate) fn command_line(argv: &[String]) -> String {
+    let quote = |word: &String| {
+        let plain = !word.is_empty()
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+        if plain {
+            word.clone()
+        } else {
+            format!("'{}'", word.replace('\'', "'\\''"))
+        }
+    };
+    argv.iter().map(quote).collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_read_like_a_person_writes_them() {
+        assert_eq!(bytes(None), "-");
+        assert_eq!(bytes(Some(812 * (1 << 20) + 400 * 1024)), "812.4 MiB");
+        assert_eq!(bytes(Some(3 << 30)), "3.00 GiB");
+        assert_eq!(bytes(Some(2048)), "2 KiB");
+        assert_eq!(seconds(1.5234), "1.523s");
+        assert_eq!(seconds(0.0123), "12.3ms");
+        assert_eq!(seconds(0.00004), "40µs");
+        assert_eq!(seconds(250.0), "250.0s");
+        assert_eq!(percent(change(2.0, 2.5)), "+25.0 %");
+        assert_eq!(percent(change(0.0, 2.5)), "-");
+        assert_eq!(percent(change(100.0, 99.99)), "0.0 %");
+        let argv = ["sh", "-c", "echo 'hi' there"].map(String::from);
+        assert_eq!(command_line(&argv), "sh -c 'echo '\\''hi'\\'' there'");
+    }
+}

@@ -1,0 +1,124 @@
+//! `stemmon`: run any program under a monitor, and read, compare, plot, export and
+//! merge the reports (SPEC §9).
+//!
+//! Exit codes: 0 on success; 2 with one line on stderr for bad input (a missing or
+//! truncated file, JSON that is not a report, a command that does not exist); `compare`
+//! exits 1 on a regression; `run` exits with the command's own code.
+
+mod compare;
+mod export;
+mod format;
+mod input;
+mod merge;
+mod plot;
+mod run;
+mod show;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Stage-by-stage time and whole-process-tree memory: run a program under a monitor,
+/// then show, compare, plot, export and merge its reports.
+#[derive(Debug, Parser)]
+#[command(name = "stemmon", version, about, long_about = None)]
+#[command(
+    after_help = "Exit status: 0 on success, 2 on bad input (a missing or truncated \
+file, JSON that is not a report, a command that does not exist), 1 when `compare` finds a \
+regression; `run` exits with the command's own status."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Run(run::Args),
+    Show(show::Args),
+    Compare(compare::Args),
+    Plot(plot::Args),
+    Export(ExportArgs),
+    Merge(merge::Args),
+}
+
+/// Writes a report's stage calls and memory as a trace that Perfetto and chrome://tracing open.
+#[derive(Debug, clap::Args)]
+struct ExportArgs {
+    /// The report to export.
+    report: PathBuf,
+    /// The trace format.
+    #[arg(long, value_enum)]
+    format: ExportFormat,
+    /// Where to write the trace; standard output when omitted.
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ExportFormat {
+    /// Chrome trace event JSON (ui.perfetto.dev, chrome://tracing).
+    Chrome,
+}
+
+/// Why a subcommand stopped: printed as one line on stderr, then the exit code.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    code: u8,
+    message: String,
+}
+
+impl Failure {
+    /// Bad input from the user: exit 2.
+    pub(crate) fn input(message: impl Into<String>) -> Failure {
+        Failure {
+            code: 2,
+            message: message.into(),
+        }
+    }
+}
+
+/// Prints to stdout; a closed pipe (`stemmon show r.json | head -1`) is not an error.
+pub(crate) fn print_out(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+/// Prints one line to stderr, ignoring a stderr that cannot be written.
+pub(crate) fn print_err(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            // clap prints help and version to stdout (exit 0), usage errors to stderr (exit 2).
+            let _ = error.print();
+            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Show(args) => show::show(&args).map(|()| 0),
+        Command::Compare(args) => compare::compare(&args),
+        Command::Plot(args) => plot::plot(&args).map(|()| 0),
+        Command::Export(args) => match args.format {
+            ExportFormat::Chrome => {
+                export::chrome(&args.report, args.output.as_deref()).map(|()| 0)
+            }
+        },
+        Command::Merge(args) => merge::merge(&args).map(|()| 0),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(failure) => {
+            // One line, whatever the message holds.
+            let message = failure.message.replace('\n', " ");
+            print_err(&format!("stemmon: {message}"));
+            ExitCode::from(failure.code)
+        }
+    }
+}

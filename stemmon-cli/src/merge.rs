@@ -1,0 +1,265 @@
+//! `stemmon merge REPORT... -o OUT.json`: one job's per-rank (or per-node) reports as one.
+//!
+//! The merged report is its own JSON document ([`MergedReport`], `"format":
+//! "stemmon-merged"`): per stage path, calls and errors summed; wall time and peaks as
+//! [`Spread`]s (min / mean / max over the reports that ran the stage, the host and rank
+//! of the max, and for memory the sum, which is what the job held at most if every
+//! rank peaked at once).
+
+use crate::format::{bytes, seconds};
+use crate::{input, Failure};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use stemmon::report::StageReport;
+use stemmon::Report;
+
+/// Combines the reports of one job's ranks or nodes into one JSON document.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The reports to merge (two or more, usually one per rank).
+    #[arg(required = true, num_args = 1..)]
+    reports: Vec<PathBuf>,
+    /// Where to write the merged report.
+    #[arg(short, long, value_name = "OUT.json")]
+    output: PathBuf,
+}
+
+/// The merged report: what `stemmon merge` writes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct MergedReport {
+    /// Always `"stemmon-merged"`: tells this document from a single report.
+    pub(crate) format: String,
+    /// The version of this layout: 1.
+    pub(crate) version: u32,
+    /// The reports merged, in the order given.
+    pub(crate) reports: Vec<Source>,
+    /// Wall time of the whole run, over reports.
+    pub(crate) wall_seconds: Spread<f64>,
+    /// Sampled peak tree RSS of the whole run, over reports.
+    pub(crate) peak_tree_rss_bytes: Spread<u64>,
+    /// The high-water bound of the tree's peak, over the reports that have it.
+    pub(crate) peak_tree_rss_bound_bytes: Spread<u64>,
+    /// One entry per stage path, in order of first appearance.
+    pub(crate) stages: Vec<MergedStage>,
+}
+
+/// One merged input.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Source {
+    /// The file it was read from, as given.
+    pub(crate) file: String,
+    /// Its `host`.
+    pub(crate) host: String,
+    /// Its `labels.rank`, if any.
+    pub(crate) rank: Option<String>,
+    /// Its `pid`.
+    pub(crate) pid: u32,
+}
+
+/// One stage path across reports.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct MergedStage {
+    /// The stage path (`"fit/inner"`).
+    pub(crate) path: String,
+    /// How many of the reports ran it.
+    pub(crate) reports: u32,
+    /// Calls summed over reports.
+    pub(crate) calls: u64,
+    /// Failed calls summed over reports.
+    pub(crate) errors: u64,
+    /// Total wall time per report.
+    pub(crate) wall_seconds: Spread<f64>,
+    /// Sampled peak tree RSS per report.
+    pub(crate) peak_tree_rss_bytes: Spread<u64>,
+    /// High-water bound of the tree's peak per report.
+    pub(crate) peak_tree_rss_bound_bytes: Spread<u64>,
+    /// Exact peak of the monitored process per report.
+    pub(crate) peak_parent_hwm_bytes: Spread<u64>,
+}
+
+/// A figure over the reports that have it: `null` fields when none has. Seconds are
+/// numbers with a fraction; bytes are whole numbers, except `mean`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct Spread<T> {
+    /// How many reports had the figure.
+    pub(crate) count: u32,
+    pub(crate) min: Option<T>,
+    pub(crate) mean: Option<f64>,
+    pub(crate) max: Option<T>,
+    /// The sum over reports (for memory: the job's total if every rank peaked at once).
+    pub(crate) sum: Option<T>,
+    /// The `host` of the report with the max.
+    pub(crate) max_host: Option<String>,
+    /// The `labels.rank` of the report with the max.
+    pub(crate) max_rank: Option<String>,
+    /// The index in `reports` of the report with the max.
+    pub(crate) max_report: Option<usize>,
+}
+
+/// A figure a [`Spread`] is made of: seconds (`f64`) or bytes (`u64`).
+pub(crate) trait Figure: Copy {
+    fn as_f64(self) -> f64;
+    fn plus(self, other: Self) -> Self;
+}
+
+impl Figure for f64 {
+    fn as_f64(self) -> f64 {
+        self
+    }
+    fn plus(self, other: f64) -> f64 {
+        self + other
+    }
+}
+
+impl Figure for u64 {
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+    fn plus(self, other: u64) -> u64 {
+        self.saturating_add(other)
+    }
+}
+
+impl<T: Figure> Spread<T> {
+    fn of(values: impl IntoIterator<Item = (usize, T)>, sources: &[Source]) -> Spread<T> {
+        let values: Vec<(usize, T)> = values.into_iter().collect();
+        let Some(&(first_at, first)) = values.first() else {
+            return Spread {
+                count: 0,
+                min: None,
+                mean: None,
+                max: None,
+                sum: None,
+                max_host: None,
+                max_rank: None,
+                max_report: None,
+            };
+        };
+        let (mut min, mut max, mut max_at, mut sum) = (first, first, first_at, first);
+        for &(at, value) in &values[1..] {
+            if value.as_f64() < min.as_f64() {
+                min = value;
+            }
+            // The first report holding the max keeps it on a tie.
+            if value.as_f64() > max.as_f64() {
+                (max, max_at) = (value, at);
+            }
+            sum = sum.plus(value);
+        }
+        Spread {
+            count: values.len() as u32,
+            min: Some(min),
+            mean: Some(sum.as_f64() / values.len() as f64),
+            max: Some(max),
+            sum: Some(sum),
+            max_host: Some(sources[max_at].host.clone()).filter(|h| !h.is_empty()),
+            max_rank: sources[max_at].rank.clone(),
+            max_report: Some(max_at),
+        }
+    }
+}
+
+pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
+    let inputs: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
+    input::not_an_input(&args.output, &inputs)?;
+    let mut reports = Vec::with_capacity(args.reports.len());
+    for path in &args.reports {
+        reports.push((path.display().to_string(), input::load(path)?));
+    }
+    let merged = merged(&reports);
+    let mut text = serde_json::to_vec_pretty(&merged)
+        .map_err(|e| Failure::input(format!("cannot encode the merged report: {e}")))?;
+    text.push(b'\n');
+    input::write_file(&args.output, &text)?;
+    let wall = &merged.wall_seconds;
+    let peak = &merged.peak_tree_rss_bytes;
+    crate::print_out(&format!(
+        "merged {} reports, {} stages into {}: wall {}..{}; peak tree RSS max {}{} (sum {})\n",
+        merged.reports.len(),
+        merged.stages.len(),
+        args.output.display(),
+        seconds(wall.min.unwrap_or(0.0)),
+        seconds(wall.max.unwrap_or(0.0)),
+        bytes(peak.max),
+        peak.max_rank
+            .as_ref()
+            .map(|r| format!(" on rank {r}"))
+            .unwrap_or_default(),
+        bytes(peak.sum),
+    ));
+    Ok(())
+}
+
+/// The spread of `figure` over the items that have it; items are (report index, item).
+fn spread<'a, I: 'a, T: Figure>(
+    items: impl IntoIterator<Item = (usize, &'a I)>,
+    sources: &[Source],
+    figure: impl Fn(&I) -> Option<T>,
+) -> Spread<T> {
+    Spread::of(
+        items
+            .into_iter()
+            .filter_map(|(at, item)| figure(item).map(|v| (at, v))),
+        sources,
+    )
+}
+
+/// Merges `(file, report)` pairs.
+pub(crate) fn merged(reports: &[(String, Report)]) -> MergedReport {
+    let sources: Vec<Source> = reports
+        .iter()
+        .map(|(file, report)| Source {
+            file: file.clone(),
+            host: report.host.clone(),
+            rank: report.labels.get("rank").cloned(),
+            pid: report.pid,
+        })
+        .collect();
+    let all = || reports.iter().map(|(_, r)| r).enumerate();
+    let mut paths: Vec<&str> = Vec::new();
+    for (_, report) in reports {
+        for stage in &report.stages {
+            if !paths.contains(&stage.path.as_str()) {
+                paths.push(&stage.path);
+            }
+        }
+    }
+    let stages = paths
+        .into_iter()
+        .map(|path| {
+            let found: Vec<(usize, &StageReport)> = all()
+                .filter_map(|(i, r)| r.stage(path).map(|s| (i, s)))
+                .collect();
+            let found = || found.iter().copied();
+            MergedStage {
+                path: path.to_owned(),
+                reports: found().count() as u32,
+                calls: found().map(|(_, s)| s.calls).sum(),
+                errors: found().map(|(_, s)| s.errors).sum(),
+                wall_seconds: spread(found(), &sources, |s| Some(s.wall_seconds)),
+                peak_tree_rss_bytes: spread(found(), &sources, |s| s.peaks.peak_tree_rss_bytes),
+                peak_tree_rss_bound_bytes: spread(found(), &sources, |s| {
+                    s.high_water.peak_tree_rss_bound_bytes
+                }),
+                peak_parent_hwm_bytes: spread(found(), &sources, |s| {
+                    s.high_water.peak_parent_hwm_bytes
+                }),
+            }
+        })
+        .collect();
+    MergedReport {
+        format: "stemmon-merged".to_owned(),
+        version: 1,
+        wall_seconds: spread(all(), &sources, |r| Some(r.wall_seconds)),
+        peak_tree_rss_bytes: spread(all(), &sources, |r| r.peaks.peak_tree_rss_bytes),
+        peak_tree_rss_bound_bytes: spread(all(), &sources, |r| {
+            r.high_water.peak_tree_rss_bound_bytes
+        }),
+        reports: sources,
+        stages,
+    }
+}

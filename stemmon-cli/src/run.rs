@@ -1,0 +1,270 @@
+//! `stemmon run -- CMD ARGS...`: watches any program's whole process tree.
+//!
+//! stemmon starts CMD as its child and samples the tree rooted at it, so the report's
+//! `parent_*` figures are CMD's own. stemmon is a child subreaper (as `tini` is): a
+//! process CMD leaves behind is re-parented to stemmon and reaped here, never left a
+//! zombie. SIGINT and SIGTERM sent to stemmon are passed on to CMD; stemmon exits with
+//! CMD's status, 128 + N when CMD was killed by signal N.
+
+use crate::Failure;
+use std::ffi::OsString;
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Runs COMMAND under a monitor of its whole process tree and exits with its status.
+///
+/// SIGINT and SIGTERM are forwarded to COMMAND; stemmon exits with COMMAND's code, or
+/// 128 + N when it was killed by signal N. A COMMAND that cannot be started (it does not
+/// exist, it is not executable) is bad input: one line on stderr and exit 2.
+///
+/// stemmon is a child subreaper: processes COMMAND leaves behind are re-parented to
+/// stemmon instead of init, and reaped when they exit.
+#[derive(Debug, clap::Args)]
+#[command(trailing_var_arg = true)]
+pub(crate) struct Args {
+    /// Write the JSON report here (replaced atomically at each log line and at the end).
+    /// Without it no report file is written.
+    #[arg(short, long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Seconds between samples of the process tree.
+    #[arg(long, value_name = "S", default_value = "1", value_parser = positive_seconds)]
+    sample_interval: f64,
+    /// Seconds between live lines on stderr, or `none` for no live lines.
+    #[arg(long, value_name = "S|none", default_value = "30", value_parser = log_interval)]
+    log_interval: LogInterval,
+    /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
+    #[arg(long)]
+    detailed_memory: bool,
+    /// A label for the report and the exported metrics (repeatable): `--label rank=3`.
+    #[arg(long, value_name = "K=V", value_parser = label)]
+    label: Vec<(String, String)>,
+    /// The command to run, with its arguments (after `--`).
+    #[arg(required = true, num_args = 1.., value_name = "COMMAND")]
+    command: Vec<OsString>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct LogInterval(Option<f64>);
+
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(s),
+        _ => Err(format!(
+            "expected a number of seconds greater than zero, not `{text}`"
+        )),
+    }
+}
+
+fn log_interval(text: &str) -> Result<LogInterval, String> {
+    if text.eq_ignore_ascii_case("none") {
+        return Ok(LogInterval(None));
+    }
+    positive_seconds(text)
+        .map(|s| LogInterval(Some(s)))
+        .map_err(|e| format!("{e}, or `none`"))
+}
+
+/// `key=value`, the key a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`).
+fn label(text: &str) -> Result<(String, String), String> {
+    let (key, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("expected KEY=VALUE, not `{text}`"))?;
+    let mut chars = key.chars();
+    let valid = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!(
+            "label name `{key}` must match [a-zA-Z_][a-zA-Z0-9_]*"
+        ));
+    }
+    Ok((key.to_owned(), value.to_owned()))
+}
+
+#[cfg(unix)]
+pub(crate) fn run(args: Args) -> Result<u8, Failure> {
+    unix::run(args)
+}
+
+#[cfg(not(unix))]
+pub(crate) fn run(_args: Args) -> Result<u8, Failure> {
+    Err(Failure::input("`stemmon run` needs a Unix system"))
+}
+
+/// The message for a command that could not be started.
+fn spawn_failure(program: &OsString, error: &std::io::Error) -> Failure {
+    let program = program.to_string_lossy();
+    let why = match error.kind() {
+        ErrorKind::NotFound => "no such command".to_owned(),
+        ErrorKind::PermissionDenied => "permission denied".to_owned(),
+        _ => error.to_string(),
+    };
+    Failure::input(format!("cannot run `{program}`: {why}"))
+}
+
+fn seconds(s: f64) -> Duration {
+    Duration::from_secs_f64(s)
+}
+
+#[cfg(unix)]
+mod unix {
+    use super::*;
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::iterator::exfiltrator::WithOrigin;
+    use signal_hook::iterator::SignalsInfo;
+    use std::process::Command;
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    pub(super) fn run(args: Args) -> Result<u8, Failure> {
+        become_subreaper();
+        // Installed before CMD starts, so that no signal sent in between ends stemmon.
+        // CMD's pid, 0 when there is none: held locked while a signal is sent, so that
+        // CMD is never reaped (and its pid reused) between the read and the kill.
+        let child_pid = Arc::new(Mutex::new(0 as libc::pid_t));
+        let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM])
+            .map_err(|e| Failure::input(format!("cannot install signal handlers: {e}")))?;
+        let handle = signals.handle();
+        let forwarder = {
+            let child_pid = Arc::clone(&child_pid);
+            std::thread::Builder::new()
+                .name("stemmon-signals".into())
+                .spawn(move || {
+                    for origin in signals.forever() {
+                        let pid = child_pid.lock().unwrap_or_else(PoisonError::into_inner);
+                        // A terminal's Ctrl-C (sent by the kernel, to the whole foreground
+                        // group) already reached CMD if CMD is still in stemmon's group:
+                        // then pass on only what a process sent to stemmon alone.
+                        if *pid > 0 && !(origin.process.is_none() && in_our_group(*pid)) {
+                            // SAFETY: kill has no memory-safety preconditions; CMD is not
+                            // reaped while the lock is held, so `pid` is still CMD's.
+                            unsafe { libc::kill(*pid, origin.signal) };
+                        }
+                    }
+                })
+                .map_err(|e| Failure::input(format!("cannot start a thread: {e}")))?
+        };
+
+        let argv = &args.command;
+        let child = Command::new(&argv[0])
+            .args(&argv[1..])
+            .spawn()
+            .map_err(|e| spawn_failure(&argv[0], &e))?;
+        let pid = child.id();
+        *child_pid.lock().unwrap_or_else(PoisonError::into_inner) = pid as libc::pid_t;
+        // stemmon reaps CMD itself (below), with every orphan: the handle is not needed.
+        drop(child);
+
+        let monitor = start_monitor(&args, pid);
+        let status = wait_for(pid as libc::pid_t);
+        // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
+        // nothing resident) instead of a missing process.
+        let report = monitor.map(stemmon::Monitor::finish);
+        // No signal is passed on once CMD's pid may be reused.
+        *child_pid.lock().unwrap_or_else(PoisonError::into_inner) = 0;
+        reap(pid as libc::pid_t);
+        handle.close();
+        let _ = forwarder.join();
+        if let Some(report) = report {
+            if let Some(error) = report.output_error {
+                crate::print_err(&format!(
+                    "stemmon: warning: the report was not written: {error}"
+                ));
+            }
+        }
+        Ok(status)
+    }
+
+    fn start_monitor(args: &Args, pid: u32) -> Option<stemmon::Monitor> {
+        let mut builder = stemmon::Monitor::builder()
+            .root_process(pid)
+            .command(
+                args.command
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned()),
+            )
+            .sample_interval(seconds(args.sample_interval))
+            .log_interval(args.log_interval.0.map(seconds))
+            .detailed_memory(args.detailed_memory);
+        if let Some(output) = &args.output {
+            builder = builder.output(output);
+        }
+        for (key, value) in &args.label {
+            builder = builder.label(key, value);
+        }
+        match builder.start() {
+            Ok(monitor) => Some(monitor),
+            Err(error) => {
+                // The monitor's failure is not the command's: it runs on, unwatched.
+                crate::print_err(&format!("stemmon: warning: not monitoring: {error}"));
+                None
+            }
+        }
+    }
+
+    /// Whether `pid` is in stemmon's own process group (CMD may have left it).
+    fn in_our_group(pid: libc::pid_t) -> bool {
+        // SAFETY: getpgid and getpgrp take plain integers and touch no memory.
+        unsafe { libc::getpgid(pid) == libc::getpgrp() }
+    }
+
+    /// Asks the kernel to re-parent orphaned descendants to this process.
+    fn become_subreaper() {
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        {
+            // SAFETY: PR_SET_CHILD_SUBREAPER takes one integer argument and touches no memory.
+            let done = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+            if done != 0 {
+                crate::print_err(&format!(
+                    "stemmon: warning: cannot become a subreaper ({}); orphans of the \
+                     command will not be reaped here",
+                    std::io::Error::last_os_error()
+                ));
+            }
+        }
+    }
+
+    /// Waits until CMD exits, reaping every other child (re-parented orphans) meanwhile,
+    /// and returns CMD's status as an exit code. CMD itself is left to [`reap`].
+    fn wait_for(pid: libc::pid_t) -> u8 {
+        loop {
+            // SAFETY: an all-zero siginfo_t is a valid value; waitid fills it.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: `info` is a valid, writable siginfo_t for the whole call.
+            let done =
+                unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOWAIT) };
+            if done != 0 {
+                let error = std::io::Error::last_os_error();
+                if error.kind() == ErrorKind::Interrupted {
+                    continue;
+                }
+                // ECHILD: nothing left to wait for; CMD is gone without a status.
+                return 255;
+            }
+            // SAFETY: waitid succeeded with WEXITED, so the fields of a child event are set.
+            let (who, code, status) = unsafe { (info.si_pid(), info.si_code, info.si_status()) };
+            if who == pid {
+                return match code {
+                    libc::CLD_EXITED => (status & 0xff) as u8,
+                    _ => (128 + status).clamp(0, 255) as u8,
+                };
+            }
+            if who > 0 {
+                reap(who);
+            }
+        }
+    }
+
+    /// Collects the exit status of the exited child `pid`.
+    fn reap(pid: libc::pid_t) {
+        loop {
+            let mut status = 0;
+            // SAFETY: `status` is a valid, writable int.
+            let done = unsafe { libc::waitpid(pid, &mut status, 0) };
+            if done >= 0 || std::io::Error::last_os_error().kind() != ErrorKind::Interrupted {
+                return;
+            }
+        }
+    }
+}

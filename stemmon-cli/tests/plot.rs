@@ -1,0 +1,298 @@
+//! `stemmon plot`: the HTML page rendered in a real headless Chromium, and the SVG.
+
+mod common;
+
+use common::{measured_report, stemmon, write_report, TempDir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The colours the chart fills parent and children RSS with (see `src/plot.rs`).
+const PARENT: [u8; 3] = [0x4c, 0x72, 0xb0];
+const CHILDREN: [u8; 3] = [0xdd, 0x84, 0x52];
+
+fn chromium() -> Option<PathBuf> {
+    [
+        "/usr/bin/chromium",
+        "/usr/bin/chromium-browser",
+        "/usr/bin/google-chrome",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
+/// Runs headless Chromium on `page` with `extra` arguments; returns (stdout, stderr).
+fn headless(browser: &Path, profile: &Path, page: &Path, extra: &[&str]) -> (String, String) {
+    let mut command = Command::new(browser);
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--window-size=1200,800",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()));
+    let output = run_with_timeout(command, Duration::from_secs(90));
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn run_with_timeout(mut command: Command, limit: Duration) -> std::process::Output {
+    use std::io::Read;
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("Chromium did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Pixels of `png` within a small distance of `colour`.
+fn count_colour(png: &Path, colour: [u8; 3]) -> usize {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buffer = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buffer).unwrap();
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "{:?}", info.color_type);
+    buffer[..info.buffer_size()]
+        .chunks(channels)
+        .filter(|px| {
+            px[..3]
+                .iter()
+                .zip(colour)
+                .all(|(a, b)| (i16::from(*a) - i16::from(b)).abs() <= 24)
+        })
+        .count()
+}
+
+#[test]
+fn the_html_page_renders_in_chromium_with_the_chart_and_no_console_error() {
+    let Some(browser) = chromium() else {
+        eprintln!("SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium)");
+        return;
+    };
+    let dir = TempDir::new("plot-html");
+    let report_path = dir.path().join("report.json");
+    let report = measured_report();
+    write_report(&report_path, &report);
+    let page = dir.path().join("plot.html");
+    let output = stemmon()
+        .args(["plot"])
+        .arg(&report_path)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        !html.contains("https://"),
+        "no network reference in the page"
+    );
+    for stage in ["load", "fit", "inner", "predict"] {
+        assert!(
+            html.contains(&format!(">{stage}</text>")),
+            "band name {stage}"
+        );
+    }
+
+    // The script ran to its end: the DOM after load carries its mark.
+    let profile = dir.path().join("profile");
+    let (dom, _) = headless(&browser, &profile, &page, &["--dump-dom"]);
+    let points = report.timeline.len();
+    assert!(
+        dom.contains(&format!("data-ready=\"{points}\"")),
+        "the page's script did not finish: {}",
+        &dom[..dom.len().min(400)]
+    );
+    assert!(dom.contains("<svg") && dom.contains("id=\"peak\""));
+
+    // No console message at all (errors and warnings both), and a screenshot of the chart.
+    let shot = dir.path().join("plot.png");
+    let (_, log) = headless(
+        &browser,
+        &profile,
+        &page,
+        &[
+            "--enable-logging=stderr",
+            "--v=0",
+            &format!("--screenshot={}", shot.display()),
+        ],
+    );
+    // STEMMON_KEEP_PLOT=DIR keeps the report, the page and the screenshot to look at.
+    if let Some(keep) = std::env::var_os("STEMMON_KEEP_PLOT") {
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        for file in [&report_path, &page, &shot] {
+            std::fs::copy(file, keep.join(file.file_name().unwrap())).unwrap();
+        }
+    }
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    let parent = count_colour(&shot, PARENT);
+    let children = count_colour(&shot, CHILDREN);
+    // The parent held 64-192 MiB for a good part of the run, a dd child 100 MiB for ~1 s.
+    assert!(
+        parent > 5_000,
+        "parent RSS area on the screenshot: {parent} px"
+    );
+    assert!(
+        children > 1_000,
+        "children RSS area on the screenshot: {children} px"
+    );
+}
+
+#[test]
+fn the_svg_is_the_same_picture_standalone() {
+    let dir = TempDir::new("plot-svg");
+    let report_path = dir.path().join("report.json");
+    let report = measured_report();
+    write_report(&report_path, &report);
+    let svg_path = dir.path().join("plot.svg");
+    let status = stemmon()
+        .arg("plot")
+        .arg(&report_path)
+        .arg("-o")
+        .arg(&svg_path)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.starts_with("<?xml"));
+    assert!(svg.contains("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(!svg.contains("<script"), "static");
+    for id in [
+        "id=\"parent\"",
+        "id=\"children\"",
+        "id=\"tree\"",
+        "id=\"peak\"",
+    ] {
+        assert!(svg.contains(id), "{id} missing");
+    }
+    let peak = stemmon_cli_peak_label(&report);
+    assert!(svg.contains(&peak), "the peak is labelled: {peak}");
+}
+
+/// The label the chart puts on the peak: `peak 200.1 MiB in fit/inner`.
+fn stemmon_cli_peak_label(report: &stemmon::Report) -> String {
+    let peak = report.peaks.peak_tree_rss_bytes.unwrap() as f64 / (1u64 << 20) as f64;
+    format!(
+        "peak {peak:.1} MiB in {}",
+        report.peak_rss_stage.as_deref().unwrap()
+    )
+}
+
+#[test]
+fn a_bad_output_name_or_an_empty_report_is_exit_2() {
+    let dir = TempDir::new("plot-bad");
+    let report_path = dir.path().join("report.json");
+    std::fs::write(
+        &report_path,
+        r#"{"pid": 1, "wall_seconds": 1.0, "sampler": "linux-proc", "stages": []}"#,
+    )
+    .unwrap();
+    for out in ["x.png", "x.html"] {
+        let output = stemmon()
+            .arg("plot")
+            .arg(&report_path)
+            .arg("-o")
+            .arg(dir.path().join(out))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{out}");
+        assert_eq!(String::from_utf8_lossy(&output.stderr).lines().count(), 1);
+    }
+}
+
+#[test]
+#[ignore = "needs the runtime to write `timeline` (the lead wires stemmon/src/timeline.rs)"]
+fn a_stemmon_run_report_plots_its_children_and_exports_its_counters() {
+    let dir = TempDir::new("plot-run");
+    let report_path = dir.path().join("report.json");
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&report_path)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null; sleep 0.3",
+        ])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let report = common::read_report(&report_path);
+    assert!(report.timeline.len() >= 5, "{}", report.timeline.len());
+    let svg_path = dir.path().join("plot.svg");
+    let status = stemmon()
+        .arg("plot")
+        .arg(&report_path)
+        .arg("-o")
+        .arg(&svg_path)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    assert!(svg.contains("id=\"children\"") && svg.contains("id=\"peak\""));
+    let output = stemmon()
+        .args(["export", "--format", "chrome"])
+        .arg(&report_path)
+        .output()
+        .unwrap();
+    let trace: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let children_mib = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "children RSS")
+        .map(|e| e["args"]["MiB"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    assert!(
+        children_mib > 95.0,
+        "dd's 100 MiB buffer: {children_mib} MiB"
+    );
+}

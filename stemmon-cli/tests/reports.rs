@@ -1,0 +1,386 @@
+//! show, compare, export and merge on real reports: from `stemmon run`, from a monitor
+//! measured in this process, and from stemmon 0.1 (the fixtures).
+
+mod common;
+
+use common::{measured_report, read_report, stemmon, write_report, TempDir, MIB};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use stemmon::Report;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// `stemmon run` on `dd` holding a `mib` MiB buffer for a while; the report's path.
+fn run_dd(dir: &Path, name: &str, mib: u32) -> PathBuf {
+    let path = dir.join(name);
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&path)
+        .args(["--", "sh", "-c"])
+        .arg(format!(
+            "dd if=/dev/zero of=/dev/null bs={mib}M count={} 2>/dev/null; sleep 0.3",
+            12_000 / mib
+        ))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    path
+}
+
+fn stdout_of(args: &[&str], paths: &[&Path]) -> (Option<i32>, String) {
+    let output = stemmon().args(args).args(paths).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    (
+        output.status.code(),
+        String::from_utf8(output.stdout).unwrap(),
+    )
+}
+
+#[test]
+fn show_prints_the_header_and_an_indented_stage_table() {
+    let dir = TempDir::new("show");
+    let path = dir.path().join("report.json");
+    let report = measured_report();
+    write_report(&path, &report);
+    let (code, out) = stdout_of(&["show"], &[&path]);
+    assert_eq!(code, Some(0), "{out}");
+    for header in [
+        "wall time:",
+        "peak:",
+        "in fit/inner",
+        "coverage:",
+        "sampler:",
+        "errors:     none",
+    ] {
+        assert!(out.contains(header), "{header} in\n{out}");
+    }
+    let lines: Vec<&str> = out.lines().collect();
+    let row = |name: &str| {
+        *lines
+            .iter()
+            .find(|l| l.split(['│', '┆']).nth(1).is_some_and(|c| c.trim() == name))
+            .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
+    };
+    // `inner` is indented under `fit`; rows are aligned (same width).
+    let cell = |line: &str| line.split(['│', '┆']).nth(1).unwrap().to_owned();
+    assert!(cell(row("fit")).starts_with(" fit"));
+    assert!(cell(row("inner")).starts_with("   inner"), "{out}");
+    assert_eq!(row("fit").chars().count(), row("inner").chars().count());
+    let inner = report.stage("fit/inner").unwrap();
+    let peak = inner.peaks.peak_tree_rss_bytes.unwrap() as f64 / MIB as f64;
+    assert!(row("inner").contains(&format!("{peak:.1} MiB")), "{out}");
+    assert!(
+        row("inner").contains(&format!("{:.1}ms", inner.wall_seconds * 1e3)),
+        "{out}"
+    );
+}
+
+#[test]
+fn show_reads_reports_from_0_1() {
+    for name in ["report-0.1.json", "report-0.1-samples.json"] {
+        let (code, out) = stdout_of(&["show"], &[&fixture(name)]);
+        assert_eq!(code, Some(0), "{name}: {out}");
+        for stage in ["fit", "predict", "workers"] {
+            assert!(out.contains(stage), "{name}: {stage} in\n{out}");
+        }
+    }
+}
+
+#[test]
+fn compare_passes_the_same_workload_and_fails_more_memory() {
+    let dir = TempDir::new("compare-run");
+    let base = run_dd(dir.path(), "base.json", 50);
+    let same = run_dd(dir.path(), "same.json", 50);
+    let bigger = run_dd(dir.path(), "bigger.json", 150);
+    let (code, out) = stdout_of(&["compare", "--max-time-increase", "200"], &[&base, &same]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("no regression"), "{out}");
+    let (code, out) = stdout_of(
+        &["compare", "--max-time-increase", "200"],
+        &[&base, &bigger],
+    );
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("REGRESSED: memory +"), "{out}");
+    // The other way round memory shrank: no regression.
+    let (code, out) = stdout_of(
+        &["compare", "--max-time-increase", "200"],
+        &[&bigger, &base],
+    );
+    assert_eq!(code, Some(0), "{out}");
+}
+
+#[test]
+fn compare_judges_each_stage_and_ignores_short_ones() {
+    let dir = TempDir::new("compare-stages");
+    let base = measured_report();
+    let base_path = dir.path().join("base.json");
+    write_report(&base_path, &base);
+    // The same run, with `fit/inner` 50 % slower: the whole run is only ~10 % slower.
+    let slower = |factor: f64, path: &str| {
+        let mut new = base.clone();
+        let inner = new
+            .stages
+            .iter_mut()
+            .find(|s| s.path == "fit/inner")
+            .unwrap();
+        inner.wall_seconds *= factor;
+        let path = dir.path().join(path);
+        write_report(&path, &new);
+        path
+    };
+    let new_path = slower(1.5, "new.json");
+    let (code, out) = stdout_of(&["compare"], &[&base_path, &new_path]);
+    assert_eq!(code, Some(1), "{out}");
+    let inner_row = out.lines().find(|l| l.contains("fit/inner")).unwrap();
+    assert!(inner_row.contains("REGRESSED: time +50.0 %"), "{out}");
+    // Within a looser threshold it passes.
+    let (code, out) = stdout_of(
+        &["compare", "--max-time-increase", "60"],
+        &[&base_path, &new_path],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    // A stage shorter than --min-seconds in both is not judged.
+    let inner_wall = base.stage("fit/inner").unwrap().wall_seconds;
+    let (code, out) = stdout_of(
+        &["compare", "--min-seconds", &format!("{}", inner_wall * 2.0)],
+        &[&base_path, &new_path],
+    );
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ignored"), "{out}");
+}
+
+#[test]
+fn export_chrome_has_a_track_per_thread_slices_and_counters() {
+    let dir = TempDir::new("export");
+    let report = measured_report();
+    let path = dir.path().join("report.json");
+    write_report(&path, &report);
+    let trace_path = dir.path().join("trace.json");
+    let (code, _) = stdout_of(
+        &["export", "--format", "chrome", "-o"],
+        &[&trace_path, &path],
+    );
+    assert_eq!(code, Some(0));
+    let trace: Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace_path).unwrap()).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let of = |ph: &str| events.iter().filter(|e| e["ph"] == ph).collect::<Vec<_>>();
+    assert!(events.iter().all(|e| e["pid"] == report.pid));
+    // One named track per thread that ran a span.
+    let threads: Vec<&Value> = of("M")
+        .into_iter()
+        .filter(|e| e["name"] == "thread_name")
+        .collect();
+    let mut span_threads: Vec<u32> = report.spans.iter().map(|s| s.thread).collect();
+    span_threads.sort();
+    span_threads.dedup();
+    assert_eq!(threads.len(), span_threads.len().max(report.threads.len()));
+    // A complete slice per span, in microseconds.
+    let slices = of("X");
+    assert_eq!(slices.len(), report.spans.len());
+    for span in &report.spans {
+        let stage = &report.stages[span.stage_id as usize];
+        let slice = slices
+            .iter()
+            .find(|e| e["args"]["path"] == stage.path.as_str() && e["tid"] == span.thread + 1)
+            .unwrap();
+        assert_eq!(slice["name"], stage.name.as_str());
+        let ts = slice["ts"].as_f64().unwrap();
+        let dur = slice["dur"].as_f64().unwrap();
+        assert!((ts - span.start_seconds * 1e6).abs() < 0.01, "{ts}");
+        assert!((dur - span.wall_seconds * 1e6).abs() < 0.01, "{dur}");
+    }
+    let inner = slices.iter().find(|e| e["name"] == "inner").unwrap();
+    let fit = slices.iter().find(|e| e["name"] == "fit").unwrap();
+    let end = |e: &Value| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap();
+    assert!(
+        fit["ts"].as_f64() <= inner["ts"].as_f64() && end(inner) <= end(fit),
+        "nested"
+    );
+    // Counter tracks: tree, parent, children, one value per timeline point.
+    let counters = of("C");
+    for name in ["tree RSS", "parent RSS", "children RSS"] {
+        let track: Vec<_> = counters.iter().filter(|e| e["name"] == name).collect();
+        assert_eq!(track.len(), report.timeline.len(), "{name}");
+    }
+    let peak_mib = counters
+        .iter()
+        .filter(|e| e["name"] == "tree RSS")
+        .map(|e| e["args"]["MiB"].as_f64().unwrap())
+        .fold(0.0, f64::max);
+    let expected = report.peaks.peak_tree_rss_bytes.unwrap() as f64 / MIB as f64;
+    assert!(
+        (peak_mib - expected).abs() < 0.01,
+        "{peak_mib} vs {expected}"
+    );
+}
+
+#[test]
+fn export_of_a_0_1_report_uses_its_stages_and_samples() {
+    let (code, out) = stdout_of(
+        &["export", "--format", "chrome"],
+        &[&fixture("report-0.1-samples.json")],
+    );
+    assert_eq!(code, Some(0));
+    let trace: Value = serde_json::from_str(&out).unwrap();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fit", "predict", "workers"]);
+    assert_eq!(
+        events.iter().filter(|e| e["name"] == "tree RSS").count(),
+        16
+    );
+}
+
+#[test]
+fn merge_sums_calls_and_spreads_walls_and_peaks_with_the_rank_of_the_max() {
+    let dir = TempDir::new("merge");
+    // Three ranks: real runs holding 50, 150 and 100 MiB.
+    let mut paths = Vec::new();
+    for (rank, mib) in [(0, 50), (1, 150), (2, 100)] {
+        let path = run_dd(dir.path(), &format!("rank{rank}.json"), mib);
+        let mut report: Report = read_report(&path);
+        // What the runtime writes from SLURM_PROCID / RANK once labels are merged.
+        report.labels.insert("rank".into(), rank.to_string());
+        report.host = format!("node{}", rank / 2);
+        let stages = measured_report().stages;
+        report.stages = stages;
+        write_report(&path, &report);
+        paths.push(path);
+    }
+    let out = dir.path().join("merged.json");
+    let output = stemmon()
+        .arg("merge")
+        .args(&paths)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let merged: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(merged["format"], "stemmon-merged");
+    assert_eq!(merged["reports"].as_array().unwrap().len(), 3);
+    let peak = &merged["peak_tree_rss_bytes"];
+    assert_eq!(peak["max_rank"], "1");
+    assert_eq!(peak["max_host"], "node0");
+    let reports: Vec<Report> = paths.iter().map(|p| read_report(p)).collect();
+    let peaks: Vec<f64> = reports
+        .iter()
+        .map(|r| r.peaks.peak_tree_rss_bytes.unwrap() as f64)
+        .collect();
+    assert_eq!(peak["max"].as_f64().unwrap(), peaks[1]);
+    assert_eq!(peak["min"].as_f64().unwrap(), peaks[0]);
+    assert_eq!(peak["sum"].as_f64().unwrap(), peaks.iter().sum::<f64>());
+    assert!((peak["mean"].as_f64().unwrap() - peaks.iter().sum::<f64>() / 3.0).abs() < 1.0);
+    assert!(peaks[1] > 140.0 * MIB as f64, "rank 1 held 150 MiB");
+    let stage = merged["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["path"] == "fit/inner")
+        .unwrap();
+    assert_eq!(stage["reports"], 3);
+    assert_eq!(stage["calls"], 3);
+    let wall = reports[0].stage("fit/inner").unwrap().wall_seconds;
+    assert_eq!(stage["wall_seconds"]["min"].as_f64().unwrap(), wall);
+    assert_eq!(stage["wall_seconds"]["count"], 3);
+}
+
+#[test]
+fn bad_input_is_exit_2_with_one_line_for_every_subcommand() {
+    let dir = TempDir::new("bad-input");
+    let good = dir.path().join("good.json");
+    write_report(&good, &measured_report());
+    let text = std::fs::read_to_string(&good).unwrap();
+    let truncated = dir.path().join("truncated.json");
+    std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
+    let not_a_report = dir.path().join("package.json");
+    std::fs::write(&not_a_report, r#"{"name": "left-pad", "version": "1.3.0"}"#).unwrap();
+    let missing = dir.path().join("missing.json");
+    let out = dir.path().join("out.json");
+    let html = dir.path().join("out.html");
+    for (bad, what) in [
+        (&missing, "cannot read"),
+        (&truncated, "truncated"),
+        (&not_a_report, "not a stemmon report"),
+    ] {
+        let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+            vec!["show".as_ref(), bad.as_os_str()],
+            vec!["compare".as_ref(), good.as_os_str(), bad.as_os_str()],
+            vec!["compare".as_ref(), bad.as_os_str(), good.as_os_str()],
+            vec![
+                "plot".as_ref(),
+                bad.as_os_str(),
+                "-o".as_ref(),
+                html.as_os_str(),
+            ],
+            vec![
+                "export".as_ref(),
+                bad.as_os_str(),
+                "--format".as_ref(),
+                "chrome".as_ref(),
+            ],
+            vec![
+                "merge".as_ref(),
+                good.as_os_str(),
+                bad.as_os_str(),
+                "-o".as_ref(),
+                out.as_os_str(),
+            ],
+        ];
+        for args in cases {
+            let output = stemmon().args(&args).output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+            assert!(stderr.contains(what), "{args:?}: {stderr}");
+            assert!(stderr.contains(&*bad.file_name().unwrap().to_string_lossy()));
+        }
+    }
+    assert!(
+        !out.exists() && !html.exists(),
+        "nothing written on bad input"
+    );
+}
+
+#[test]
+fn a_reader_that_goes_away_is_not_a_panic() {
+    let report = fixture("report-0.1-samples.json");
+    for args in [
+        vec!["show".as_ref(), report.as_os_str()],
+        vec![
+            "export".as_ref(),
+            report.as_os_str(),
+            "--format".as_ref(),
+            "chrome".as_ref(),
+        ],
+    ] {
+        let mut child = stemmon()
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take()); // As `| head -0` would.
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}

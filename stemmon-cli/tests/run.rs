@@ -1,0 +1,265 @@
+//! `stemmon run` against real programs: exit codes, signals, the subreaper, the report.
+
+mod common;
+
+use common::{read_report, stemmon, TempDir, MIB};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn the_command_s_exit_code_is_stemmon_s() {
+    let dir = TempDir::new("exit-code");
+    let report_path = dir.path().join("report.json");
+    let output = stemmon()
+        .args(["run", "--log-interval", "none", "-o"])
+        .arg(&report_path)
+        .args(["--", "sh", "-c", "exit 3"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let report = read_report(&report_path);
+    assert_eq!(
+        report.command,
+        Some(vec!["sh".to_owned(), "-c".to_owned(), "exit 3".to_owned()])
+    );
+    assert!(!report.running);
+
+    let ok = stemmon()
+        .args(["run", "--log-interval", "none", "--", "true"])
+        .status()
+        .unwrap();
+    assert_eq!(ok.code(), Some(0));
+}
+
+/// Starts `stemmon run -- sleep 30` and waits until `sleep` runs as its child.
+// The child is handed to the caller, which waits on it.
+#[allow(clippy::zombie_processes)]
+fn sleeping_under_stemmon() -> (std::process::Child, u32) {
+    let mut run = stemmon()
+        .args(["run", "--log-interval", "none", "--", "sleep", "30"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let children = common::children_of(run.id());
+        if let Some(&child) = children.first() {
+            if common::command_name(child).as_deref() == Some("sleep") {
+                return (run, child);
+            }
+        }
+        if Instant::now() > deadline {
+            let _ = run.kill();
+            let _ = run.wait();
+            panic!("sleep never started under stemmon run");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn exits_soon_with(mut run: std::process::Child, code: i32, child: u32) {
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = run.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = run.kill();
+            panic!("stemmon did not exit after the signal: it was not forwarded");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(code), "{status:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "sleep 30 ended early"
+    );
+    assert!(
+        !std::path::Path::new(&format!("/proc/{child}")).exists()
+            || common::command_name(child).as_deref() != Some("sleep"),
+        "sleep survived"
+    );
+}
+
+#[test]
+fn sigterm_is_forwarded_and_the_exit_is_128_plus_15() {
+    let (run, child) = sleeping_under_stemmon();
+    common::signal(run.id(), libc::SIGTERM);
+    exits_soon_with(run, 143, child);
+}
+
+#[test]
+fn sigint_is_forwarded_and_the_exit_is_128_plus_2() {
+    let (run, child) = sleeping_under_stemmon();
+    common::signal(run.id(), libc::SIGINT);
+    exits_soon_with(run, 130, child);
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_one_line_and_exit_2() {
+    let output = stemmon()
+        .args(["run", "--", "stemmon-no-such-command-here", "x"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cannot run `stemmon-no-such-command-here`: no such command"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn orphans_are_re_parented_to_stemmon_and_reaped() {
+    let dir = TempDir::new("subreaper");
+    let pid_file = dir.path().join("orphan.pid");
+    // The inner shell starts `sleep 1` in the background and exits at once: the sleep is
+    // orphaned while the command (the outer shell) still runs for 6 s.
+    let script = format!(
+        "sh -c 'sleep 1 & echo $! > {}'; sleep 6",
+        pid_file.display()
+    );
+    let mut run = stemmon()
+        .args(["run", "--log-interval", "none", "--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let orphan: u32 = loop {
+        if let Ok(text) = std::fs::read_to_string(&pid_file) {
+            if let Ok(pid) = text.trim().parse() {
+                break pid;
+            }
+        }
+        assert!(Instant::now() < deadline, "no orphan pid");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // While it sleeps, its parent is stemmon, not init. (The inner shell may still be
+    // on its way out: wait for the re-parenting.)
+    let mut parent = None;
+    while Instant::now() < deadline {
+        parent = common::parent_of(orphan);
+        if parent == Some(run.id()) || parent.is_none() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(parent, Some(run.id()), "re-parented to stemmon");
+    // Once it has exited, stemmon reaps it while the command runs on: no zombie.
+    let deadline = Instant::now() + Duration::from_secs(4);
+    while common::state_of(orphan).is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the orphan must be reaped, not left {:?}",
+            common::state_of(orphan)
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        run.try_wait().unwrap().is_none(),
+        "reaped by stemmon during the run, not at its exit"
+    );
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn the_report_measures_the_command_s_tree() {
+    let dir = TempDir::new("tree");
+    let report_path = dir.path().join("report.json");
+    // dd holds a 100 MiB buffer, touched by every read, for about a second.
+    let status = stemmon()
+        .args(["run", "--sample-interval", "0.05", "--log-interval", "none"])
+        .arg("-o")
+        .arg(&report_path)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "dd if=/dev/zero of=/dev/null bs=100M count=1 2>/dev/null; \
+             sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=200 2>/dev/null",
+        ])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let report = read_report(&report_path);
+    assert!(report.samples >= 3, "{}", report.samples);
+    let children = report.peaks.peak_children_rss_bytes.unwrap();
+    assert!(
+        (95 * MIB..160 * MIB).contains(&children),
+        "dd's 100 MiB buffer: {} MiB",
+        children / MIB
+    );
+    // The root is the shell itself: small.
+    let parent = report.peaks.peak_parent_rss_bytes.unwrap();
+    assert!(parent < 20 * MIB, "sh: {} MiB", parent / MIB);
+    assert_eq!(report.peak_process_count, 2, "sh and dd");
+}
+
+#[test]
+fn bad_options_are_exit_2() {
+    for args in [
+        &["run", "--sample-interval", "0", "--", "true"][..],
+        &["run", "--log-interval", "soon", "--", "true"],
+        &["run", "--label", "9x=1", "--", "true"],
+        &["run"],
+    ] {
+        let output = stemmon().args(args).stdout(Stdio::null()).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+    }
+    let help = Command::new(env!("CARGO_BIN_EXE_stemmon"))
+        .args(["run", "--help"])
+        .output()
+        .unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&help.stdout).contains("128 + N"));
+}
+
+#[test]
+#[ignore = "the runtime writes labels once the `Beyond one machine` work is merged"]
+fn labels_reach_the_report() {
+    let dir = TempDir::new("labels");
+    let report_path = dir.path().join("report.json");
+    let status = stemmon()
+        .args(["run", "--log-interval", "none", "--label", "rank=3", "-o"])
+        .arg(&report_path)
+        .args(["--", "true"])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(read_report(&report_path).labels["rank"], "3");
+}
+
+#[test]
+#[ignore = "needs the runtime to sample the orphans stemmon adopts (see the lead's wiring note)"]
+fn adopted_orphans_count_in_the_tree() {
+    let dir = TempDir::new("orphan-memory");
+    let report_path = dir.path().join("report.json");
+    // The orphaned dd holds 100 MiB while the command itself (the outer shell) only sleeps.
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&report_path)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "sh -c 'dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null &'; sleep 1.5",
+        ])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let report = read_report(&report_path);
+    let children = report.peaks.peak_children_rss_bytes.unwrap();
+    assert!(
+        children >= 95 * MIB,
+        "the orphaned dd's 100 MiB: {} MiB",
+        children / MIB
+    );
+}

@@ -1,0 +1,197 @@
+//! The whole-run memory series of the report ([`Report::timeline`](crate::Report::timeline)):
+//! bounded however long the run, and no sampled peak lost on the way.
+//!
+//! Each pushed sample becomes a point. When more than [`MAX_POINTS`] points are held,
+//! neighbours are merged two by two into one point that keeps each field's maximum, so
+//! the series halves and the peak of every merged pair is still there. A point then
+//! stands for `samples` samples; pushing on, a new sample is first folded into the last
+//! point until that point stands for as many samples as the older ones, so the series
+//! keeps an even resolution over the whole run.
+
+// Until the sampler pushes into it, only the unit tests call this module.
+#![allow(dead_code)]
+
+use crate::report::TimelinePoint;
+
+/// The most points the series holds at once.
+pub(crate) const MAX_POINTS: usize = 2_000;
+
+/// A bounded series of [`TimelinePoint`]s, one per sample until it would grow past
+/// [`MAX_POINTS`], then one per 2, 4, 8 ... samples.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Timeline {
+    points: Vec<TimelinePoint>,
+    /// How many samples a full point stands for now: 1, then doubling at each halving.
+    stride: u32,
+}
+
+impl Timeline {
+    /// An empty series.
+    pub(crate) fn new() -> Timeline {
+        Timeline {
+            points: Vec::with_capacity(MAX_POINTS + 1),
+            stride: 1,
+        }
+    }
+
+    /// Adds one sample (a point with `samples` = 1, or a point already standing for
+    /// several). It is folded into the last point while that point stands for fewer
+    /// samples than the current stride; past [`MAX_POINTS`] points the series halves.
+    pub(crate) fn push(&mut self, point: TimelinePoint) {
+        let stride = self.stride.max(1);
+        match self.points.last_mut() {
+            Some(last) if last.samples < stride => merge_into(last, point),
+            _ => self.points.push(point),
+        }
+        if self.points.len() > MAX_POINTS {
+            self.halve();
+        }
+    }
+
+    /// The points, oldest first.
+    pub(crate) fn points(&self) -> Vec<TimelinePoint> {
+        self.points.clone()
+    }
+
+    /// How many points are held.
+    pub(crate) fn len(&self) -> usize {
+        self.points.len()
+    }
+
+    /// Merges neighbours pairwise: points 0+1, 2+3, ...; an odd last point stays as is.
+    fn halve(&mut self) {
+        let mut merged = Vec::with_capacity(MAX_POINTS + 1);
+        let mut points = std::mem::take(&mut self.points).into_iter();
+        while let Some(mut first) = points.next() {
+            if let Some(second) = points.next() {
+                merge_into(&mut first, second);
+            }
+            merged.push(first);
+        }
+        self.points = merged;
+        self.stride = self.stride.max(1).saturating_mul(2);
+    }
+}
+
+/// Folds `later` into `earlier`: the maxima of both, the span from `earlier`'s start to
+/// `later`'s end, and the samples of both.
+fn merge_into(earlier: &mut TimelinePoint, later: TimelinePoint) {
+    earlier.end_seconds = later.end_seconds.max(earlier.end_seconds);
+    earlier.tree_rss_bytes = max_of(earlier.tree_rss_bytes, later.tree_rss_bytes);
+    earlier.parent_rss_bytes = max_of(earlier.parent_rss_bytes, later.parent_rss_bytes);
+    earlier.children_rss_bytes = max_of(earlier.children_rss_bytes, later.children_rss_bytes);
+    earlier.tree_rss_bound_bytes = max_of(earlier.tree_rss_bound_bytes, later.tree_rss_bound_bytes);
+    earlier.cgroup_memory_bytes = max_of(earlier.cgroup_memory_bytes, later.cgroup_memory_bytes);
+    earlier.process_count = earlier.process_count.max(later.process_count);
+    earlier.samples = earlier.samples.saturating_add(later.samples);
+}
+
+/// The larger reading; a missing reading does not hide a present one.
+fn max_of(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn sample(index: u64, tree: u64) -> TimelinePoint {
+        let at = index as f64 * 0.5;
+        TimelinePoint {
+            elapsed_seconds: at,
+            end_seconds: at,
+            tree_rss_bytes: Some(tree),
+            parent_rss_bytes: Some(tree / 4),
+            children_rss_bytes: Some(tree - tree / 4),
+            tree_rss_bound_bytes: Some(tree + MIB),
+            cgroup_memory_bytes: None,
+            process_count: 1 + (index % 7) as u32,
+            samples: 1,
+        }
+    }
+
+    #[test]
+    fn a_short_run_keeps_every_sample() {
+        let mut timeline = Timeline::new();
+        for index in 0..MAX_POINTS as u64 {
+            timeline.push(sample(index, 10 * MIB + index));
+        }
+        let points = timeline.points();
+        assert_eq!(points.len(), MAX_POINTS);
+        assert!(points.iter().all(|p| p.samples == 1));
+        assert_eq!(points[17], sample(17, 10 * MIB + 17));
+    }
+
+    #[test]
+    fn a_million_samples_stay_bounded_and_keep_a_one_sample_spike() {
+        let spike_at = 777_777;
+        let mut timeline = Timeline::new();
+        for index in 0..1_000_000u64 {
+            let tree = if index == spike_at {
+                900 * MIB
+            } else {
+                100 * MIB + (index % 13) * MIB
+            };
+            let mut point = sample(index, tree);
+            if index == 123_456 {
+                point.parent_rss_bytes = Some(300 * MIB);
+                point.cgroup_memory_bytes = Some(2_000 * MIB);
+            }
+            timeline.push(point);
+            assert!(timeline.len() <= MAX_POINTS, "at sample {index}");
+        }
+        let points = timeline.points();
+        assert!(
+            points.len() > MAX_POINTS / 2,
+            "halving leaves at least half: {}",
+            points.len()
+        );
+        // Every sample is accounted for exactly once, in order, without gaps.
+        assert_eq!(
+            points.iter().map(|p| u64::from(p.samples)).sum::<u64>(),
+            1_000_000
+        );
+        assert_eq!(points[0].elapsed_seconds, 0.0);
+        assert_eq!(points.last().unwrap().end_seconds, 999_999.0 * 0.5);
+        for pair in points.windows(2) {
+            assert_eq!(pair[1].elapsed_seconds, pair[0].end_seconds + 0.5);
+        }
+        // The spike survives in the point covering it, and nowhere else.
+        let spike_time = spike_at as f64 * 0.5;
+        let holder = points
+            .iter()
+            .find(|p| p.elapsed_seconds <= spike_time && spike_time <= p.end_seconds)
+            .unwrap();
+        assert_eq!(holder.tree_rss_bytes, Some(900 * MIB));
+        assert_eq!(holder.tree_rss_bound_bytes, Some(901 * MIB));
+        assert_eq!(
+            points
+                .iter()
+                .filter(|p| p.tree_rss_bytes == Some(900 * MIB))
+                .count(),
+            1
+        );
+        // Each field keeps its own maximum, from whichever sample had it.
+        let max = |f: fn(&TimelinePoint) -> Option<u64>| points.iter().filter_map(f).max();
+        assert_eq!(max(|p| p.parent_rss_bytes), Some(300 * MIB));
+        assert_eq!(max(|p| p.cgroup_memory_bytes), Some(2_000 * MIB));
+        assert_eq!(points.iter().map(|p| p.process_count).max(), Some(7));
+        // Resolution is even: every point but the newest stands for the same count.
+        let full = points[0].samples;
+        assert!(points[..points.len() - 1].iter().all(|p| p.samples == full));
+        assert!(points.last().unwrap().samples <= full);
+    }
+
+    #[test]
+    fn a_missing_reading_does_not_hide_a_present_one() {
+        assert_eq!(max_of(None, Some(3)), Some(3));
+        assert_eq!(max_of(Some(5), None), Some(5));
+        assert_eq!(max_of(None, None), None);
+        assert_eq!(max_of(Some(5), Some(9)), Some(9));
+    }
+}
