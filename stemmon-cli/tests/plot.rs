@@ -242,7 +242,6 @@ fn a_bad_output_name_or_an_empty_report_is_exit_2() {
 }
 
 #[test]
-#[ignore = "needs the runtime to write `timeline` (the lead wires stemmon/src/timeline.rs)"]
 fn a_stemmon_run_report_plots_its_children_and_exports_its_counters() {
     let dir = TempDir::new("plot-run");
     let report_path = dir.path().join("report.json");

@@ -216,7 +216,6 @@ fn bad_options_are_exit_2() {
 }
 
 #[test]
-#[ignore = "the runtime writes labels once the `Beyond one machine` work is merged"]
 fn labels_reach_the_report() {
     let dir = TempDir::new("labels");
     let report_path = dir.path().join("report.json");

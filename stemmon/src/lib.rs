@@ -71,8 +71,6 @@ mod recorder;
 pub mod report;
 mod sampler;
 mod stage;
-// The bounded whole-run series; the sampler feeds it once wired (dead code until then).
-mod timeline;
 
 #[doc(hidden)]
 #[path = "private.rs"]

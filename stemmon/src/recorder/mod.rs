@@ -10,6 +10,7 @@
 mod records;
 mod snapshot;
 mod thread;
+mod timeline;
 
 pub(crate) use records::{short_type_name, StageName};
 pub(crate) use thread::ThreadSlot;
@@ -17,7 +18,7 @@ pub(crate) use thread::ThreadSlot;
 use crate::builder::Config;
 use crate::export::Exporter;
 use crate::memory::{SelfRss, TreeReading};
-use crate::report::{SampleReport, Span};
+use crate::report::{SampleReport, Span, TimelinePoint};
 use records::{Records, Stats};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -26,6 +27,7 @@ use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 use thread::{ThreadState, NO_PARENT, POLL};
+use timeline::Timeline;
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
 const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
@@ -90,6 +92,8 @@ pub(crate) struct State {
     pub(crate) latest: Option<SampleReport>,
     pub(crate) trace: VecDeque<SampleReport>,
     max_samples: usize,
+    /// The whole run, bounded.
+    pub(crate) timeline: Timeline,
     /// Descendants and process count of the latest full sample, for boundary readings.
     last_tree: TreeReading,
     /// The newest reading of the parent alone: (ticks, bytes).
@@ -209,6 +213,7 @@ impl Recorder {
                 latest: None,
                 trace: VecDeque::with_capacity(config.max_samples.min(4096)),
                 max_samples: config.max_samples,
+                timeline: Timeline::new(),
                 last_tree: TreeReading::default(),
                 boundary: None,
                 self_rss: SelfRss::new(),
@@ -797,6 +802,16 @@ impl State {
             }
             self.trace.push_back(sample.clone());
         }
+        self.timeline.push(TimelinePoint {
+            elapsed_seconds: elapsed,
+            end_seconds: elapsed,
+            tree_rss_bytes: reading.tree_rss,
+            parent_rss_bytes: reading.parent_rss,
+            children_rss_bytes: reading.children_rss,
+            process_count: reading.process_count,
+            samples: 1,
+            ..TimelinePoint::default()
+        });
         self.latest = Some(sample);
         self.last_tree = reading;
     }

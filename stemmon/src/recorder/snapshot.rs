@@ -126,6 +126,7 @@ impl Recorder {
             latest_sample: state.latest.clone(),
             recent_samples: state.trace.iter().cloned().collect(),
             spans: state.spans.clone(),
+            timeline: state.timeline.points(),
             ..Report::default()
         }
     }

@@ -8,9 +8,6 @@
 //! point until that point stands for as many samples as the older ones, so the series
 //! keeps an even resolution over the whole run.
 
-// Until the sampler pushes into it, only the unit tests call this module.
-#![allow(dead_code)]
-
 use crate::report::TimelinePoint;
 
 /// The most points the series holds at once.
@@ -51,11 +48,6 @@ impl Timeline {
     /// The points, oldest first.
     pub(crate) fn points(&self) -> Vec<TimelinePoint> {
         self.points.clone()
-    }
-
-    /// How many points are held.
-    pub(crate) fn len(&self) -> usize {
-        self.points.len()
     }
 
     /// Merges neighbours pairwise: points 0+1, 2+3, ...; an odd last point stays as is.
@@ -143,7 +135,7 @@ mod tests {
                 point.cgroup_memory_bytes = Some(2_000 * MIB);
             }
             timeline.push(point);
-            assert!(timeline.len() <= MAX_POINTS, "at sample {index}");
+            assert!(timeline.points.len() <= MAX_POINTS, "at sample {index}");
         }
         let points = timeline.points();
         assert!(
