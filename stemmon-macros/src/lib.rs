@@ -7,6 +7,7 @@
 
 mod args;
 mod expand;
+mod item;
 
 use proc_macro::TokenStream;
 
@@ -135,6 +136,9 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `log_interval` | seconds, or `None` to turn the live log off | `30` |
 /// | `detailed_memory` | `true` / `false`: USS and PSS (Linux), footprint (macOS) | `false` |
 /// | `max_samples` | how many raw samples the report keeps; `0` keeps summaries | `0` |
+/// | `high_water_marks` | `true` / `false`: the kernel's exact peaks (Linux) | `true` |
+///
+/// Intervals range from 0.001 s (one millisecond) to 86400 s (one day).
 ///
 /// It accepts `fn main()`, `fn main() -> Result<..>`, `fn main() -> ExitCode`, and an
 /// `async fn main` under a runtime attribute written below it (`#[tokio::main]`).
@@ -189,6 +193,7 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 ///         log_interval: ::core::option::Option::Some(::core::option::Option::Some(10.0)),
 ///         detailed_memory: ::core::option::Option::None,
 ///         max_samples: ::core::option::Option::None,
+///         high_water_marks: ::core::option::Option::None,
 ///     });
 ///     let __stemmon_ret = ::stemmon::__private::call(move || -> Result<(), Box<dyn std::error::Error>> {
 ///         let text = std::fs::read_to_string("data.txt")?;
