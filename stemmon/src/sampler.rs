@@ -1,6 +1,7 @@
 //! The background thread: a full tree sample every `sample_interval`, a `running` log
 //! line every `log_interval`.
 
+use crate::cadence::{earliest, Grid}; // harden:
 use crate::memory::TreeReader;
 use crate::monitor::Shared;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -12,28 +13,35 @@ pub(crate) fn run(
     mut reader: Box<dyn TreeReader>,
     stop: &Receiver<()>,
 ) -> Box<dyn TreeReader> {
-    let interval = shared.config.sample_interval;
-    let log_interval = shared.config.log_interval;
-    let mut next_sample = Instant::now() + interval;
-    let mut next_log = log_interval.map(|every| Instant::now() + every);
+    // harden: samples and `running` lines on fixed grids (crate::cadence), each waited
+    // for on its own, so neither drifts nor waits for the other.
+    let start = Instant::now();
+    let mut samples = Grid::new(start, shared.config.sample_interval);
+    let mut logs = shared
+        .config
+        .log_interval
+        .map(|every| Grid::new(start, every));
     loop {
-        let wait = next_sample.saturating_duration_since(Instant::now());
-        match stop.recv_timeout(wait) {
-            Err(RecvTimeoutError::Timeout) => {}
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
-        }
-        shared.take_sample(&mut *reader);
-        let now = Instant::now();
-        // A fixed cadence; after a stall, start again from now rather than catch up.
-        next_sample += interval;
-        if next_sample <= now {
-            next_sample = now + interval;
-        }
-        if let (Some(at), Some(every)) = (next_log, log_interval) {
-            if now >= at {
-                shared.log_event("running");
-                next_log = Some(now + every);
+        let deadline = earliest(samples.next(), logs.as_ref().and_then(Grid::next));
+        let stopped = match deadline {
+            Some(at) => !matches!(
+                stop.recv_timeout(at.saturating_duration_since(Instant::now())),
+                Err(RecvTimeoutError::Timeout)
+            ),
+            None => {
+                let _ = stop.recv();
+                true
             }
+        };
+        if stopped {
+            break;
+        }
+        let now = Instant::now();
+        if samples.due(now) {
+            shared.take_sample(&mut *reader);
+        }
+        if logs.as_mut().is_some_and(|logs| logs.due(now)) {
+            shared.log_event("running");
         }
     }
     reader
