@@ -59,21 +59,24 @@
 #![warn(missing_docs)]
 
 mod builder;
+mod cadence;
 mod context;
 mod error;
 mod log;
 mod memory;
 mod monitor;
+mod output;
 pub mod report;
 mod sampler;
+mod signals;
 mod stage;
 
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
 
-pub use error::Error;
 pub use builder::{MonitorBuilder, Reader};
+pub use error::Error;
 pub use monitor::Monitor;
 pub use report::Report;
 pub use stage::Stage;

@@ -6,7 +6,8 @@ use crate::context::{self, Owner, OwnerCell, Published, POLL};
 use crate::error::Error;
 use crate::log;
 use crate::memory::{self, SelfRss, TreeReader, TreeReading};
-use crate::report::{self, Report, SampleReport, StageReport};
+use crate::output::Output; // harden: the report's destination, resolved once
+use crate::report::{Report, SampleReport, StageReport}; // harden: write_atomic moved to output.rs
 use crate::sampler;
 use crate::stage::{short_type_name, Record, Stage, StageName, Stats};
 use std::borrow::Cow;
@@ -16,9 +17,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Instant;
 #[cfg(test)]
 use std::time::Duration;
+use std::time::Instant;
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
 const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
@@ -91,6 +92,7 @@ type SamplerThread = (mpsc::Sender<()>, JoinHandle<Box<dyn TreeReader>>);
 ///
 /// Dropping a monitor without [`finish`](Monitor::finish) finalizes it as well; when
 /// that happens during a panic, the report's `error` is `"panic"`.
+#[must_use = "a monitor finishes when dropped: bind it (`let monitor = ...`) and call `finish()` at the end"] // harden:
 pub struct Monitor {
     shared: Arc<Shared>,
     sampler: Option<SamplerThread>,
@@ -121,15 +123,15 @@ impl Monitor {
     /// Opens a stage that ends when the returned guard is dropped. Stages opened while
     /// another is open nest inside it; calls of the same path are aggregated.
     ///
-    /// Fails if `name` is empty, or if this monitor is not the calling thread's active one.
+    /// Fails if `name` is empty.
     pub fn stage(&self, name: impl Into<Cow<'static, str>>) -> Result<Stage, Error> {
         let name = name.into();
         if name.is_empty() {
             return Err(Error::EmptyStageName);
         }
-        if !std::ptr::eq(context::active(), Arc::as_ptr(&self.shared)) {
-            return Err(Error::NotActive);
-        }
+        // harden: `Error::NotActive` is gone: a monitor is `!Send` and stays the active
+        // monitor of its thread until it finishes, so this always holds.
+        debug_assert!(std::ptr::eq(context::active(), Arc::as_ptr(&self.shared)));
         Ok(self.shared.enter(name))
     }
 
@@ -154,6 +156,14 @@ impl Monitor {
             return self.shared.summary();
         }
         self.finished = true;
+        // harden: held until the end, so a signal waits for this report rather than race it.
+        let mut endings = ENDINGS.lock().unwrap_or_else(PoisonError::into_inner);
+        if endings
+            .as_ref()
+            .is_some_and(|s| Arc::ptr_eq(s, &self.shared))
+        {
+            *endings = None;
+        }
         let mut reader = match self.sampler.take() {
             Some((stop, thread)) => {
                 drop(stop);
@@ -182,7 +192,26 @@ impl Monitor {
         } else {
             self.shared.write_report();
         }
+        drop(endings); // harden:
         self.shared.summary()
+    }
+
+    // harden: makes this the monitor that SIGINT, SIGTERM and `process::exit` finalize
+    // (`#[monitor_main]` calls it, with `signals::install(finalize_process_monitor)`).
+    pub(crate) fn finalize_on_endings(&self) {
+        *ENDINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&self.shared));
+    }
+}
+
+// harden: the monitor `#[monitor_main]` started, until it finishes.
+static ENDINGS: Mutex<Option<Arc<Shared>>> = Mutex::new(None);
+
+// harden: the finalizer `signals` calls: from the `stemmon-signals` thread with the
+// signal's name, or from the exit hook with `None`. Does nothing once `finish` ran.
+pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
+    let mut endings = ENDINGS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(shared) = endings.take() {
+        shared.finalize_from_outside(error);
     }
 }
 
@@ -243,6 +272,8 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// Orders report writes and log lines: a later snapshot is never overwritten by an earlier.
     write_lock: Mutex<()>,
+    // harden: resolved at start, so a later `set_current_dir` does not move it.
+    output: Option<Result<Output, String>>,
 }
 
 fn platform() -> String {
@@ -306,6 +337,11 @@ impl Shared {
                 error: None,
             }),
             write_lock: Mutex::new(()),
+            // harden:
+            output: config.output.as_deref().map(|path| {
+                Output::resolve(path)
+                    .map_err(|e| format!("could not write the report to {}: {e}", path.display()))
+            }),
             config,
         }
     }
@@ -579,6 +615,34 @@ impl Shared {
         }
     }
 
+    // harden: finalizes from outside the owner's `finish`: the signal thread or the exit
+    // hook. A last sample, the owner's counters when this is the owner thread,
+    // `running: false` with `error`, the `finished` / `failed (..)` line, a durable write.
+    fn finalize_from_outside(&self, error: Option<&'static str>) {
+        if self.lock().ended.is_some() {
+            return;
+        }
+        let mut reader = memory::default_reader(self.config.detailed_memory);
+        self.take_sample(&mut *reader);
+        if std::ptr::eq(context::active(), self) {
+            if let Some(mut owner) = self.owner.try_borrow() {
+                self.lock().merge(self, &mut owner);
+            }
+        }
+        {
+            let mut state = self.lock();
+            state.ended = Some(self.clock.raw());
+            state.error = error.map(str::to_owned);
+        }
+        match error {
+            Some(error) if self.config.log_interval.is_some() => {
+                self.log_event(&format!("failed ({error})"));
+            }
+            None if self.config.log_interval.is_some() => self.log_event("finished"),
+            _ => self.write_report(),
+        }
+    }
+
     /// Prints one log line for `event` and rewrites the report; nothing when logging is off.
     pub(crate) fn log_event(&self, event: &str) {
         if self.config.log_interval.is_some() {
@@ -612,14 +676,21 @@ impl Shared {
     }
 
     fn write(&self, report: &Report) {
-        let Some(path) = &self.config.output else {
-            return;
+        // harden: through `Output`; durable (fsync) for the final report only.
+        let written = match &self.output {
+            None => return,
+            Some(Err(message)) => Err(message.clone()),
+            Some(Ok(output)) => serde_json::to_vec_pretty(report)
+                .map_err(std::io::Error::other)
+                .and_then(|bytes| output.write(&bytes, !report.running))
+                .map_err(|error| {
+                    format!(
+                        "could not write the report to {}: {error}",
+                        output.path().display()
+                    )
+                }),
         };
-        let written = serde_json::to_vec_pretty(report)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| report::write_atomic(path, &bytes));
-        if let Err(error) = written {
-            let message = format!("could not write the report to {}: {error}", path.display());
+        if let Err(message) = written {
             let mut state = self.lock();
             state.output_error = Some(message.clone());
             if !std::mem::replace(&mut state.warned_output, true) {
