@@ -96,14 +96,14 @@ enum Shape {
     /// type, so `return` and `?` come back to the expansion, which checks for `Err`.
     /// An `impl Trait` inside it (`Result<impl Iterator, E>`) is `_` here: a closure
     /// cannot name it, and inference finds the concrete type from the body.
-    Typed(Type),
+    Typed(Box<Type>),
 }
 
 fn shape(output: &ReturnType) -> Shape {
     match output {
         ReturnType::Default => Shape::Scoped,
         ReturnType::Type(_, ty) if is_unit(ty) || is_never(ty) || is_impl(ty) => Shape::Scoped,
-        ReturnType::Type(_, ty) => Shape::Typed(impl_to_infer(ty)),
+        ReturnType::Type(_, ty) => Shape::Typed(Box::new(impl_to_infer(ty))),
     }
 }
 
