@@ -147,13 +147,17 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 /// `async fn main` under a runtime attribute written below it (`#[tokio::main]`).
 /// The report is written when `main` returns, returns `Err` (the report's `error` is
 /// the error's short type name) and when it panics (`error: "panic"`); the `Err` or the
-/// panic then goes on as without the attribute, with the same exit code.
+/// panic then goes on as without the attribute, with the same exit code. It is also
+/// written, with `running: false`, when the program is ended by SIGINT or SIGTERM
+/// (`error: "SIGINT"` / `"SIGTERM"`; then the signal's default action ends the process,
+/// so the exit status is unchanged) and when it calls `std::process::exit`.
 ///
 /// At run time, the environment overrides the keys: `STEMMON_OUTPUT=path`,
-/// `STEMMON_SAMPLE_INTERVAL=seconds`, `STEMMON_LOG_INTERVAL=seconds|none`, and
-/// `STEMMON_DISABLE=1` runs without a monitor. A value that does not parse is reported on
-/// stderr and the key's value is used. A monitor that cannot start is a warning on
-/// stderr, never the program's failure.
+/// `STEMMON_SAMPLE_INTERVAL=seconds`, `STEMMON_LOG_INTERVAL=seconds|none`,
+/// `STEMMON_HIGH_WATER_MARKS=1|0`, and `STEMMON_DISABLE=1` runs without a monitor.
+/// A value that does not parse or is out of range (intervals from 0.001 to 86400 s) gets
+/// one warning on stderr naming the variable and the value, and the key's value is used.
+/// A monitor that cannot start is a warning on stderr, never the program's failure.
 ///
 /// ```no_run
 /// use stemmon::{monitor_main, monitored};
