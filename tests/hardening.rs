@@ -1,6 +1,7 @@
 //! A final report whatever ends the program, and nothing of the user's clobbered: real
 //! fixture processes ended by SIGTERM, SIGINT, `process::exit` and `kill -9`, reports
 //! written to real device nodes and FIFOs, and a program that changes directory.
+#![cfg(unix)]
 
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::FileTypeExt;
@@ -13,6 +14,9 @@ use stemmon_suite::{temp_dir, TempDir};
 
 const ENDINGS: &str = env!("CARGO_BIN_EXE_fixture-main-endings");
 const OUTPUT: &str = env!("CARGO_BIN_EXE_fixture-output");
+/// Signal numbers, the same on every Linux architecture and on the BSDs.
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
 
 /// A command for `binary` with no inherited `STEMMON_*` setting.
 fn command(binary: &str) -> Command {
@@ -143,24 +147,20 @@ fn sigterm_leaves_a_final_report_naming_it_and_the_process_dies_of_it() {
             .is_some_and(|l| l.starts_with("[stemmon] failed (SIGTERM); elapsed=")),
         "{lines:?}"
     );
-    assert_ended_by(libc_sigterm(), "SIGTERM", ended);
+    assert_ended_by(SIGTERM, "SIGTERM", ended);
 }
 
 #[test]
 fn sigterm_with_the_log_off_still_writes_the_report() {
     let ended = end_by("TERM", "sigterm-quiet", &[("STEMMON_LOG_INTERVAL", "none")]);
     assert!(!ended.1.contains("[stemmon] failed"), "{}", ended.1);
-    assert_ended_by(libc_sigterm(), "SIGTERM", ended);
+    assert_ended_by(SIGTERM, "SIGTERM", ended);
 }
 
 #[test]
 fn sigint_leaves_a_final_report_naming_it_and_the_process_dies_of_it() {
     let ended = end_by("INT", "sigint", &[]);
-    assert_ended_by(2, "SIGINT", ended);
-}
-
-fn libc_sigterm() -> i32 {
-    15
+    assert_ended_by(SIGINT, "SIGINT", ended);
 }
 
 #[test]

@@ -432,6 +432,7 @@ mod tests {
         assert!(!config.high_water_marks);
     }
 
+    #[cfg(unix)]
     #[test]
     fn a_bad_output_is_warned_about_and_the_attribute_path_kept() {
         use std::os::unix::ffi::OsStringExt;

@@ -109,6 +109,7 @@ fn watch_signals(finalize: Finalize) {
 
 /// Calls `finalize(Some(error))` on a thread of its own and waits for it at most
 /// `patience`.
+#[cfg_attr(not(unix), allow(dead_code))]
 fn finalize_within(finalize: Finalize, error: &'static str, patience: Duration) {
     let (done, finished) = std::sync::mpsc::channel();
     let spawned = std::thread::Builder::new()
