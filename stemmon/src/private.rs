@@ -11,7 +11,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use crate::context::enter;
-pub use crate::memory::{default_reader, portable_reader, TreeReader, TreeReading};
+// For the benchmark crate, which times one tree sample; the reader choice of users is
+// `MonitorBuilder::reader`.
+pub use crate::memory::{default_reader, TreeReader, TreeReading};
 pub use crate::stage::{instrument, AsyncStage, Instrumented, Stage};
 
 /// Picked by autoref for a `Result`: the `type_name` of the error when it is `Err`.
