@@ -84,13 +84,31 @@ fn send(signal: &str, pid: u32) {
 // ---------------------------------------------------------------------------------------
 // Signals and process::exit
 
+/// `fixture-main-endings wait` with SIGINT and SIGTERM at their default action, as in a
+/// terminal, even when this test runs where SIGINT is ignored (a background job of a
+/// script): through GNU `env --default-signal` where it exists.
+fn endings_wait() -> Command {
+    let resets = Command::new("env")
+        .args(["--default-signal=INT,TERM", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if resets {
+        let mut command = command("env");
+        command.args(["--default-signal=INT,TERM", ENDINGS, "wait"]);
+        command
+    } else {
+        let mut command = command(ENDINGS);
+        command.arg("wait");
+        command
+    }
+}
+
 /// Starts `fixture-main-endings wait`, sends `signal` once it is inside its stage, and
 /// returns how it ended, its stderr and its report.
 fn end_by(signal: &str, name: &str, env: &[(&str, &str)]) -> (ExitStatus, String, Report) {
     let dir = temp_dir(name);
     let report_path = dir.join("report.json");
-    let mut child = command(ENDINGS)
-        .arg("wait")
+    let mut child = endings_wait()
         .env("STEMMON_OUTPUT", &report_path)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
@@ -161,6 +179,33 @@ fn sigterm_with_the_log_off_still_writes_the_report() {
 fn sigint_leaves_a_final_report_naming_it_and_the_process_dies_of_it() {
     let ended = end_by("INT", "sigint", &[]);
     assert_ended_by(SIGINT, "SIGINT", ended);
+}
+
+/// A program started with SIGINT ignored (`cmd &` in a script, `nohup`) keeps ignoring
+/// it: stemmon does not make Ctrl-C kill a job that was meant to survive it.
+#[test]
+fn a_signal_ignored_at_the_start_stays_ignored() {
+    let dir = temp_dir("ignored");
+    let report_path = dir.join("report.json");
+    let mut child = command("sh")
+        .args(["-c", "trap '' INT; exec \"$0\" wait", ENDINGS])
+        .env("STEMMON_OUTPUT", &report_path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child);
+    send("INT", child.id());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGINT ended the program"
+    );
+    assert!(read_report(&report_path).running);
+    send("TERM", child.id());
+    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    assert_eq!(status.signal(), Some(SIGTERM));
+    assert_eq!(read_report(&report_path).error.as_deref(), Some("SIGTERM"));
 }
 
 #[test]
