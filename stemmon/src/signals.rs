@@ -25,6 +25,9 @@ pub(crate) type Finalize = fn(Option<&'static str>);
 const PATIENCE: Duration = Duration::from_secs(5);
 
 static FINALIZE: OnceLock<Finalize> = OnceLock::new();
+/// The process that installed the hook: a child forked without `exec` inherits the
+/// hook, and must neither finalize its parent's monitor nor wait on its locks.
+static INSTALLED_BY: OnceLock<u32> = OnceLock::new();
 
 /// Makes SIGINT, SIGTERM and `process::exit` call `finalize` first; once per process
 /// (later calls do nothing). Failures (no thread, no handler) are ignored: the program
@@ -33,6 +36,7 @@ pub(crate) fn install(finalize: Finalize) {
     static INSTALL: Once = Once::new();
     INSTALL.call_once(|| {
         let _ = FINALIZE.set(finalize);
+        let _ = INSTALLED_BY.set(std::process::id());
         install_exit_hook();
         #[cfg(unix)]
         watch_signals(finalize);
@@ -42,6 +46,9 @@ pub(crate) fn install(finalize: Finalize) {
 /// Runs at `exit`, after `main` returned (then there is nothing left to finalize) or
 /// from `std::process::exit`.
 extern "C" fn at_exit() {
+    if INSTALLED_BY.get() != Some(&std::process::id()) {
+        return;
+    }
     if let Some(finalize) = FINALIZE.get() {
         // A panic must not cross the C boundary; the report is best effort here.
         let _ = std::panic::catch_unwind(|| finalize(None));
