@@ -377,14 +377,30 @@ fn a_monitored_call_holding_memory_shows_it_in_its_stage_peak() {
 // ---------------------------------------------------------------------------------------
 // Where nothing is recorded
 
+/// Calls on a thread no monitor covers, made while a monitor runs on another thread
+/// (covering that thread alone): they behave as without the attribute, and none of them
+/// reaches the running monitor, whose report holds its own call only.
 #[test]
 fn with_no_monitor_the_calls_behave_and_nothing_is_recorded() {
+    let (started, on_start) = std::sync::mpsc::channel();
+    let (done, on_done) = std::sync::mpsc::channel::<()>();
+    let monitored = std::thread::spawn(move || {
+        let monitor = quiet().current_thread_only().start().unwrap();
+        started.send(()).unwrap();
+        on_done.recv().unwrap();
+        assert_eq!(sleepy(1), 1);
+        monitor.finish()
+    });
+    on_start.recv().unwrap();
     assert_eq!(outer(), 10);
     assert_eq!(parse("3"), Ok(3));
     assert!(parse("x").is_err());
     assert!(catch_unwind(|| explode("unmonitored")).is_err());
-    let report = monitor(|| {});
-    assert!(report.stages.is_empty(), "{:?}", paths(&report));
+    done.send(()).unwrap();
+    let report = monitored.join().unwrap();
+    assert_eq!(paths(&report), ["sleepy"]);
+    let sleepy = report.stage("sleepy").unwrap();
+    assert_eq!((sleepy.calls, sleepy.errors), (1, 0));
 }
 
 #[test]

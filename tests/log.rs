@@ -1,4 +1,5 @@
-//! The live log, read from the stdout of a real run.
+//! The live log, read from the stderr of a real run: one line per event, on their
+//! interval, whatever the stage names hold.
 
 use std::process::Command;
 use stemmon::Report;
@@ -13,8 +14,14 @@ fn a_run_prints_one_flushed_line_per_event() {
         .output()
         .unwrap();
     assert!(run.status.success(), "{run:?}");
-    let stdout = String::from_utf8(run.stdout).unwrap();
-    let lines: Vec<&str> = stdout.lines().collect();
+    // stdout stays the program's own.
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "");
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    // The caught panic of `bad` prints its own message to stderr too.
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("[stemmon] "))
+        .collect();
     let events: Vec<&str> = lines
         .iter()
         .map(|l| {
@@ -80,6 +87,98 @@ fn a_run_prints_one_flushed_line_per_event() {
     let report: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(report.stage("load").unwrap().calls, 3);
     assert!(!report.running);
+}
+
+const CADENCE: &str = env!("CARGO_BIN_EXE_fixture-main-cadence");
+
+/// Runs `fixture-main-cadence <seconds>` with `env`; its stderr lines and its report.
+fn cadence_run(name: &str, seconds: &str, env: &[(&str, &str)]) -> (Vec<String>, Report) {
+    let dir = temp_dir(name);
+    let path = dir.join("report.json");
+    let run = Command::new(CADENCE)
+        .arg(seconds)
+        .env_remove("STEMMON_SAMPLE_INTERVAL")
+        .env_remove("STEMMON_LOG_INTERVAL")
+        .env_remove("STEMMON_DISABLE")
+        .env("STEMMON_OUTPUT", &path)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "");
+    let stderr = String::from_utf8(run.stderr).unwrap();
+    let report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    (stderr.lines().map(str::to_owned).collect(), report)
+}
+
+/// The `elapsed` of each `running` line, in seconds.
+fn running_at(lines: &[String]) -> Vec<f64> {
+    lines
+        .iter()
+        .filter(|l| l.starts_with("[stemmon] running;"))
+        .map(|l| {
+            let elapsed = l.split("; elapsed=").nth(1).unwrap();
+            elapsed[..elapsed.find('s').unwrap()].parse().unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn running_lines_keep_a_quarter_second_interval() {
+    let (lines, _) = cadence_run("cadence-quarter", "4.1", &[]);
+    let at = running_at(&lines);
+    // Ticks at 0.25, 0.50, ..., 4.00 s: 16 (10 or 11 when each deadline was counted from
+    // the last line). One may be lost to a very late wake-up on a busy machine.
+    assert!(
+        (15..=16).contains(&at.len()),
+        "{} lines at {at:?}",
+        at.len()
+    );
+    for seconds in &at {
+        let off_grid = (seconds / 0.25 - (seconds / 0.25).round()).abs() * 0.25;
+        assert!(
+            off_grid < 0.1,
+            "a line at {seconds} s is off the 0.25 s grid: {at:?}"
+        );
+    }
+}
+
+#[test]
+fn with_one_second_samples_and_lines_a_line_comes_every_second() {
+    let (lines, report) = cadence_run(
+        "cadence-second",
+        "3.5",
+        &[
+            ("STEMMON_SAMPLE_INTERVAL", "1"),
+            ("STEMMON_LOG_INTERVAL", "1"),
+        ],
+    );
+    assert_eq!(report.sample_interval, 1.0);
+    let at = running_at(&lines);
+    assert_eq!(at.len(), 3, "{at:?}");
+    for (line, second) in at.iter().zip([1.0, 2.0, 3.0]) {
+        assert!((line - second).abs() < 0.15, "{at:?}: not at 1, 2, 3 s");
+    }
+}
+
+#[test]
+fn control_characters_in_a_stage_name_are_escaped_in_the_log_and_kept_in_the_report() {
+    let (lines, report) = cadence_run("escape", "0.01", &[("STEMMON_LOG_INTERVAL", "30")]);
+    // Every line is a whole log line: nothing split it.
+    for line in &lines {
+        assert!(line.starts_with("[stemmon] "), "{line:?} in {lines:#?}");
+    }
+    let odd = lines
+        .iter()
+        .find(|l| l.starts_with("[stemmon] completed odd"))
+        .expect("the first completion is logged");
+    assert!(
+        odd.starts_with(r"[stemmon] completed odd\nname\r\u{1b}[31m\u{0}end ("),
+        "{odd}"
+    );
+    assert!(!odd.chars().any(char::is_control), "{odd:?}");
+    let name = "odd\nname\r\u{1b}[31m\0end";
+    assert_eq!(report.stage(name).expect("the real name").name, name);
 }
 
 /// The only test in this binary that starts a monitor in-process, so it can count threads.

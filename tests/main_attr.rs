@@ -48,9 +48,9 @@ impl Run {
         String::from_utf8_lossy(&self.output.stderr).into_owned()
     }
 
-    /// The `[stemmon]` lines of stdout.
+    /// The `[stemmon]` lines of stderr.
     fn log_lines(&self) -> Vec<String> {
-        self.stdout()
+        self.stderr()
             .lines()
             .filter(|line| line.starts_with("[stemmon]"))
             .map(str::to_owned)
@@ -70,6 +70,7 @@ fn fixture(binary: &str, dir: &Path) -> Command {
         "STEMMON_SAMPLE_INTERVAL",
         "STEMMON_LOG_INTERVAL",
         "STEMMON_DISABLE",
+        "STEMMON_HIGH_WATER_MARKS",
     ] {
         command.env_remove(name);
     }
@@ -95,7 +96,8 @@ fn no_temporaries_beside(path: &Path) {
 fn an_ok_main_logs_its_run_and_writes_a_finished_report() {
     let run = Run::new(OK, "ok", &[]);
     assert_eq!(run.code(), Some(0), "stderr: {}", run.stderr());
-    assert!(run.stdout().contains("total 499500\n"), "{}", run.stdout());
+    // The log is on stderr: stdout is the program's alone.
+    assert_eq!(run.stdout(), "total 499500\n");
     let lines = run.log_lines();
     assert!(
         lines[0].starts_with("[stemmon] started; elapsed="),
@@ -311,11 +313,10 @@ fn bad_environment_values_are_reported_and_the_attribute_values_used() {
     assert!(run.output.status.success());
     let stderr = run.stderr();
     assert!(
-        stderr.contains("STEMMON_SAMPLE_INTERVAL=\"fast\"")
-            && stderr.contains("STEMMON_LOG_INTERVAL=\"-1\""),
+        stderr.contains("ignoring STEMMON_SAMPLE_INTERVAL=\"fast\": expected a number of seconds from 0.001 to 86400")
+            && stderr.contains("ignoring STEMMON_LOG_INTERVAL=\"-1\": expected a number of seconds from 0.001 to 86400, or none"),
         "{stderr}"
     );
-    assert!(stderr.contains("expected a positive number of seconds"));
     assert_eq!(run.report().sample_interval, 0.05);
     // The attribute's `log_interval = 0.1`, not the default 30 s: periodic lines appear.
     assert!(
@@ -325,6 +326,68 @@ fn bad_environment_values_are_reported_and_the_attribute_values_used() {
         "{:?}",
         run.log_lines()
     );
+}
+
+/// Values that overflowed a `Duration` or an `Instant` (a panic in the sampler thread
+/// that silently stopped sampling), that turned the monitor off (`1e-12`), or that were
+/// ignored without a word: each gets one warning naming it, and the run goes on with
+/// the attribute's settings.
+#[test]
+fn out_of_range_environment_values_never_panic_and_get_one_warning_each() {
+    for value in ["1e19", "1e308", "1e-12", "NaN", "inf", ""] {
+        let run = Run::new(
+            OK,
+            "env-range",
+            &[
+                ("STEMMON_SAMPLE_INTERVAL", value),
+                ("STEMMON_LOG_INTERVAL", value),
+                ("STEMMON_HIGH_WATER_MARKS", value),
+            ],
+        );
+        let stderr = run.stderr();
+        assert!(run.output.status.success(), "{value}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{value}: {stderr}");
+        for name in [
+            "STEMMON_SAMPLE_INTERVAL",
+            "STEMMON_LOG_INTERVAL",
+            "STEMMON_HIGH_WATER_MARKS",
+        ] {
+            let warning = format!("[stemmon] warning: ignoring {name}={value:?}: expected ");
+            assert_eq!(stderr.matches(&warning).count(), 1, "{value}: {stderr}");
+        }
+        assert_eq!(stderr.matches("warning").count(), 3, "{value}: {stderr}");
+        let report = run.report();
+        assert!(!report.running);
+        assert_eq!(report.sample_interval, 0.05, "{value}");
+        // Sampling went on at the attribute's 0.05 s over the 0.4 s stage.
+        assert!(report.samples >= 4, "{value}: {} samples", report.samples);
+        assert!(
+            run.log_lines()
+                .iter()
+                .any(|l| l.starts_with("[stemmon] running;")),
+            "{value}"
+        );
+    }
+}
+
+#[test]
+fn an_empty_stemmon_output_is_reported_and_the_attribute_path_used() {
+    let dir = temp_dir("main-attr-empty-output");
+    let output = fixture(OK, &dir)
+        .env("STEMMON_OUTPUT", "")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr
+            .matches("[stemmon] warning: ignoring STEMMON_OUTPUT=\"\": expected the path of the report file")
+            .count(),
+        1,
+        "{stderr}"
+    );
+    let report = read_report(&dir.join("fixture-report.json"));
+    assert_eq!(report.stage("fit").unwrap().calls, 1);
 }
 
 /// `cargo run --example quickstart`, as a user would, from this test: the example is
@@ -365,15 +428,16 @@ fn the_quickstart_example_reports_its_stages_and_its_workers() {
         .unwrap();
     let seconds = started.elapsed().as_secs_f64();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(seconds < 15.0, "{seconds} s");
-    assert!(stdout.starts_with("[stemmon] started;"), "{stdout}");
-    assert!(stdout.contains("[stemmon] completed workers ("), "{stdout}");
-    assert!(stdout
+    assert!(
+        !stdout.contains("[stemmon]"),
+        "the log is on stderr: {stdout}"
+    );
+    assert!(stderr.starts_with("[stemmon] started;"), "{stderr}");
+    assert!(stderr.contains("[stemmon] completed workers ("), "{stderr}");
+    assert!(stderr
         .trim_end()
         .lines()
         .last()

@@ -122,7 +122,8 @@ mod unix {
         // Installed before CMD starts, so that no signal sent in between ends stemmon.
         // CMD's pid, 0 when there is none: held locked while a signal is sent, so that
         // CMD is never reaped (and its pid reused) between the read and the kill.
-        let child_pid = Arc::new(Mutex::new(0 as libc::pid_t));
+        // A signal that comes before CMD exists waits in `pending` and is sent as it starts.
+        let child_pid = Arc::new(Mutex::new(Target::default()));
         let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM])
             .map_err(|e| Failure::input(format!("cannot install signal handlers: {e}")))?;
         let handle = signals.handle();
@@ -132,14 +133,18 @@ mod unix {
                 .name("stemmon-signals".into())
                 .spawn(move || {
                     for origin in signals.forever() {
-                        let pid = child_pid.lock().unwrap_or_else(PoisonError::into_inner);
+                        let mut target = child_pid.lock().unwrap_or_else(PoisonError::into_inner);
+                        let pid = target.pid;
+                        if pid == 0 && !target.started {
+                            target.pending.push(origin.signal);
+                        }
                         // A terminal's Ctrl-C (sent by the kernel, to the whole foreground
                         // group) already reached CMD if CMD is still in stemmon's group:
                         // then pass on only what a process sent to stemmon alone.
-                        if *pid > 0 && !(origin.process.is_none() && in_our_group(*pid)) {
+                        if pid > 0 && !(origin.process.is_none() && in_our_group(pid)) {
                             // SAFETY: kill has no memory-safety preconditions; CMD is not
                             // reaped while the lock is held, so `pid` is still CMD's.
-                            unsafe { libc::kill(*pid, origin.signal) };
+                            unsafe { libc::kill(pid, origin.signal) };
                         }
                     }
                 })
@@ -152,17 +157,28 @@ mod unix {
             .spawn()
             .map_err(|e| spawn_failure(&argv[0], &e))?;
         let pid = child.id();
-        *child_pid.lock().unwrap_or_else(PoisonError::into_inner) = pid as libc::pid_t;
+        {
+            let mut target = child_pid.lock().unwrap_or_else(PoisonError::into_inner);
+            (target.pid, target.started) = (pid as libc::pid_t, true);
+            for signal in target.pending.drain(..) {
+                // SAFETY: kill has no memory-safety preconditions; CMD is not reaped yet.
+                unsafe { libc::kill(pid as libc::pid_t, signal) };
+            }
+        }
         // stemmon reaps CMD itself (below), with every orphan: the handle is not needed.
         drop(child);
 
         let monitor = start_monitor(&args, pid);
-        let status = wait_for(pid as libc::pid_t);
+        let (status, signal) = wait_for(pid as libc::pid_t);
         // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
-        // nothing resident) instead of a missing process.
-        let report = monitor.map(stemmon::Monitor::finish);
+        // nothing resident) instead of a missing process. A command killed by a signal
+        // is the run's failure, named in the report.
+        let report = monitor.map(|monitor| match signal {
+            Some(signal) => monitor.finish_with_error(signal_name(signal)),
+            None => monitor.finish(),
+        });
         // No signal is passed on once CMD's pid may be reused.
-        *child_pid.lock().unwrap_or_else(PoisonError::into_inner) = 0;
+        child_pid.lock().unwrap_or_else(PoisonError::into_inner).pid = 0;
         reap(pid as libc::pid_t);
         handle.close();
         let _ = forwarder.join();
@@ -174,6 +190,15 @@ mod unix {
             }
         }
         Ok(status)
+    }
+
+    /// Where forwarded signals go: CMD's pid once it started (0 again once it may be
+    /// reaped), and the signals that came before it started.
+    #[derive(Default)]
+    struct Target {
+        pid: libc::pid_t,
+        started: bool,
+        pending: Vec<libc::c_int>,
     }
 
     fn start_monitor(args: &Args, pid: u32) -> Option<stemmon::Monitor> {
@@ -226,8 +251,9 @@ mod unix {
     }
 
     /// Waits until CMD exits, reaping every other child (re-parented orphans) meanwhile,
-    /// and returns CMD's status as an exit code. CMD itself is left to [`reap`].
-    fn wait_for(pid: libc::pid_t) -> u8 {
+    /// and returns CMD's status as an exit code, with the signal that killed it if one
+    /// did. CMD itself is left to [`reap`].
+    fn wait_for(pid: libc::pid_t) -> (u8, Option<libc::c_int>) {
         loop {
             // SAFETY: an all-zero siginfo_t is a valid value; waitid fills it.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -240,20 +266,43 @@ mod unix {
                     continue;
                 }
                 // ECHILD: nothing left to wait for; CMD is gone without a status.
-                return 255;
+                return (255, None);
             }
             // SAFETY: waitid succeeded with WEXITED, so the fields of a child event are set.
             let (who, code, status) = unsafe { (info.si_pid(), info.si_code, info.si_status()) };
             if who == pid {
                 return match code {
-                    libc::CLD_EXITED => (status & 0xff) as u8,
-                    _ => (128 + status).clamp(0, 255) as u8,
+                    libc::CLD_EXITED => ((status & 0xff) as u8, None),
+                    _ => ((128 + status).clamp(0, 255) as u8, Some(status)),
                 };
             }
             if who > 0 {
                 reap(who);
             }
         }
+    }
+
+    /// `SIGTERM` for 15, and so on; `signal 42` for one without a common name.
+    fn signal_name(signal: libc::c_int) -> String {
+        let name = match signal {
+            libc::SIGHUP => "SIGHUP",
+            libc::SIGINT => "SIGINT",
+            libc::SIGQUIT => "SIGQUIT",
+            libc::SIGILL => "SIGILL",
+            libc::SIGABRT => "SIGABRT",
+            libc::SIGBUS => "SIGBUS",
+            libc::SIGFPE => "SIGFPE",
+            libc::SIGKILL => "SIGKILL",
+            libc::SIGSEGV => "SIGSEGV",
+            libc::SIGPIPE => "SIGPIPE",
+            libc::SIGALRM => "SIGALRM",
+            libc::SIGTERM => "SIGTERM",
+            libc::SIGUSR1 => "SIGUSR1",
+            libc::SIGUSR2 => "SIGUSR2",
+            libc::SIGXCPU => "SIGXCPU",
+            _ => return format!("signal {signal}"),
+        };
+        name.to_owned()
     }
 
     /// Collects the exit status of the exited child `pid`.

@@ -34,9 +34,11 @@ fn the_command_s_exit_code_is_stemmon_s() {
 /// Starts `stemmon run -- sleep 30` and waits until `sleep` runs as its child.
 // The child is handed to the caller, which waits on it.
 #[allow(clippy::zombie_processes)]
-fn sleeping_under_stemmon() -> (std::process::Child, u32) {
+fn sleeping_under_stemmon(report: &std::path::Path) -> (std::process::Child, u32) {
     let mut run = stemmon()
-        .args(["run", "--log-interval", "none", "--", "sleep", "30"])
+        .args(["run", "--log-interval", "none", "-o"])
+        .arg(report)
+        .args(["--", "sleep", "30"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
@@ -83,16 +85,28 @@ fn exits_soon_with(mut run: std::process::Child, code: i32, child: u32) {
 
 #[test]
 fn sigterm_is_forwarded_and_the_exit_is_128_plus_15() {
-    let (run, child) = sleeping_under_stemmon();
+    let dir = TempDir::new("sigterm");
+    let report = dir.path().join("report.json");
+    let (run, child) = sleeping_under_stemmon(&report);
     common::signal(run.id(), libc::SIGTERM);
     exits_soon_with(run, 143, child);
+    let report = read_report(&report);
+    assert!(!report.running);
+    assert_eq!(
+        report.error.as_deref(),
+        Some("SIGTERM"),
+        "the command's death is the run's failure"
+    );
 }
 
 #[test]
 fn sigint_is_forwarded_and_the_exit_is_128_plus_2() {
-    let (run, child) = sleeping_under_stemmon();
+    let dir = TempDir::new("sigint");
+    let report = dir.path().join("report.json");
+    let (run, child) = sleeping_under_stemmon(&report);
     common::signal(run.id(), libc::SIGINT);
     exits_soon_with(run, 130, child);
+    assert_eq!(read_report(&report).error.as_deref(), Some("SIGINT"));
 }
 
 #[test]

@@ -11,13 +11,19 @@ const MONITORED_FORMS: &str =
     "expected `#[monitored]` (the stage is named after the fn) or `#[monitored(\"stage name\")]`";
 
 /// The keys `#[monitor_main]` accepts with the form of their values, for error messages.
-const MAIN_KEYS: [(&str, &str); 5] = [
+const MAIN_KEYS: [(&str, &str); 6] = [
     ("output", "output = \"report.json\""),
     ("sample_interval", "sample_interval = <seconds>"),
     ("log_interval", "log_interval = <seconds> | None"),
     ("detailed_memory", "detailed_memory = <true | false>"),
     ("max_samples", "max_samples = <count>"),
+    ("high_water_marks", "high_water_marks = <true | false>"),
 ];
+
+/// The range of `sample_interval` and `log_interval`, in seconds: one millisecond to one
+/// day. The runtime checks its environment overrides against the same bounds.
+const MIN_SECONDS: f64 = 0.001;
+const MAX_SECONDS: f64 = 86_400.0;
 
 /// `#[monitored]` or `#[monitored("stage name")]`.
 pub(crate) struct MonitoredArgs {
@@ -76,6 +82,7 @@ pub(crate) struct MainArgs {
     pub(crate) log_interval: Option<Option<f64>>,
     pub(crate) detailed_memory: Option<bool>,
     pub(crate) max_samples: Option<usize>,
+    pub(crate) high_water_marks: Option<bool>,
 }
 
 impl Parse for MainArgs {
@@ -112,7 +119,14 @@ impl Parse for MainArgs {
                     &mut args.log_interval,
                     seconds(&value, "log_interval", true)?,
                 ),
-                "detailed_memory" => set(&mut args.detailed_memory, boolean(&value)?),
+                "detailed_memory" => set(
+                    &mut args.detailed_memory,
+                    boolean(&value, "detailed_memory")?,
+                ),
+                "high_water_marks" => set(
+                    &mut args.high_water_marks,
+                    boolean(&value, "high_water_marks")?,
+                ),
                 "max_samples" => set(&mut args.max_samples, count(&value)?),
                 _ => unreachable!("every key of MAIN_KEYS is handled"),
             };
@@ -264,21 +278,25 @@ fn seconds(value: &Expr, key: &str, none_ok: bool) -> syn::Result<Option<f64>> {
             ))
         }
     };
-    // The runtime turns the seconds into a `Duration`; check here that it can.
-    match std::time::Duration::try_from_secs_f64(number) {
-        Ok(duration) if !duration.is_zero() => Ok(Some(number)),
-        _ if number > 0.0 => Err(syn::Error::new_spanned(
+    if number.is_finite() && (MIN_SECONDS..=MAX_SECONDS).contains(&number) {
+        Ok(Some(number))
+    } else if number > 0.0 {
+        Err(syn::Error::new_spanned(
             value,
-            format!("`{key}` is out of range: expected at least one nanosecond and a finite number of seconds: {forms}"),
-        )),
-        _ => Err(syn::Error::new_spanned(
+            format!(
+                "`{key}` is out of range: expected from {MIN_SECONDS} s (one millisecond) to \
+                 {MAX_SECONDS} s (one day): {forms}"
+            ),
+        ))
+    } else {
+        Err(syn::Error::new_spanned(
             value,
             format!("`{key}` must be greater than zero: {forms}"),
-        )),
+        ))
     }
 }
 
-fn boolean(value: &Expr) -> syn::Result<bool> {
+fn boolean(value: &Expr, key: &str) -> syn::Result<bool> {
     match unwrap(value) {
         Expr::Lit(syn::ExprLit {
             lit: Lit::Bool(flag),
@@ -286,7 +304,7 @@ fn boolean(value: &Expr) -> syn::Result<bool> {
         }) => Ok(flag.value),
         other => Err(syn::Error::new_spanned(
             other,
-            "`detailed_memory` expects `true` or `false`: `detailed_memory = true`",
+            format!("`{key}` expects `true` or `false`: `{key} = true`"),
         )),
     }
 }
@@ -376,6 +394,7 @@ mod tests {
             log_interval = None,
             detailed_memory = true,
             max_samples = 100,
+            high_water_marks = false,
         ))
         .unwrap();
         assert_eq!(
@@ -386,6 +405,7 @@ mod tests {
                 log_interval: Some(None),
                 detailed_memory: Some(true),
                 max_samples: Some(100),
+                high_water_marks: Some(false),
             }
         );
         assert_eq!(main_args(quote!()).unwrap(), MainArgs::default());
@@ -396,6 +416,10 @@ mod tests {
         let args = main_args(quote!(sample_interval = 1, log_interval = 30)).unwrap();
         assert_eq!(args.sample_interval, Some(1.0));
         assert_eq!(args.log_interval, Some(Some(30.0)));
+        // The bounds themselves are accepted.
+        let args = main_args(quote!(sample_interval = 0.001, log_interval = 86400)).unwrap();
+        assert_eq!(args.sample_interval, Some(0.001));
+        assert_eq!(args.log_interval, Some(Some(86400.0)));
     }
 
     #[test]
@@ -418,6 +442,18 @@ mod tests {
             (quote!(sample_interval = None), "cannot be `None`"),
             (quote!(sample_interval = "1"), "expects a number of seconds"),
             (quote!(sample_interval = 1e-12), "out of range"),
+            (quote!(sample_interval = 0.0009), "out of range"),
+            (quote!(log_interval = 86400.5), "out of range"),
+            (quote!(sample_interval = 1e19), "out of range"),
+            (quote!(log_interval = 1e400), "out of range"),
+            (
+                quote!(high_water_marks = 1),
+                "`high_water_marks` expects `true`",
+            ),
+            (
+                quote!(high_water_mark = true),
+                "did you mean `high_water_marks`?",
+            ),
             (quote!(detailed_memory = 1), "expects `true` or `false`"),
             (quote!(max_samples = 1.5), "expects an integer count"),
             (quote!(max_samples = -1), "cannot be negative"),

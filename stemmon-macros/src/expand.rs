@@ -4,11 +4,13 @@
 //! `::core::…`, and names its locals `__stemmon_…`, so the caller's own names
 //! (`mod core`, `use std as stemmon`, a local called `stage`) cannot capture it.
 
-use crate::args::{item_kind, MainArgs, MonitoredArgs};
+use crate::args::{MainArgs, MonitoredArgs};
+use crate::item::{parse_fn, Function};
 use proc_macro2::{Literal, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
 use syn::ext::IdentExt;
-use syn::{ItemFn, LitStr, ReturnType, Type};
+use syn::visit_mut::{self, VisitMut};
+use syn::{LitStr, ReturnType, Type};
 
 /// Whether the attributes instrument at all: the `enabled` feature.
 const ENABLED: bool = cfg!(feature = "enabled");
@@ -85,57 +87,23 @@ pub(crate) fn monitor_main_with(
     Ok(monitor_fn(function, &args))
 }
 
-/// The item as a non-`const` fn with a body, or an error that says what it is instead
-/// (`why_not_const` explains the `const fn` case).
-fn parse_fn(
-    item: TokenStream,
-    attribute: &str,
-    applies_to: &str,
-    why_not_const: &str,
-) -> syn::Result<ItemFn> {
-    if let Ok(function) = syn::parse2::<ItemFn>(item.clone()) {
-        return match &function.sig.constness {
-            Some(constness) => Err(syn::Error::new(
-                constness.span,
-                format!("`#[{attribute}]` cannot be used on a `const fn`: {why_not_const}"),
-            )),
-            None => Ok(function),
-        };
-    }
-    if let Ok(declaration) = syn::parse2::<syn::ForeignItemFn>(item.clone()) {
-        return Err(syn::Error::new(
-            declaration.semi_token.span,
-            format!(
-                "`#[{attribute}]` needs a fn with a body; on a trait method declaration, put \
-                 it on the method in each impl instead"
-            ),
-        ));
-    }
-    let item: syn::Item = syn::parse2(item)?;
-    let (span, kind) = item_kind(&item);
-    Err(syn::Error::new(
-        span,
-        format!("`#[{attribute}]` applies to {applies_to}, not to {kind}"),
-    ))
-}
-
 /// How a body is wrapped, by its return type.
-enum Shape<'a> {
+enum Shape {
     /// The block runs in the guard's scope: unit, `!` and `impl Trait` returns, which
     /// either cannot be an `Err` or cannot be named as a closure's return type.
     Scoped,
     /// The block runs in a closure (an async block for an `async fn`) returning this
     /// type, so `return` and `?` come back to the expansion, which checks for `Err`.
-    Typed(&'a Type),
+    /// An `impl Trait` inside it (`Result<impl Iterator, E>`) is `_` here: a closure
+    /// cannot name it, and inference finds the concrete type from the body.
+    Typed(Box<Type>),
 }
 
-fn shape(output: &ReturnType) -> Shape<'_> {
+fn shape(output: &ReturnType) -> Shape {
     match output {
         ReturnType::Default => Shape::Scoped,
-        ReturnType::Type(_, ty) if is_unit(ty) || is_never(ty) || mentions_impl(ty) => {
-            Shape::Scoped
-        }
-        ReturnType::Type(_, ty) => Shape::Typed(ty),
+        ReturnType::Type(_, ty) if is_unit(ty) || is_never(ty) || is_impl(ty) => Shape::Scoped,
+        ReturnType::Type(_, ty) => Shape::Typed(Box::new(impl_to_infer(ty))),
     }
 }
 
@@ -157,8 +125,17 @@ fn is_never(ty: &Type) -> bool {
     }
 }
 
-/// `impl Trait` anywhere in the type (`Box<impl Fn()>` too): not allowed as the return
-/// type of a closure.
+/// The whole type is `impl Trait`: nothing to name, and never a `Result`.
+fn is_impl(ty: &Type) -> bool {
+    match ty {
+        Type::ImplTrait(_) => true,
+        Type::Paren(paren) => is_impl(&paren.elem),
+        Type::Group(group) => is_impl(&group.elem),
+        _ => false,
+    }
+}
+
+/// `impl Trait` anywhere in the type (`Box<impl Fn()>` too).
 fn mentions_impl(ty: &Type) -> bool {
     fn scan(tokens: TokenStream) -> bool {
         tokens.into_iter().any(|token| match token {
@@ -170,10 +147,25 @@ fn mentions_impl(ty: &Type) -> bool {
     scan(ty.to_token_stream())
 }
 
-fn tracks_caller(attrs: &[syn::Attribute]) -> bool {
-    attrs
-        .iter()
-        .any(|attr| attr.path().is_ident("track_caller"))
+/// The type with every `impl Trait` in it replaced by `_`.
+fn impl_to_infer(ty: &Type) -> Type {
+    struct Infer;
+    impl VisitMut for Infer {
+        fn visit_type_mut(&mut self, ty: &mut Type) {
+            if let Type::ImplTrait(implied) = ty {
+                *ty = Type::Infer(syn::TypeInfer {
+                    underscore_token: syn::Token![_](implied.impl_token.span),
+                });
+            } else {
+                visit_mut::visit_type_mut(self, ty);
+            }
+        }
+    }
+    let mut ty = ty.clone();
+    if mentions_impl(&ty) {
+        Infer.visit_type_mut(&mut ty);
+    }
+    ty
 }
 
 /// `async move { .. }` whose output type is `ty` from the start. An async block infers
@@ -199,23 +191,38 @@ fn error_of(value: TokenStream) -> TokenStream {
     }}
 }
 
-fn instrument_fn(function: ItemFn, name: &LitStr) -> TokenStream {
-    let ItemFn {
-        attrs,
+/// The fn with `body` in place of its block; the block's inner attributes open the new
+/// body, where they apply to the whole fn as they did.
+fn with_body(function: &Function, body: TokenStream) -> TokenStream {
+    let Function {
+        outer,
+        inner,
         vis,
         sig,
-        block,
+        ..
     } = function;
+    quote! {
+        #(#outer)*
+        #vis #sig {
+            #(#inner)*
+            #body
+        }
+    }
+}
+
+fn instrument_fn(function: Function, name: &LitStr) -> TokenStream {
+    let block = &function.block;
+    let sig = &function.sig;
     let error = error_of(quote!(__stemmon_ret));
     let body = if sig.asyncness.is_some() {
         let (output, never) = match &sig.output {
             ReturnType::Default => (quote!(()), false),
             ReturnType::Type(_, ty) if is_never(ty) => (quote!(::core::convert::Infallible), true),
-            ReturnType::Type(_, ty) if mentions_impl(ty) => (quote!(_), false),
-            ReturnType::Type(_, ty) => (ty.to_token_stream(), false),
+            ReturnType::Type(_, ty) if is_impl(ty) => (quote!(_), false),
+            ReturnType::Type(_, ty) => (impl_to_infer(ty).to_token_stream(), false),
         };
         let future = match shape(&sig.output) {
-            Shape::Typed(ty) => typed_async_block(ty, &block),
+            Shape::Typed(ty) => typed_async_block(&ty, block),
             Shape::Scoped => quote!(async move #block),
         };
         let instrumented = quote! {
@@ -235,7 +242,7 @@ fn instrument_fn(function: ItemFn, name: &LitStr) -> TokenStream {
         }
     } else {
         // A closure would report its own location, not the caller's: keep the body inline.
-        let shape = if tracks_caller(&attrs) {
+        let shape = if function.has_attribute("track_caller") {
             Shape::Scoped
         } else {
             shape(&sig.output)
@@ -253,12 +260,7 @@ fn instrument_fn(function: ItemFn, name: &LitStr) -> TokenStream {
             },
         }
     };
-    quote! {
-        #(#attrs)*
-        #vis #sig {
-            #body
-        }
-    }
+    with_body(&function, body)
 }
 
 fn some(value: Option<TokenStream>) -> TokenStream {
@@ -278,6 +280,7 @@ fn config(args: &MainArgs) -> TokenStream {
         args.max_samples
             .map(|n| Literal::usize_unsuffixed(n).into_token_stream()),
     );
+    let high_water_marks = some(args.high_water_marks.map(|h| quote!(#h)));
     quote! {
         ::stemmon::__private::MainConfig {
             output: #output,
@@ -285,31 +288,27 @@ fn config(args: &MainArgs) -> TokenStream {
             log_interval: #log_interval,
             detailed_memory: #detailed_memory,
             max_samples: #max_samples,
+            high_water_marks: #high_water_marks,
         }
     }
 }
 
-fn monitor_fn(function: ItemFn, args: &MainArgs) -> TokenStream {
-    let ItemFn {
-        attrs,
-        vis,
-        sig,
-        block,
-    } = function;
+fn monitor_fn(function: Function, args: &MainArgs) -> TokenStream {
+    let block = &function.block;
     let config = config(args);
     let start = quote! {
         let __stemmon_main = ::stemmon::__private::main_start(#config);
     };
     let error = error_of(quote!(__stemmon_ret));
-    let body = match shape(&sig.output) {
+    let body = match shape(&function.sig.output) {
         Shape::Scoped => quote! {
             #start
             #block
         },
         // `async fn main` under a runtime attribute such as `#[tokio::main]`, which
         // expands after this one and runs the still-async body.
-        Shape::Typed(ty) if sig.asyncness.is_some() => {
-            let future = typed_async_block(ty, &block);
+        Shape::Typed(ty) if function.sig.asyncness.is_some() => {
+            let future = typed_async_block(&ty, block);
             quote! {
                 #start
                 let __stemmon_ret = ::stemmon::__private::typed_future::<#ty, _>(#future).await;
@@ -324,12 +323,7 @@ fn monitor_fn(function: ItemFn, args: &MainArgs) -> TokenStream {
             __stemmon_ret
         },
     };
-    quote! {
-        #(#attrs)*
-        #vis #sig {
-            #body
-        }
-    }
+    with_body(&function, body)
 }
 
 #[cfg(test)]
@@ -394,7 +388,7 @@ mod tests {
             quote!(-> ()),
             quote!(-> !),
             quote!(-> impl Iterator<Item = u8>),
-            quote!(-> Box<impl Fn()>),
+            quote!(-> (impl Fn())),
         ] {
             let out = expand(quote!("step"), quote!(fn f(x: u8) #output { body(x) }));
             same(
@@ -462,6 +456,110 @@ mod tests {
             &out,
             quote!(instrument::<(), _>("f", async move { g().await }))
         ));
+    }
+
+    #[test]
+    fn inner_attributes_open_the_new_body() {
+        let out = expand(
+            quote!(),
+            quote! {
+                #[inline]
+                fn parse(text: &str) -> Result<u8, E> {
+                    #![allow(unused_variables)]
+                    text.parse()
+                }
+            },
+        );
+        same(
+            &out,
+            &quote! {
+                #[inline]
+                fn parse(text: &str) -> Result<u8, E> {
+                    #![allow(unused_variables)]
+                    let __stemmon_stage = ::stemmon::__private::enter("parse");
+                    let __stemmon_ret = ::stemmon::__private::call(
+                        move || -> Result<u8, E> { text.parse() }
+                    );
+                    ::stemmon::__private::set_error(&__stemmon_stage, {
+                        use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
+                        (&__stemmon_ret).__stemmon_error()
+                    });
+                    __stemmon_ret
+                }
+            },
+        );
+        let main = monitor_main_with(
+            quote!(),
+            quote!(
+                fn main() {
+                    #![allow(unused)]
+                    run()
+                }
+            ),
+            true,
+        )
+        .unwrap();
+        assert!(
+            text(&main).starts_with("fnmain(){#![allow(unused)]let__stemmon_main"),
+            "{main}"
+        );
+    }
+
+    #[test]
+    fn an_impl_trait_inside_a_result_is_inferred_so_the_err_type_is_kept() {
+        let out = expand(
+            quote!(),
+            quote!(
+                fn rows(text: &str) -> Result<impl Iterator<Item = u8> + '_, E> {
+                    Ok(text.bytes())
+                }
+            ),
+        );
+        assert!(
+            contains(
+                &out,
+                quote!(::stemmon::__private::call(move || -> Result<_, E> { Ok(text.bytes()) });)
+            ),
+            "{out}"
+        );
+        assert!(contains(&out, quote!(::stemmon::__private::set_error)));
+        let out = expand(
+            quote!(),
+            quote!(
+                fn f() -> Box<impl Fn()> {
+                    Box::new(|| ())
+                }
+            ),
+        );
+        assert!(
+            contains(&out, quote!(move || -> Box<_> { Box::new(|| ()) })),
+            "{out}"
+        );
+        let out = expand(
+            quote!(),
+            quote!(
+                async fn rows() -> Result<impl Sized, E> {
+                    Ok(1)
+                }
+            ),
+        );
+        assert!(
+            contains(
+                &out,
+                quote!(::stemmon::__private::instrument::<Result<_, E>, _>(
+                    "rows",
+                    async move {
+                        if false {
+                            return ::core::option::Option::<Result<_, E>>::None.unwrap();
+                        }
+                        {
+                            Ok(1)
+                        }
+                    }
+                ))
+            ),
+            "{out}"
+        );
     }
 
     #[test]
@@ -573,6 +671,7 @@ mod tests {
                             log_interval: ::core::option::Option::Some(::core::option::Option::None),
                             detailed_memory: ::core::option::Option::None,
                             max_samples: ::core::option::Option::None,
+                            high_water_marks: ::core::option::Option::None,
                         }
                     );
                     let __stemmon_ret = ::stemmon::__private::call(

@@ -7,6 +7,7 @@
 
 mod args;
 mod expand;
+mod item;
 
 use proc_macro::TokenStream;
 
@@ -33,7 +34,10 @@ use proc_macro::TokenStream;
 /// - A `#[track_caller]` fn keeps its body inline (a closure would report its own
 ///   location as the caller's), so its stage records panics but not the `Err` type.
 ///
-/// ```
+// The example checks what is recorded: with the `enabled` feature off nothing is, so
+// `cargo test -p stemmon-macros --no-default-features` does not run it.
+#[cfg_attr(feature = "enabled", doc = "```")]
+#[cfg_attr(not(feature = "enabled"), doc = "```ignore")]
 /// use stemmon::monitored;
 ///
 /// #[monitored] // the stage is named "parse"
@@ -135,18 +139,25 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `log_interval` | seconds, or `None` to turn the live log off | `30` |
 /// | `detailed_memory` | `true` / `false`: USS and PSS (Linux), footprint (macOS) | `false` |
 /// | `max_samples` | how many raw samples the report keeps; `0` keeps summaries | `0` |
+/// | `high_water_marks` | `true` / `false`: the kernel's exact peaks (Linux) | `true` |
+///
+/// Intervals range from 0.001 s (one millisecond) to 86400 s (one day).
 ///
 /// It accepts `fn main()`, `fn main() -> Result<..>`, `fn main() -> ExitCode`, and an
 /// `async fn main` under a runtime attribute written below it (`#[tokio::main]`).
 /// The report is written when `main` returns, returns `Err` (the report's `error` is
 /// the error's short type name) and when it panics (`error: "panic"`); the `Err` or the
-/// panic then goes on as without the attribute, with the same exit code.
+/// panic then goes on as without the attribute, with the same exit code. It is also
+/// written, with `running: false`, when the program is ended by SIGINT or SIGTERM
+/// (`error: "SIGINT"` / `"SIGTERM"`; then the signal's default action ends the process,
+/// so the exit status is unchanged) and when it calls `std::process::exit`.
 ///
 /// At run time, the environment overrides the keys: `STEMMON_OUTPUT=path`,
-/// `STEMMON_SAMPLE_INTERVAL=seconds`, `STEMMON_LOG_INTERVAL=seconds|none`, and
-/// `STEMMON_DISABLE=1` runs without a monitor. A value that does not parse is reported on
-/// stderr and the key's value is used. A monitor that cannot start is a warning on
-/// stderr, never the program's failure.
+/// `STEMMON_SAMPLE_INTERVAL=seconds`, `STEMMON_LOG_INTERVAL=seconds|none`,
+/// `STEMMON_HIGH_WATER_MARKS=1|0`, and `STEMMON_DISABLE=1` runs without a monitor.
+/// A value that does not parse or is out of range (intervals from 0.001 to 86400 s) gets
+/// one warning on stderr naming the variable and the value, and the key's value is used.
+/// A monitor that cannot start is a warning on stderr, never the program's failure.
 ///
 /// ```no_run
 /// use stemmon::{monitor_main, monitored};
@@ -189,6 +200,7 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 ///         log_interval: ::core::option::Option::Some(::core::option::Option::Some(10.0)),
 ///         detailed_memory: ::core::option::Option::None,
 ///         max_samples: ::core::option::Option::None,
+///         high_water_marks: ::core::option::Option::None,
 ///     });
 ///     let __stemmon_ret = ::stemmon::__private::call(move || -> Result<(), Box<dyn std::error::Error>> {
 ///         let text = std::fs::read_to_string("data.txt")?;

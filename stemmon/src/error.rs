@@ -19,8 +19,6 @@ pub enum Error {
     AlreadyActive,
     /// A stage name was empty.
     EmptyStageName,
-    /// `stage()` was called on a monitor that is not the calling thread's active one.
-    NotActive,
     /// The sampler thread could not be started.
     Spawn(io::Error),
 }
@@ -34,10 +32,6 @@ impl fmt::Display for Error {
                  stages, or finish the running monitor before starting another",
             ),
             Error::EmptyStageName => f.write_str("a stage name must not be empty"),
-            Error::NotActive => f.write_str(
-                "this monitor is not the active monitor of the calling thread; stages must be \
-                 opened on the thread that started it",
-            ),
             Error::Spawn(e) => write!(f, "could not start the `stemmon-sampler` thread: {e}"),
         }
     }

@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod builder;
+mod cadence;
 mod context;
 mod error;
 mod export;
@@ -67,9 +68,11 @@ mod identity;
 mod log;
 mod memory;
 mod monitor;
+mod output;
 mod recorder;
 pub mod report;
 mod sampler;
+mod signals;
 mod stage;
 
 #[doc(hidden)]

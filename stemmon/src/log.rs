@@ -1,4 +1,8 @@
-//! The live log line: one per event, flushed, failures to print ignored.
+//! The live log line: one per event, on stderr, flushed, failures to print ignored.
+//!
+//! A line is one line whatever the stage names hold: control characters (newline, CR,
+//! ESC, NUL, ...), line and paragraph separators and bidirectional overrides are printed
+//! escaped (`\n`, `\u{1b}`); the report keeps the names as they are.
 
 use crate::report::Report;
 use std::fmt::Write as _;
@@ -42,10 +46,37 @@ pub(crate) fn format_line(event: &str, stage: &str, report: &Report) -> String {
     line
 }
 
+/// Whether `c` would break the line or change how the terminal shows what follows.
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// `text` with every character of [`needs_escape`] written as Rust writes it in a
+/// string literal: `\n`, `\r`, `\t`, `\0`, `\u{1b}`.
+pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(needs_escape) {
+        return text.into();
+    }
+    let mut escaped = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if needs_escape(c) {
+            escaped.extend(c.escape_default());
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped.into()
+}
+
+/// Prints the line for `event` to stderr (stdout stays the program's own), escaped, in
+/// one write, flushed.
 pub(crate) fn print_line(event: &str, stage: &str, report: &Report) {
-    let mut line = format_line(event, stage, report);
+    let mut line = escape(&format_line(event, stage, report)).into_owned();
     line.push('\n');
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::stderr().lock();
     let _ = out.write_all(line.as_bytes());
     let _ = out.flush();
 }
@@ -59,5 +90,30 @@ mod tests {
         assert_eq!(human_bytes(None), "unavailable");
         assert_eq!(human_bytes(Some(812 * (1 << 20) + 400 * 1024)), "812.4 MiB");
         assert_eq!(human_bytes(Some(1181116006)), "1.1 GiB");
+    }
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert_eq!(escape("fit/predict"), "fit/predict");
+        assert_eq!(escape("naïve 検索 ✓"), "naïve 検索 ✓");
+        assert_eq!(
+            escape("a\nb\rc\td\0e\u{1b}[31mf\u{7f}g\u{85}h"),
+            "a\\nb\\rc\\td\\u{0}e\\u{1b}[31mf\\u{7f}g\\u{85}h"
+        );
+        assert_eq!(escape("x\u{2028}y\u{202e}z"), "x\\u{2028}y\\u{202e}z");
+        // A backslash stays as it is: the escapes are for what cannot be printed.
+        assert_eq!(escape("a\\n"), "a\\n");
+    }
+
+    #[test]
+    fn a_line_with_a_newline_in_a_stage_name_stays_one_line() {
+        let report = Report::default();
+        let line = escape(&format_line("completed a\nb (0.10s)", "a\nb", &report)).into_owned();
+        assert_eq!(line.lines().count(), 1);
+        assert!(
+            line.starts_with("[stemmon] completed a\\nb (0.10s); elapsed="),
+            "{line}"
+        );
+        assert!(line.contains("; stage=a\\nb; "), "{line}");
     }
 }

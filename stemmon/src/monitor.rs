@@ -11,7 +11,7 @@ use crate::stage::Stage;
 use std::borrow::Cow;
 use std::marker::PhantomData;
 use std::sync::mpsc::{self, Sender};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 /// The sampler's channel and its thread, which hands back its reader.
@@ -82,17 +82,7 @@ impl Monitor {
         Monitor::start_with(config, make)
     }
 
-    fn start_with(
-        mut config: Config,
-        make: fn(bool) -> Box<dyn TreeReader>,
-    ) -> Result<Monitor, Error> {
-        // Resolved once: a later `set_current_dir` does not move the report.
-        if let Some(path) = &config.output {
-            config.output = Some(std::path::absolute(path).map_err(|e| Error::InvalidConfig {
-                setting: "output",
-                reason: format!("cannot resolve {}: {e}", path.display()),
-            })?);
-        }
+    fn start_with(config: Config, make: fn(bool) -> Box<dyn TreeReader>) -> Result<Monitor, Error> {
         let identity = crate::identity::collect(&config)?;
         let exporter = crate::export::Exporter::from_config(&config, &identity.0, &identity.1)?;
         let mut reader = make(config.detailed_memory);
@@ -153,9 +143,17 @@ impl Monitor {
         self.finalize(None)
     }
 
-    /// Finishes with `error` as the run's failure (the error type `main` returned).
-    pub(crate) fn finish_with_error(mut self, error: Option<String>) -> Report {
-        self.finalize(error)
+    /// Finishes like [`finish`](Monitor::finish), with `error` as the run's failure in
+    /// the report's `error` and the `failed (<error>)` line: what `#[monitor_main]` does
+    /// when `main` returns `Err`, and `stemmon run` when the command was killed.
+    pub fn finish_with_error(mut self, error: impl Into<String>) -> Report {
+        self.finalize(Some(error.into()))
+    }
+
+    /// Makes this the monitor that SIGINT, SIGTERM and `process::exit` finalize
+    /// (`#[monitor_main]` calls it, with `signals::install(finalize_process_monitor)`).
+    pub(crate) fn finalize_on_endings(&self) {
+        *ENDINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&self.recorder));
     }
 
     fn finalize(&mut self, error: Option<String>) -> Report {
@@ -163,6 +161,14 @@ impl Monitor {
             return self.recorder.snapshot();
         }
         self.finished = true;
+        // Held to the end, so a signal waits for this report rather than race it.
+        let mut endings = ENDINGS.lock().unwrap_or_else(PoisonError::into_inner);
+        if endings
+            .as_ref()
+            .is_some_and(|r| Arc::ptr_eq(r, &self.recorder))
+        {
+            *endings = None;
+        }
         let mut reader = match self.sampler.take() {
             Some((events, thread)) => {
                 let _ = events.send(Event::Stop);
@@ -178,12 +184,40 @@ impl Monitor {
         };
         self.recorder.end(error);
         context::uninstall(&self.recorder);
+        let _endings = endings;
         sampler::publish(
             &self.recorder,
             &[(Line::Text(event), OpenStage::OwnerNow)],
             true,
             true,
         )
+    }
+}
+
+/// The monitor `#[monitor_main]` started, until it finishes.
+static ENDINGS: Mutex<Option<Arc<Recorder>>> = Mutex::new(None);
+
+/// The finalizer `signals` calls: from the `stemmon-signals` thread with the signal's
+/// name, or from the exit hook with `None`. Does nothing once `finish` ran.
+pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
+    let recorder = ENDINGS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(recorder) = recorder {
+        let mut reader = memory::default_reader(recorder.config.detailed_memory);
+        recorder.take_sample(&mut *reader);
+        let line = match error {
+            Some(error) => format!("failed ({error})"),
+            None => "finished".to_owned(),
+        };
+        recorder.end(error.map(str::to_owned));
+        sampler::publish(
+            &recorder,
+            &[(Line::Text(line), OpenStage::OwnerNow)],
+            true,
+            true,
+        );
     }
 }
 

@@ -5,10 +5,6 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fs;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Peaks of the six memory fields over the samples a record saw.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -311,67 +307,5 @@ impl Report {
     /// The record of a stage path such as `"fit"` or `"fit/inner"`.
     pub fn stage(&self, path: &str) -> Option<&StageReport> {
         self.stages.iter().find(|stage| stage.path == path)
-    }
-}
-
-/// Writes `bytes` to `path` so that a reader sees the old file or the new one, never a
-/// part: a temporary file beside it, flushed, then renamed over it.
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8], durable: bool) -> io::Result<()> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent)?;
-    }
-    let file_name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
-    let mut temporary_name = std::ffi::OsString::from(".");
-    temporary_name.push(file_name);
-    temporary_name.push(format!(
-        ".{}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let temporary: PathBuf = path.with_file_name(temporary_name);
-    let written = (|| {
-        let mut file = fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        if durable {
-            file.sync_data()?;
-        }
-        fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    written
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn atomic_write_creates_parents_and_leaves_no_temporary() {
-        let dir = std::env::temp_dir().join(format!("stemmon-unit-{}", std::process::id()));
-        let path = dir.join("a/b/report.json");
-        write_atomic(&path, b"{}", true).unwrap();
-        write_atomic(&path, b"{\"x\":1}", false).unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), "{\"x\":1}");
-        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, vec![std::ffi::OsString::from("report.json")]);
-        fs::remove_dir_all(dir).unwrap();
-    }
-
-    #[test]
-    fn atomic_write_to_a_directory_fails_and_cleans_up() {
-        let dir = std::env::temp_dir().join(format!("stemmon-unit-dir-{}", std::process::id()));
-        fs::create_dir_all(dir.join("taken")).unwrap();
-        assert!(write_atomic(&dir.join("taken"), b"{}", true).is_err());
-        let names: Vec<_> = fs::read_dir(&dir).unwrap().collect();
-        assert_eq!(names.len(), 1, "the temporary file must be removed");
-        fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -2,31 +2,13 @@
 //! line every `log_interval`, and every log line and report write that an instrumented
 //! thread asked for. Instrumented threads do no I/O.
 
+use crate::cadence::{earliest, Grid};
 use crate::log;
 use crate::memory::TreeReader;
 use crate::recorder::{Event, Line, OpenStage, Recorder};
 use crate::report::Report;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
-
-/// `now + every`, or a day from now where that overflows.
-fn later(now: Instant, every: Duration) -> Instant {
-    now.checked_add(every)
-        .or_else(|| now.checked_add(Duration::from_secs(86_400)))
-        .unwrap_or(now)
-}
-
-/// The next deadline on the fixed grid `start + k × every` after `now`: a slow tick
-/// skips the missed ones instead of shifting the grid.
-pub(crate) fn next_tick(deadline: Instant, every: Duration, now: Instant) -> Instant {
-    let next = later(deadline, every);
-    if next > now {
-        return next;
-    }
-    let behind = now.duration_since(next).as_secs_f64();
-    let steps = (behind / every.as_secs_f64()).floor() + 1.0;
-    later(next, every.mul_f64(steps.min(1e9)))
-}
+use std::time::Instant;
 
 /// Runs until told to stop; hands the reader back for the last sample.
 pub(crate) fn run(
@@ -34,16 +16,21 @@ pub(crate) fn run(
     mut reader: Box<dyn TreeReader>,
     events: &Receiver<Event>,
 ) -> Box<dyn TreeReader> {
-    let interval = recorder.config.sample_interval;
-    let log_interval = recorder.config.log_interval;
+    // Samples and `running` lines on fixed grids: neither drifts nor waits for the other.
     let start = Instant::now();
-    let mut next_sample = later(start, interval);
-    let mut next_log = log_interval.map(|every| later(start, every));
+    let mut samples = Grid::new(start, recorder.config.sample_interval);
+    let mut logs = recorder
+        .config
+        .log_interval
+        .map(|every| Grid::new(start, every));
     let mut lines = Vec::new();
     loop {
-        let now = Instant::now();
-        let deadline = next_log.map_or(next_sample, |log| log.min(next_sample));
-        match events.recv_timeout(deadline.saturating_duration_since(now)) {
+        let deadline = earliest(samples.next(), logs.as_ref().and_then(Grid::next));
+        let received = match deadline {
+            Some(at) => events.recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        match received {
             Ok(Event::Log(line, stage)) => {
                 lines.push((line, stage));
                 // Take what else is waiting: one report write for the lot.
@@ -63,25 +50,20 @@ pub(crate) fn run(
             Err(RecvTimeoutError::Timeout) => {}
         }
         let now = Instant::now();
-        if now >= next_sample {
+        if samples.due(now) {
             recorder.take_sample(&mut *reader);
-            next_sample = next_tick(next_sample, interval, Instant::now());
         }
-        if let (Some(at), Some(every)) = (next_log, log_interval) {
-            if now >= at {
-                publish(
-                    recorder,
-                    &[(Line::Text("running".to_owned()), OpenStage::OwnerNow)],
-                    true,
-                    false,
-                );
-                next_log = Some(next_tick(at, every, Instant::now()));
-            }
+        if logs.as_mut().is_some_and(|logs| logs.due(now)) {
+            publish(
+                recorder,
+                &[(Line::Text("running".to_owned()), OpenStage::OwnerNow)],
+                true,
+                false,
+            );
         }
     }
     reader
 }
-
 /// Rewrites the report and prints a line for each event, in one ordered step; with
 /// `export`, sends the metrics first; with `durable`, the write is synced to disk.
 /// Returns the report written.
@@ -108,45 +90,20 @@ pub(crate) fn publish(
 }
 
 fn write(recorder: &Recorder, report: &Report, durable: bool) {
-    let Some(path) = &recorder.config.output else {
-        return;
+    let written = match &recorder.output {
+        None => return,
+        Some(Err(message)) => Err(message.clone()),
+        Some(Ok(output)) => serde_json::to_vec_pretty(report)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| output.write(&bytes, durable))
+            .map_err(|error| {
+                format!(
+                    "could not write the report to {}: {error}",
+                    output.path().display()
+                )
+            }),
     };
-    let written = serde_json::to_vec_pretty(report)
-        .map_err(std::io::Error::other)
-        .and_then(|bytes| crate::report::write_atomic(path, &bytes, durable));
-    if let Err(error) = written {
-        recorder.output_failed(format!(
-            "could not write the report to {}: {error}",
-            path.display()
-        ));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn ticks_stay_on_their_grid() {
-        let start = Instant::now();
-        let every = Duration::from_millis(250);
-        // On time: the next grid point.
-        assert_eq!(next_tick(start, every, start), start + every);
-        // Late by 0.6 intervals: still the next grid point, not now + interval.
-        let late = start + every + every.mul_f64(0.6);
-        assert_eq!(next_tick(start + every, every, late), start + every * 2);
-        // Late by 2.5 intervals: the missed points are skipped.
-        let later_still = start + every * 3 + every / 2;
-        assert_eq!(
-            next_tick(start + every, every, later_still),
-            start + every * 4
-        );
-    }
-
-    #[test]
-    fn a_huge_interval_does_not_overflow() {
-        let now = Instant::now();
-        let huge = Duration::from_secs(u64::MAX / 4);
-        assert!(next_tick(now, huge, now) > now);
+    if let Err(message) = written {
+        recorder.output_failed(message);
     }
 }

@@ -200,11 +200,13 @@ pub(crate) fn textfile_name(host: &str, pid: u32) -> String {
     format!("stemmon-{host}-{pid}.prom")
 }
 
-/// Replaces `path` (a `.prom` file) atomically with `text`. The temporary file is
-/// `.<name>.<pid>.<n>.tmp` beside it, which node_exporter ignores (it reads `*.prom`),
-/// and is removed if the write fails.
+/// Replaces `path` (a `.prom` file) atomically with `text`, as the report is replaced
+/// ([`Output`](crate::output::Output)). The temporary file,
+/// `.<name>.stemmon-<pid>-<n>.tmp` beside it, is one node_exporter ignores (it reads
+/// `*.prom`), and is removed if the write fails or its writer was killed.
 pub(crate) fn write_textfile(path: &Path, text: &str) -> Result<(), String> {
-    crate::report::write_atomic(path, text.as_bytes(), false)
+    crate::output::Output::resolve(path)
+        .and_then(|output| output.write(text.as_bytes(), false))
         .map_err(|error| format!("could not write {}: {error}", path.display()))
 }
 

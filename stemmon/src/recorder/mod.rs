@@ -18,6 +18,7 @@ pub(crate) use thread::ThreadSlot;
 use crate::builder::Config;
 use crate::export::Exporter;
 use crate::memory::{SelfRss, TreeReading};
+use crate::output::Output;
 use crate::report::{SampleReport, Span, TimelinePoint};
 use records::{Records, Stats};
 use std::borrow::Cow;
@@ -133,6 +134,8 @@ pub(crate) struct Recorder {
     /// This machine's name, and who this process is in a larger job.
     pub(crate) host: String,
     pub(crate) labels: BTreeMap<String, String>,
+    /// Where the report goes, resolved once at start (or why it cannot go anywhere).
+    pub(crate) output: Option<Result<Output, String>>,
     /// Metrics for Prometheus; used on the sampler thread and at the end only.
     pub(crate) exporter: Mutex<Option<Exporter>>,
     /// Set once finished: every later call is a no-op.
@@ -198,6 +201,10 @@ impl Recorder {
             platform: platform(),
             host,
             labels,
+            output: config.output.as_deref().map(|path| {
+                Output::resolve(path)
+                    .map_err(|e| format!("could not write the report to {}: {e}", path.display()))
+            }),
             exporter: Mutex::new(exporter),
             ended: AtomicBool::new(false),
             boundary_at: Padded(AtomicU64::new(0)),
@@ -395,10 +402,12 @@ impl Recorder {
         delta.min_ticks = delta.min_ticks.min(ticks);
         delta.max_ticks = delta.max_ticks.max(ticks);
         let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
-        if frame.error.is_none() && !panicking && ticks < self.long_ticks && reuse {
-            delta.saw_boundary = true;
+        let quiet = frame.error.is_none() && !panicking && ticks < self.long_ticks;
+        if quiet && reuse && thread.has_completed(frame.record) {
+            thread.delta(frame.record).saw_boundary = true;
             return;
         }
+        thread.mark_completed(frame.record);
         let error = if panicking {
             Some(Cow::Borrowed("panic"))
         } else {

@@ -100,6 +100,9 @@ pub(crate) struct ThreadState {
     dirty: Vec<u32>,
     /// Records this thread has merged calls into (each counts it once in `threads`).
     ran: Vec<bool>,
+    /// Records this thread has seen complete through the slow path, which logs a first
+    /// completion: later completions here may take the fast one.
+    completed: Vec<bool>,
     next_seq: u32,
     /// Calls merged so far.
     pub(crate) calls: u64,
@@ -175,6 +178,24 @@ impl ThreadState {
             Some(top) if top.seq == seq => Some(self.stack.len() - 1),
             _ => self.stack.iter().rposition(|frame| frame.seq == seq),
         }
+    }
+
+    /// Whether this thread has closed a call of `record` through the slow path.
+    #[inline]
+    pub(crate) fn has_completed(&self, record: u32) -> bool {
+        self.completed
+            .get(record as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    /// Notes that a call of `record` closed through the slow path.
+    pub(crate) fn mark_completed(&mut self, record: u32) {
+        let index = record as usize;
+        if self.completed.len() <= index {
+            self.completed.resize(index + 1, false);
+        }
+        self.completed[index] = true;
     }
 
     /// Records the error of the open call `seq`.

@@ -6,7 +6,8 @@
     sample_interval = 1,
     log_interval = 30,
     detailed_memory = true,
-    max_samples = 10
+    max_samples = 10,
+    high_water_marks = false
 )]
 fn main() {
     let data = vec![1u8; 1 << 20];

@@ -1,0 +1,411 @@
+//! A final report whatever ends the program, and nothing of the user's clobbered: real
+//! fixture processes ended by SIGTERM, SIGINT, `process::exit` and `kill -9`, reports
+//! written to real device nodes and FIFOs, and a program that changes directory.
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::FileTypeExt;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+use stemmon::Report;
+use stemmon_suite::{temp_dir, TempDir};
+
+const ENDINGS: &str = env!("CARGO_BIN_EXE_fixture-main-endings");
+const OUTPUT: &str = env!("CARGO_BIN_EXE_fixture-output");
+/// Signal numbers, the same on every Linux architecture and on the BSDs.
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
+
+/// A command for `binary` with no inherited `STEMMON_*` setting.
+fn command(binary: &str) -> Command {
+    let mut command = Command::new(binary);
+    for name in [
+        "STEMMON_OUTPUT",
+        "STEMMON_SAMPLE_INTERVAL",
+        "STEMMON_LOG_INTERVAL",
+        "STEMMON_DISABLE",
+        "STEMMON_HIGH_WATER_MARKS",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
+fn read_report(path: &Path) -> Report {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
+    serde_json::from_str(&text).expect("the report reads back as a stemmon::Report")
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Waits for `child` at most `limit`; kills it and fails if it is still running then.
+fn wait_at_most(child: &mut Child, limit: Duration) -> ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not end within {limit:?}: it hangs");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Reads stdout up to the line `ready`.
+fn wait_ready(child: &mut Child) {
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready", "the fixture did not start");
+}
+
+fn send(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success());
+}
+
+// ---------------------------------------------------------------------------------------
+// Signals and process::exit
+
+/// `fixture-main-endings wait` with SIGINT and SIGTERM at their default action, as in a
+/// terminal, even when this test runs where SIGINT is ignored (a background job of a
+/// script): through GNU `env --default-signal` where it exists.
+fn endings_wait() -> Command {
+    let resets = Command::new("env")
+        .args(["--default-signal=INT,TERM", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if resets {
+        let mut command = command("env");
+        command.args(["--default-signal=INT,TERM", ENDINGS, "wait"]);
+        command
+    } else {
+        let mut command = command(ENDINGS);
+        command.arg("wait");
+        command
+    }
+}
+
+/// Starts `fixture-main-endings wait`, sends `signal` once it is inside its stage, and
+/// returns how it ended, its stderr and its report.
+fn end_by(signal: &str, name: &str, env: &[(&str, &str)]) -> (ExitStatus, String, Report) {
+    let dir = temp_dir(name);
+    let report_path = dir.join("report.json");
+    let mut child = endings_wait()
+        .env("STEMMON_OUTPUT", &report_path)
+        .envs(env.iter().copied())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child);
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = Instant::now();
+    send(signal, child.id());
+    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    let took = sent.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "{took:?} from the signal to the end"
+    );
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    (status, stderr, read_report(&report_path))
+}
+
+fn assert_ended_by(
+    signal: i32,
+    name: &str,
+    (status, stderr, report): (ExitStatus, String, Report),
+) {
+    assert_eq!(
+        status.signal(),
+        Some(signal),
+        "{status:?}: the default action must end the process\n{stderr}"
+    );
+    assert!(!report.running, "the report is final");
+    assert_eq!(report.error.as_deref(), Some(name));
+    let serve = report
+        .stage("serve")
+        .expect("the open stage is in the report");
+    assert_eq!(serve.calls, 1);
+    assert!(serve.wall_seconds >= 0.3, "{}", serve.wall_seconds);
+    assert!(report.latest_sample.is_some());
+    assert!(report.wall_seconds >= 0.3);
+}
+
+#[test]
+fn sigterm_leaves_a_final_report_naming_it_and_the_process_dies_of_it() {
+    let ended = end_by("TERM", "sigterm", &[]);
+    let lines: Vec<&str> = ended
+        .1
+        .lines()
+        .filter(|l| l.starts_with("[stemmon]"))
+        .collect();
+    assert!(
+        lines
+            .last()
+            .is_some_and(|l| l.starts_with("[stemmon] failed (SIGTERM); elapsed=")),
+        "{lines:?}"
+    );
+    assert_ended_by(SIGTERM, "SIGTERM", ended);
+}
+
+#[test]
+fn sigterm_with_the_log_off_still_writes_the_report() {
+    let ended = end_by("TERM", "sigterm-quiet", &[("STEMMON_LOG_INTERVAL", "none")]);
+    assert!(!ended.1.contains("[stemmon] failed"), "{}", ended.1);
+    assert_ended_by(SIGTERM, "SIGTERM", ended);
+}
+
+#[test]
+fn sigint_leaves_a_final_report_naming_it_and_the_process_dies_of_it() {
+    let ended = end_by("INT", "sigint", &[]);
+    assert_ended_by(SIGINT, "SIGINT", ended);
+}
+
+/// A program started with SIGINT ignored (`cmd &` in a script, `nohup`) keeps ignoring
+/// it: stemmon does not make Ctrl-C kill a job that was meant to survive it.
+#[test]
+fn a_signal_ignored_at_the_start_stays_ignored() {
+    let dir = temp_dir("ignored");
+    let report_path = dir.join("report.json");
+    let mut child = command("sh")
+        .args(["-c", "trap '' INT; exec \"$0\" wait", ENDINGS])
+        .env("STEMMON_OUTPUT", &report_path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child);
+    send("INT", child.id());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "SIGINT ended the program"
+    );
+    assert!(read_report(&report_path).running);
+    send("TERM", child.id());
+    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    assert_eq!(status.signal(), Some(SIGTERM));
+    assert_eq!(read_report(&report_path).error.as_deref(), Some("SIGTERM"));
+}
+
+#[test]
+fn process_exit_inside_a_stage_leaves_a_final_report_with_the_stage() {
+    let dir = temp_dir("exit");
+    let report_path = dir.join("report.json");
+    let mut child = command(ENDINGS)
+        .arg("exit")
+        .env("STEMMON_OUTPUT", &report_path)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let status = wait_at_most(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(3));
+    let output = child.wait_with_output().unwrap();
+    assert!(!String::from_utf8_lossy(&output.stdout).contains("unreachable"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("[stemmon] finished; elapsed=")),
+        "{stderr}"
+    );
+    let report = read_report(&report_path);
+    assert!(!report.running);
+    assert_eq!(report.error, None);
+    let work = report.stage("work").expect("the stage that called exit");
+    assert_eq!(work.calls, 1);
+    assert!(work.wall_seconds >= 0.1, "{}", work.wall_seconds);
+    assert!(names(&dir) == ["report.json"], "{:?}", names(&dir));
+}
+
+// ---------------------------------------------------------------------------------------
+// Output paths
+
+/// `fixture-output <path> once`, in `dir`: its output and the `output_error` it printed.
+fn write_once(dir: &Path, path: &Path) -> (Output, String) {
+    let output = command(OUTPUT)
+        .arg(path)
+        .arg("once")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let error = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("output_error="))
+        .expect("the fixture prints output_error")
+        .to_owned();
+    (output, error)
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// `mknod <dir>/<name> c <major> <minor>`; `false` if the system does not allow it.
+fn mknod(path: &Path, major: u32, minor: u32) -> bool {
+    Command::new("mknod")
+        .arg(path)
+        .args(["c", &major.to_string(), &minor.to_string()])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[test]
+fn device_nodes_are_written_into_never_replaced() {
+    if !is_root() {
+        eprintln!("skipped: making device nodes (mknod) needs root; run the tests as root");
+        return;
+    }
+    let dir = temp_dir("devices");
+    let null = dir.join("null");
+    let full = dir.join("full");
+    if !(mknod(&null, 1, 3) && mknod(&full, 1, 7)) {
+        eprintln!("skipped: mknod is not permitted here (a container without CAP_MKNOD?)");
+        return;
+    }
+    // Without the fix, root's rename replaced the node with a regular file.
+    let (_, error) = write_once(&dir, &null);
+    assert_eq!(error, "None", "writing into the null device succeeds");
+    let (run, error) = write_once(&dir, &full);
+    assert!(
+        error.contains("could not write the report to") && error.contains("No space left"),
+        "{error}"
+    );
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        stderr.matches("[stemmon] warning: could not write").count(),
+        1,
+        "warned once: {stderr}"
+    );
+    for node in [&null, &full] {
+        let kind = std::fs::symlink_metadata(node).unwrap().file_type();
+        assert!(kind.is_char_device(), "{} was replaced", node.display());
+    }
+    assert_eq!(names(&dir), ["full", "null"], "no temporary file either");
+}
+
+#[test]
+fn a_fifo_without_a_reader_is_an_output_error_and_stays_a_fifo() {
+    let dir = temp_dir("fifo");
+    let fifo = dir.join("report.json");
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let started = Instant::now();
+    let (_, error) = write_once(&dir, &fifo);
+    assert!(started.elapsed() < Duration::from_secs(10), "no hang");
+    assert!(error.contains("no process is reading the FIFO"), "{error}");
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    assert_eq!(names(&dir), ["report.json"]);
+}
+
+#[test]
+fn a_relative_output_stays_where_it_was_at_the_start_after_set_current_dir() {
+    let dir = temp_dir("chdir");
+    let (start, elsewhere) = (dir.join("start"), dir.join("elsewhere"));
+    std::fs::create_dir_all(&start).unwrap();
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let output = command(OUTPUT)
+        .args(["out/report.json", "chdir"])
+        .arg(&elsewhere)
+        .current_dir(&start)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report = read_report(&start.join("out/report.json"));
+    assert!(!report.running);
+    assert_eq!(report.stage("work").unwrap().calls, 1);
+    assert_eq!(names(&elsewhere), Vec::<String>::new(), "no second report");
+    assert_eq!(names(&start.join("out")), ["report.json"]);
+}
+
+/// Starts `fixture-output <path> spin` (a rewrite every millisecond) and kills it with
+/// SIGKILL after `after`; returns its pid.
+fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
+    let mut child = command(OUTPUT)
+        .arg(path)
+        .arg("spin")
+        .current_dir(dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_ready(&mut child);
+    std::thread::sleep(after);
+    let pid = child.id();
+    send("KILL", pid);
+    let status = wait_at_most(&mut child, Duration::from_secs(10));
+    assert_eq!(status.signal(), Some(9));
+    pid
+}
+
+#[test]
+fn after_kill_9_the_next_run_removes_the_dead_writers_temporaries_only() {
+    let dir = temp_dir("kill-9");
+    let path: PathBuf = dir.join("report.json");
+    let mut left = 0;
+    let mut last_pid = 0;
+    for kill in 0..5u64 {
+        last_pid = spin_and_kill(&dir, &path, Duration::from_millis(150 + 37 * kill));
+        left += names(&dir).iter().filter(|n| n.ends_with(".tmp")).count();
+        // The last periodic report is whole.
+        let report = read_report(&path);
+        assert!(report.running);
+        assert!(report.stage("spin").is_some());
+    }
+    eprintln!("kill -9 during rewrites: {left} temporary files left by 5 kills");
+    // What a kill between write and rename leaves, made certain here, beside files that
+    // are not a dead writer's: a live writer's (this test's pid) and the user's own.
+    let own = [
+        format!(".report.json.stemmon-{}-0.tmp", std::process::id()),
+        ".report.json.tmp".to_owned(),
+        "notes.stemmon-1-1.tmp".to_owned(),
+    ];
+    std::fs::write(
+        dir.join(format!(".report.json.stemmon-{last_pid}-99.tmp")),
+        "{",
+    )
+    .unwrap();
+    for name in &own {
+        std::fs::write(dir.join(name), "keep").unwrap();
+    }
+    let (_, error) = write_once(&dir, &path);
+    assert_eq!(error, "None");
+    let mut expected: Vec<String> = own.to_vec();
+    expected.push("report.json".to_owned());
+    expected.sort();
+    assert_eq!(names(&dir), expected);
+    assert!(!read_report(&path).running);
+}

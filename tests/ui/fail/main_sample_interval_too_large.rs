@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(sample_interval = 1e19)]
+fn main() {}
