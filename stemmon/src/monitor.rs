@@ -5,10 +5,10 @@ use crate::builder::{Config, MonitorBuilder, Reader};
 use crate::context::{self, Owner, OwnerCell, Published, POLL};
 use crate::error::Error;
 use crate::log;
-use crate::memory::{self, SelfRss, TreeReader, TreeReading};
-use crate::report::{self, Report, SampleReport, StageReport};
+use crate::memory::{self, SelfReader, TreeReader, TreeReading}; // peaks:
+use crate::report::{self, CgroupReport, HighWaterMarks, Report, SampleReport, StageReport}; // peaks:
 use crate::sampler;
-use crate::stage::{short_type_name, Record, Stage, StageName, Stats};
+use crate::stage::{short_type_name, BoundaryInterval, Record, Stage, StageName, Stats}; // peaks:
 use std::borrow::Cow;
 use std::cell::RefMut;
 use std::collections::VecDeque;
@@ -41,7 +41,10 @@ impl Monitor {
             return Err(Error::AlreadyActive);
         }
         let mut reader = make(config.detailed_memory);
-        let shared = Arc::new(Shared::new(config, reader.name()));
+        // peaks: the marks as asked (builder, then STEMMON_HIGH_WATER_MARKS) and as readable.
+        let root = config.root.unwrap_or_else(std::process::id);
+        let marks = reader.configure_marks(memory::marks_wanted(config.high_water_marks), root);
+        let shared = Arc::new(Shared::new(config, reader.name(), marks));
         shared.take_sample(&mut *reader);
         let (stop, stopped) = mpsc::channel();
         let thread = {
@@ -212,7 +215,13 @@ pub(crate) struct State {
     last_tree: TreeReading,
     /// The newest reading of the parent alone: (ticks, bytes).
     boundary: Option<(u64, u64)>,
-    self_rss: SelfRss,
+    // peaks: the live descendants' RSS at that reading, those found exited left out.
+    boundary_children: Option<u64>,
+    // peaks: which of `last_tree.descendants` were found exited.
+    gone: Vec<bool>,
+    // peaks: the job's cgroup as last read.
+    cgroup: Option<CgroupReport>,
+    self_rss: SelfReader, // peaks:
     sampling_attempts: u64,
     sampling_seconds: f64,
     max_sampling_seconds: f64,
@@ -230,6 +239,8 @@ pub(crate) struct Shared {
     pub(crate) epoch: u64,
     pub(crate) config: Config,
     pub(crate) sampler: &'static str,
+    // peaks: which high-water marks are read.
+    high_water_marks: HighWaterMarks,
     pub(crate) clock: quanta::Clock,
     /// Clock ticks in `BOUNDARY_REUSE_NANOS` and in `LOG_COMPLETION_AFTER_NANOS`, so the
     /// hot path compares raw ticks and converts only when it merges.
@@ -265,7 +276,7 @@ fn seconds(nanos: u64) -> f64 {
 }
 
 impl Shared {
-    fn new(config: Config, sampler: &'static str) -> Shared {
+    fn new(config: Config, sampler: &'static str, marks: HighWaterMarks) -> Shared { // peaks:
         let clock = quanta::Clock::new();
         let probe = 1u64 << 40;
         let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
@@ -275,6 +286,8 @@ impl Shared {
             long_ticks: ticks(LOG_COMPLETION_AFTER_NANOS),
             epoch: NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
             sampler,
+            // peaks: the boundary reads the marks of this process only when it is the root.
+            high_water_marks: marks.clone(),
             origin: clock.raw(),
             clock,
             pid: config.root.unwrap_or_else(std::process::id),
@@ -293,7 +306,10 @@ impl Shared {
                 max_samples: config.max_samples,
                 last_tree: TreeReading::default(),
                 boundary: None,
-                self_rss: SelfRss::new(),
+                boundary_children: None, // peaks:
+                gone: Vec::new(),        // peaks:
+                cgroup: None,            // peaks:
+                self_rss: SelfReader::new(marks.parent && config.root.is_none()), // peaks:
                 sampling_attempts: 0,
                 sampling_seconds: 0.0,
                 max_sampling_seconds: 0.0,
@@ -355,7 +371,7 @@ impl Shared {
         if !reuse {
             let mut state = self.lock();
             state.merge(self, &mut owner);
-            state.boundary_reading(self, &mut owner, now, record);
+            state.boundary_reading(self, &mut owner, now, record, true); // peaks: entering
         }
         Stage::new(self.epoch, seq)
     }
@@ -406,7 +422,7 @@ impl Shared {
         owner.nodes[frame.record as usize].completed_once = true;
         let mut state = self.lock();
         state.merge(self, &mut owner);
-        state.boundary_reading(self, &mut owner, now, frame.record);
+        state.boundary_reading(self, &mut owner, now, frame.record, false); // peaks: exiting
         let message = state.finish_call(frame.record, self.clock.delta_as_nanos(0, ticks), error);
         drop(state);
         drop(owner);
@@ -430,7 +446,7 @@ impl Shared {
         let mut state = self.lock();
         state.records[record as usize].calls += 1;
         state.open_async.push((seq, record, now));
-        state.boundary_reading(self, &mut owner, now, record);
+        state.boundary_reading(self, &mut owner, now, record, true); // peaks: entering
         (record, seq, now)
     }
 
@@ -489,7 +505,15 @@ impl Shared {
         state.sampling_seconds += took;
         state.max_sampling_seconds = state.max_sampling_seconds.max(took);
         match reading {
-            Ok(reading) => state.apply_sample(reading, &stack, done, self.elapsed(done)),
+            Ok(reading) => {
+                // peaks: an OOM kill in the job's cgroup is logged.
+                let kills = reading.oom_kills.unwrap_or(0);
+                state.apply_sample(reading, &stack, done, self.elapsed(done));
+                if kills > 0 {
+                    drop(state);
+                    self.log_event(&format!("OOM kill in the job's cgroup ({kills})"));
+                }
+            }
             Err(error) => {
                 let message = format!("could not read the process tree: {error}");
                 state.sampling_error = Some(message.clone());
@@ -546,6 +570,7 @@ impl Shared {
                     partial_rss_samples: record.stats.partial_rss_samples,
                     peak_process_count: record.stats.peak_process_count,
                     peaks: record.stats.peaks.clone(),
+                    high_water: record.stats.high_water.clone(), // peaks:
                     ..StageReport::default()
                 }
             })
@@ -575,6 +600,9 @@ impl Shared {
             latest_sample: state.latest.clone(),
             recent_samples: state.trace.iter().cloned().collect(),
             command: self.config.command.clone(),
+            high_water: state.total.high_water.clone(), // peaks:
+            high_water_marks: self.high_water_marks.clone(), // peaks:
+            cgroup: state.cgroup.clone(),              // peaks:
             ..Report::default()
         }
     }
@@ -647,6 +675,8 @@ impl State {
             }
             if let (true, Some(reading)) = (delta.saw_boundary, &boundary) {
                 record.stats.apply_boundary(reading);
+                // peaks: that reading's interval ended before the call: the next one counts.
+                record.stats.awaiting_interval = true;
             }
         }
     }
@@ -654,7 +684,7 @@ impl State {
     /// The latest parent reading with the descendants as last sampled.
     fn boundary_tree(&self) -> Option<TreeReading> {
         let (_, parent) = self.boundary?;
-        let children = self.last_tree.children_rss;
+        let children = self.boundary_children; // peaks: exited descendants left out
         Some(TreeReading {
             parent_rss: Some(parent),
             children_rss: children,
@@ -672,13 +702,21 @@ impl State {
         owner: &mut RefMut<'_, Owner>,
         now: u64,
         record: u32,
+        entering: bool, // peaks:
     ) {
         let fresh = match self.boundary {
-            Some((at, _)) if shared.clock.delta_as_nanos(at, now) < BOUNDARY_REUSE_NANOS => false,
+            Some((at, _)) if shared.clock.delta_as_nanos(at, now) < BOUNDARY_REUSE_NANOS => None,
             _ => match self.self_rss.read() {
-                Some(rss) => {
-                    self.boundary = Some((now, rss));
-                    true
+                Some(reading) => {
+                    self.boundary = Some((now, reading.rss));
+                    // peaks: a boundary never counts a descendant that has exited. A reaped
+                    // child shows in `reading.reaped`; small trees are checked every time.
+                    let descendants = &self.last_tree.descendants;
+                    if reading.reaped.is_some() || descendants.len() <= 16 {
+                        self.boundary_children =
+                            Some(memory::live_children_rss(descendants, &mut self.gone));
+                    }
+                    Some(reading)
                 }
                 None => return,
             },
@@ -688,18 +726,41 @@ impl State {
             return;
         };
         self.records[record as usize].stats.apply_boundary(&reading);
-        if fresh {
-            for frame in &owner.stack {
-                if frame.record != record {
-                    self.records[frame.record as usize]
-                        .stats
-                        .apply_boundary(&reading);
-                }
+        let Some(fresh) = fresh else {
+            // peaks: a reused reading's interval ended before this call.
+            self.records[record as usize].stats.awaiting_interval = true;
+            return;
+        };
+        // peaks: the interval this reading closes, for every record open in it.
+        let interval = BoundaryInterval {
+            parent_hwm: fresh.hwm,
+            reaped: fresh.reaped,
+            children_rss: self.boundary_children.unwrap_or(0),
+        };
+        for stats in self
+            .records
+            .iter_mut()
+            .map(|r| &mut r.stats)
+            .filter(|stats| stats.awaiting_interval)
+        {
+            stats.apply_interval(&interval);
+        }
+        if !entering {
+            self.records[record as usize]
+                .stats
+                .apply_interval(&interval);
+        }
+        self.total.apply_interval(&interval);
+        for frame in &owner.stack {
+            if frame.record != record {
+                let stats = &mut self.records[frame.record as usize].stats;
+                stats.apply_boundary(&reading);
+                stats.apply_interval(&interval);
             }
-            if self.total.apply_boundary(&reading) {
-                self.peak_rss_stage = Some(self.records[record as usize].path.clone());
-                self.peak_rss_elapsed_seconds = Some(shared.elapsed(now));
-            }
+        }
+        if self.total.apply_boundary(&reading) {
+            self.peak_rss_stage = Some(self.records[record as usize].path.clone());
+            self.peak_rss_elapsed_seconds = Some(shared.elapsed(now));
         }
     }
 
@@ -750,8 +811,23 @@ impl State {
                 }
             }
         }
+        // peaks: records that closed in this interval, or saw only a reused reading.
+        for (id, record) in self.records.iter_mut().enumerate() {
+            if !seen.contains(&(id as u32)) {
+                if record.stats.awaiting_interval {
+                    record.stats.apply_sample_interval(&reading);
+                } else {
+                    record.stats.close_interval(reading.children_hwm);
+                }
+            }
+        }
         if let Some(parent) = reading.parent_rss {
             self.boundary = Some((at, parent));
+        }
+        self.boundary_children = reading.children_rss; // peaks:
+        self.gone.clear(); // peaks:
+        if reading.cgroup.is_some() {
+            self.cgroup = reading.cgroup.clone(); // peaks:
         }
         let sample = SampleReport {
             elapsed_seconds: elapsed,

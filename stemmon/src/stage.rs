@@ -3,7 +3,7 @@
 use crate::context;
 use crate::memory::TreeReading;
 use crate::monitor::Shared;
-use crate::report::Peaks;
+use crate::report::{HighWater, Peaks};
 use std::borrow::Cow;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -105,6 +105,25 @@ pub(crate) struct Stats {
     pub(crate) partial_rss_samples: u64,
     pub(crate) peak_process_count: u32,
     pub(crate) peaks: Peaks,
+    // peaks: the kernel's marks (SPEC §8).
+    pub(crate) high_water: HighWater,
+    /// peaks: the largest `parent mark + reaped peak` of the intervals this record
+    /// overlapped since the last full sample; that sample adds the descendants' marks.
+    pub(crate) pending_local: Option<u64>,
+    /// peaks: the record saw only a reused boundary reading, whose interval ended before
+    /// it; the next fresh reading's interval is the one it overlaps.
+    pub(crate) awaiting_interval: bool,
+}
+
+/// peaks: what a fresh stage-boundary reading says about the interval it closes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BoundaryInterval {
+    /// The parent's peak in the interval (`VmHWM`, reset at each reading).
+    pub(crate) parent_hwm: Option<u64>,
+    /// The peak of the children reaped in the interval.
+    pub(crate) reaped: Option<u64>,
+    /// The live descendants as last sampled: the best figure until the next sample.
+    pub(crate) children_rss: u64,
 }
 
 fn raise(peak: &mut Option<u64>, value: Option<u64>) -> bool {
@@ -133,7 +152,55 @@ impl Stats {
             &mut p.peak_tree_physical_footprint_bytes,
             reading.tree_physical_footprint,
         );
-        raise(&mut p.peak_tree_rss_bytes, reading.tree_rss)
+        let raised = raise(&mut p.peak_tree_rss_bytes, reading.tree_rss);
+        self.apply_sample_interval(reading); // peaks:
+        raised
+    }
+
+    /// peaks: counts the interval that a full sample closes (marks, reaped peaks, cgroup).
+    pub(crate) fn apply_sample_interval(&mut self, reading: &TreeReading) {
+        let h = &mut self.high_water;
+        raise(&mut h.peak_parent_hwm_bytes, reading.parent_hwm);
+        raise(&mut h.peak_reaped_child_rss_bytes, reading.reaped_child_peak);
+        let widened = self
+            .pending_local
+            .take()
+            .zip(reading.children_hwm)
+            .map(|(local, children)| local + children);
+        raise(&mut h.peak_tree_rss_bound_bytes, reading.tree_rss_bound.max(widened));
+        raise(&mut h.peak_cgroup_memory_bytes, reading.cgroup_peak);
+        if let Some(kills) = reading.oom_kills {
+            h.oom_kills = Some(h.oom_kills.unwrap_or(0) + kills);
+        }
+        self.awaiting_interval = false;
+    }
+
+    /// peaks: closes, at a full sample, the interval of a record that is no longer open:
+    /// its bound gets the live descendants' marks of that sample.
+    pub(crate) fn close_interval(&mut self, children_hwm: Option<u64>) {
+        if let (Some(local), Some(children)) = (self.pending_local.take(), children_hwm) {
+            raise(
+                &mut self.high_water.peak_tree_rss_bound_bytes,
+                Some(local + children),
+            );
+        }
+    }
+
+    /// peaks: counts the interval a fresh boundary reading closes.
+    pub(crate) fn apply_interval(&mut self, interval: &BoundaryInterval) {
+        let Some(hwm) = interval.parent_hwm else {
+            return;
+        };
+        let h = &mut self.high_water;
+        raise(&mut h.peak_parent_hwm_bytes, Some(hwm));
+        raise(&mut h.peak_reaped_child_rss_bytes, interval.reaped);
+        let local = hwm + interval.reaped.unwrap_or(0);
+        raise(
+            &mut h.peak_tree_rss_bound_bytes,
+            Some(local + interval.children_rss),
+        );
+        self.pending_local = self.pending_local.max(Some(local));
+        self.awaiting_interval = false;
     }
 
     /// Counts a stage-boundary reading: the parent read now, the descendants as last

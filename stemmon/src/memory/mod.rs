@@ -1,8 +1,16 @@
 //! Memory readers: one per source, behind [`TreeReader`]. The sampler does not know
 //! which one answered; the report's `sampler` key does.
+//!
+//! Besides sampled RSS, the Linux reader reads the kernel's high-water marks (SPEC §8):
+//! each process's `VmHWM`, reset at every reading, the peaks of reaped children, and
+//! the job's cgroup. The sampled peak can miss a spike between two samples; the marks
+//! cannot, and the true peak lies between the two.
 
+use crate::report::{CgroupReport, HighWaterMarks};
 use std::io;
 
+#[cfg(target_os = "linux")]
+pub(crate) mod cgroup;
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
 pub(crate) mod portable;
@@ -26,8 +34,27 @@ pub struct TreeReading {
     pub process_count: u32,
     /// Processes whose RSS was read.
     pub rss_processes: u32,
-    /// Every process found was read.
+    /// Every process found was read, and every `children` file could be listed.
     pub rss_complete: bool,
+    /// The root's peak RSS since the previous reading (`VmHWM`, then reset).
+    pub parent_hwm: Option<u64>,
+    /// The sum of the live descendants' own peaks since the previous full sample.
+    pub children_hwm: Option<u64>,
+    /// An upper bound of the tree's peak since the previous reading: `parent_hwm` +
+    /// `children_hwm` + the peaks of the descendants that exited in the interval.
+    pub tree_rss_bound: Option<u64>,
+    /// The largest peak of a descendant that exited since the previous reading.
+    pub reaped_child_peak: Option<u64>,
+    /// The job's cgroup now.
+    pub cgroup: Option<CgroupReport>,
+    /// The cgroup's highest charge since the previous sample: its charge now, or the
+    /// kernel's peak where that rose in the interval.
+    pub cgroup_peak: Option<u64>,
+    /// OOM kills in the cgroup since the previous sample.
+    pub oom_kills: Option<u64>,
+    /// `(pid, rss)` of each descendant read, so that a stage-boundary reading can leave
+    /// out the ones that have exited since.
+    pub descendants: Vec<(u32, u64)>,
 }
 
 /// Reads the memory of a process and all its descendants.
@@ -37,9 +64,32 @@ pub trait TreeReader: Send {
     /// Reads the tree rooted at `root` now. An error means the root itself could not
     /// be read; descendants that vanish or deny access only lower the coverage.
     fn read_tree(&mut self, root: u32) -> io::Result<TreeReading>;
+    /// Turns the high-water marks on or off for the tree rooted at `root`, and says
+    /// which of them this reader can read. Off, or missing here, by default.
+    fn configure_marks(&mut self, enabled: bool, _root: u32) -> HighWaterMarks {
+        HighWaterMarks {
+            enabled,
+            missing: Some(if enabled {
+                format!("the {} reader has no high-water marks", self.name())
+            } else {
+                "turned off".to_owned()
+            }),
+            ..HighWaterMarks::default()
+        }
+    }
 }
 
-/// The best reader for this platform.
+/// Whether high-water marks are wanted: the builder's setting, unless
+/// `STEMMON_HIGH_WATER_MARKS` says `0`/`false`/`off` or `1`/`true`/`on`.
+pub(crate) fn marks_wanted(configured: bool) -> bool {
+    match std::env::var("STEMMON_HIGH_WATER_MARKS").as_deref().map(str::trim) {
+        Ok("0" | "false" | "off" | "no") => false,
+        Ok("1" | "true" | "on" | "yes") => true,
+        _ => configured,
+    }
+}
+
+/// The best reader for this platform (with high-water marks on Linux).
 pub fn default_reader(detailed: bool) -> Box<dyn TreeReader> {
     #[cfg(target_os = "linux")]
     {
@@ -56,39 +106,170 @@ pub fn portable_reader(detailed: bool) -> Box<dyn TreeReader> {
     Box::new(portable::SysinfoReader::new(detailed))
 }
 
-/// The cheap reading of the monitored process alone, taken at stage boundaries.
-pub(crate) struct SelfRss {
+/// A stage-boundary reading of the monitored process alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SelfReading {
+    /// RSS now.
+    pub(crate) rss: u64,
+    /// The peak RSS since the previous reading of either kind (`VmHWM`, then reset);
+    /// `None` with marks off or unavailable.
+    pub(crate) hwm: Option<u64>,
+    /// The kernel's peak of the children reaped since the previous reading, if any
+    /// was reaped (see [`linux::Reaped`]): also the sign that some last-sampled
+    /// children may be gone.
+    pub(crate) reaped: Option<u64>,
+}
+
+/// The cheap reading of the monitored process alone, taken at stage boundaries: one
+/// `pread` of `status`, one write to `clear_refs`, one `getrusage`.
+pub(crate) struct SelfReader {
+    marks: bool,
     #[cfg(target_os = "linux")]
-    inner: Option<linux::SelfStatm>,
+    buf: Vec<u8>,
     #[cfg(not(target_os = "linux"))]
     inner: portable::SysinfoSelf,
 }
 
-impl SelfRss {
-    pub(crate) fn new() -> SelfRss {
-        #[cfg(target_os = "linux")]
-        {
-            SelfRss {
-                inner: linux::SelfStatm::open().ok(),
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            SelfRss {
-                inner: portable::SysinfoSelf::new(),
-            }
+impl SelfReader {
+    /// A reader of this process; `marks` reads and resets its high-water mark too.
+    pub(crate) fn new(marks: bool) -> SelfReader {
+        SelfReader {
+            marks,
+            #[cfg(target_os = "linux")]
+            buf: Vec::with_capacity(2048),
+            #[cfg(not(target_os = "linux"))]
+            inner: portable::SysinfoSelf::new(),
         }
     }
 
-    /// RSS of this process now, `None` if it cannot be read.
-    pub(crate) fn read(&mut self) -> Option<u64> {
+    /// This process now, `None` if it cannot be read.
+    pub(crate) fn read(&mut self) -> Option<SelfReading> {
         #[cfg(target_os = "linux")]
         {
-            self.inner.as_mut()?.read().ok()
+            let reaped = if self.marks {
+                linux::reaped_since_last().map(|r| r.peak)
+            } else {
+                None
+            };
+            let status = linux::read_self(&mut self.buf, self.marks).ok()?;
+            Some(SelfReading {
+                rss: status.rss?,
+                hwm: status.hwm.filter(|_| self.marks),
+                reaped,
+            })
         }
         #[cfg(not(target_os = "linux"))]
         {
-            self.inner.read()
+            let _ = self.marks;
+            Some(SelfReading {
+                rss: self.inner.read()?,
+                hwm: None,
+                reaped: None,
+            })
         }
+    }
+}
+
+/// Whether the process `pid` has exited: gone, or a zombie child of this process.
+/// A stage-boundary reading leaves such descendants out of the last sample's sum.
+pub(crate) fn has_exited(pid: u32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        linux::has_exited(pid)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// The sum of the RSS of `descendants` (as last sampled) that are still alive; `gone`
+/// keeps, per descendant, whether it was already found gone, so each is checked until
+/// it goes and never after.
+pub(crate) fn live_children_rss(descendants: &[(u32, u64)], gone: &mut Vec<bool>) -> u64 {
+    gone.resize(descendants.len(), false);
+    let mut sum = 0;
+    for (&(pid, rss), gone) in descendants.iter().zip(gone.iter_mut()) {
+        if !*gone && has_exited(pid) {
+            *gone = true;
+        }
+        if !*gone {
+            sum += rss;
+        }
+    }
+    sum
+}
+
+/// `812.4 MiB`, `1.1 GiB`, or `unavailable`, as the log line writes sizes.
+// The log line's formatting (log.rs) calls these; the lead wires them in.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const MIB: f64 = (1u64 << 20) as f64;
+    const GIB: f64 = (1u64 << 30) as f64;
+    if bytes as f64 >= GIB {
+        format!("{:.1} GiB", bytes as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / MIB)
+    }
+}
+
+/// The log line's peak: `212.0 MiB`, or `212.0 MiB (≤ 498.3 MiB)` when the high-water
+/// bound exceeds the sampled peak (the true peak lies between them).
+// The log line's formatting (log.rs) calls these; the lead wires them in.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn peak_range_text(sampled: Option<u64>, bound: Option<u64>) -> String {
+    match (sampled, bound) {
+        (Some(sampled), Some(bound)) if bound > sampled => {
+            format!("{} (≤ {})", human_bytes(sampled), human_bytes(bound))
+        }
+        (Some(sampled), _) => human_bytes(sampled),
+        (None, Some(bound)) => format!("≤ {}", human_bytes(bound)),
+        (None, None) => "unavailable".to_owned(),
+    }
+}
+
+/// The log line's cgroup headroom, `limit=4.0 GiB (83 %)`, when the cgroup has a limit.
+// The log line's formatting (log.rs) calls these; the lead wires them in.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn cgroup_headroom_text(cgroup: Option<&CgroupReport>) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        cgroup.and_then(cgroup::headroom_text)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = cgroup;
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peak_reads_as_a_range_when_the_bound_is_higher() {
+        let mib = 1u64 << 20;
+        assert_eq!(
+            peak_range_text(Some(212 * mib), Some(498 * mib + 307 * 1024)),
+            "212.0 MiB (≤ 498.3 MiB)"
+        );
+        assert_eq!(peak_range_text(Some(212 * mib), Some(212 * mib)), "212.0 MiB");
+        assert_eq!(peak_range_text(Some(212 * mib), None), "212.0 MiB");
+        assert_eq!(peak_range_text(None, None), "unavailable");
+    }
+
+    #[test]
+    fn the_environment_turns_marks_off_and_on() {
+        // One test owns the variable: no other test of this binary reads it.
+        std::env::set_var("STEMMON_HIGH_WATER_MARKS", "0");
+        assert!(!marks_wanted(true));
+        std::env::set_var("STEMMON_HIGH_WATER_MARKS", "1");
+        assert!(marks_wanted(false));
+        std::env::set_var("STEMMON_HIGH_WATER_MARKS", "bogus");
+        assert!(marks_wanted(true) && !marks_wanted(false));
+        std::env::remove_var("STEMMON_HIGH_WATER_MARKS");
+        assert!(marks_wanted(true));
     }
 }
