@@ -496,6 +496,8 @@ impl Shared {
     /// Takes one full tree sample with `reader` and applies it.
     pub(crate) fn take_sample(&self, reader: &mut dyn TreeReader) {
         let started = Instant::now();
+        // peaks: the stages open when the reading starts overlap its interval too.
+        let open_before = self.published.read();
         let reading = reader.read_tree(self.pid);
         let took = started.elapsed().as_secs_f64();
         let done = self.clock.raw();
@@ -508,7 +510,7 @@ impl Shared {
             Ok(reading) => {
                 // peaks: an OOM kill in the job's cgroup is logged.
                 let kills = reading.oom_kills.unwrap_or(0);
-                state.apply_sample(reading, &stack, done, self.elapsed(done));
+                state.apply_sample(reading, &stack, &open_before, done, self.elapsed(done));
                 if kills > 0 {
                     drop(state);
                     self.log_event(&format!("OOM kill in the job's cgroup ({kills})"));
@@ -712,9 +714,16 @@ impl State {
                     // peaks: a boundary never counts a descendant that has exited. A reaped
                     // child shows in `reading.reaped`; small trees are checked every time.
                     let descendants = &self.last_tree.descendants;
+                    let mut reading = reading;
                     if reading.reaped.is_some() || descendants.len() <= 16 {
-                        self.boundary_children =
-                            Some(memory::live_children_rss(descendants, &mut self.gone));
+                        let (live, exited) =
+                            memory::live_children_rss(descendants, &mut self.gone);
+                        self.boundary_children = Some(live);
+                        // An exited child's peak counts in this interval (a sample may
+                        // have reset its mark before it exited).
+                        if reading.hwm.is_some() {
+                            reading.reaped = reading.reaped.max(exited);
+                        }
                     }
                     Some(reading)
                 }
@@ -787,7 +796,14 @@ impl State {
         }
     }
 
-    fn apply_sample(&mut self, reading: TreeReading, stack: &[(u32, u64)], at: u64, elapsed: f64) {
+    fn apply_sample(
+        &mut self,
+        reading: TreeReading,
+        stack: &[(u32, u64)],
+        open_before: &[(u32, u64)], // peaks:
+        at: u64,
+        elapsed: f64,
+    ) {
         let stage = match stack.last() {
             Some((record, _)) => self.records[*record as usize].path.clone(),
             None => "workflow".to_owned(),
@@ -814,7 +830,8 @@ impl State {
         // peaks: records that closed in this interval, or saw only a reused reading.
         for (id, record) in self.records.iter_mut().enumerate() {
             if !seen.contains(&(id as u32)) {
-                if record.stats.awaiting_interval {
+                let closed_meanwhile = open_before.iter().any(|(r, _)| *r == id as u32);
+                if record.stats.awaiting_interval || closed_meanwhile {
                     record.stats.apply_sample_interval(&reading);
                 } else {
                     record.stats.close_interval(reading.children_hwm);

@@ -304,11 +304,25 @@ pub(crate) fn has_exited(pid: u32) -> bool {
     zombie_peak(pid).is_some()
 }
 
-/// What the previous sample knew of a descendant: its mark, and whether this process
-/// is its parent (its peak then shows in `RUSAGE_CHILDREN` when it is reaped).
+/// Descendants that a stage-boundary reading already counted as exited, with their
+/// peaks: the next sample does not count them again.
+static COUNTED_EXITED: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Records that a boundary reading counted `pid`'s exit and peak.
+pub(crate) fn counted_as_exited(pid: u32) {
+    COUNTED_EXITED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(pid);
+}
+
+/// What the previous sample knew of a descendant: its last mark, the highest of its
+/// marks so far, and whether this process is its parent (its peak then shows in
+/// `RUSAGE_CHILDREN` when it is reaped).
 #[derive(Clone, Copy, Debug)]
 struct Known {
     hwm: u64,
+    peak: u64,
     direct: bool,
 }
 
@@ -634,8 +648,9 @@ impl TreeReader for ProcReader {
                 children += rss;
                 let hwm = status.hwm.unwrap_or(rss).max(rss);
                 children_hwm += hwm;
-                reading.descendants.push((pid, rss));
-                known.insert(pid, Known { hwm, direct });
+                let peak = self.known.get(&pid).map_or(hwm, |k| k.peak.max(hwm));
+                reading.descendants.push((pid, rss, peak));
+                known.insert(pid, Known { hwm, peak, direct });
                 if status.rss.is_none() && direct && own && self.marks {
                     if let Some(peak) = zombie_peak(pid) {
                         zombie_sum += peak;
@@ -660,8 +675,13 @@ impl TreeReader for ProcReader {
         if self.marks {
             // Descendants seen last time and gone now exited in this interval.
             let (mut direct_gone, mut other_sum, mut other_max) = (0u64, 0u64, None::<u64>);
+            let counted = std::mem::take(
+                &mut *COUNTED_EXITED.lock().unwrap_or_else(PoisonError::into_inner),
+            );
             for (pid, was) in &self.known {
-                if !known.contains_key(pid) {
+                if !known.contains_key(pid) && !counted.contains(pid) {
+                    // Its peak over its life (an earlier sample may have reset its mark).
+                    other_max = other_max.max(Some(was.peak));
                     if was.direct && own {
                         direct_gone += 1;
                     } else {

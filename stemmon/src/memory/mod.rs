@@ -52,9 +52,10 @@ pub struct TreeReading {
     pub cgroup_peak: Option<u64>,
     /// OOM kills in the cgroup since the previous sample.
     pub oom_kills: Option<u64>,
-    /// `(pid, rss)` of each descendant read, so that a stage-boundary reading can leave
-    /// out the ones that have exited since.
-    pub descendants: Vec<(u32, u64)>,
+    /// `(pid, rss, peak)` of each descendant read (`peak`: the highest of its marks
+    /// read so far), so that a stage-boundary reading can leave out the ones that have
+    /// exited since, and count their peaks as reaped.
+    pub descendants: Vec<(u32, u64, u64)>,
 }
 
 /// Reads the memory of a process and all its descendants.
@@ -184,21 +185,28 @@ pub(crate) fn has_exited(pid: u32) -> bool {
     }
 }
 
-/// The sum of the RSS of `descendants` (as last sampled) that are still alive; `gone`
-/// keeps, per descendant, whether it was already found gone, so each is checked until
-/// it goes and never after.
-pub(crate) fn live_children_rss(descendants: &[(u32, u64)], gone: &mut Vec<bool>) -> u64 {
+/// The sum of the RSS of `descendants` (as last sampled) that are still alive, and the
+/// largest peak of those newly found exited. `gone` keeps, per descendant, whether it
+/// was already found gone, so each is checked until it goes and never after; one found
+/// here is not counted as reaped again by the next sample.
+pub(crate) fn live_children_rss(
+    descendants: &[(u32, u64, u64)],
+    gone: &mut Vec<bool>,
+) -> (u64, Option<u64>) {
     gone.resize(descendants.len(), false);
-    let mut sum = 0;
-    for (&(pid, rss), gone) in descendants.iter().zip(gone.iter_mut()) {
+    let (mut sum, mut exited_peak) = (0, None);
+    for (&(pid, rss, peak), gone) in descendants.iter().zip(gone.iter_mut()) {
         if !*gone && has_exited(pid) {
             *gone = true;
+            exited_peak = exited_peak.max(Some(peak));
+            #[cfg(target_os = "linux")]
+            linux::counted_as_exited(pid);
         }
         if !*gone {
             sum += rss;
         }
     }
-    sum
+    (sum, exited_peak)
 }
 
 /// `812.4 MiB`, `1.1 GiB`, or `unavailable`, as the log line writes sizes.
