@@ -711,11 +711,11 @@ impl State {
             _ => match self.self_rss.read() {
                 Some(reading) => {
                     self.boundary = Some((now, reading.rss));
-                    // peaks: a boundary never counts a descendant that has exited. A reaped
-                    // child shows in `reading.reaped`; small trees are checked every time.
+                    // peaks: a boundary never counts a descendant that has exited: when a
+                    // child was reaped or became a zombie, each last-sampled one is checked.
                     let descendants = &self.last_tree.descendants;
                     let mut reading = reading;
-                    if reading.reaped.is_some() || descendants.len() <= 16 {
+                    if reading.children_changed && !descendants.is_empty() {
                         let (live, exited) =
                             memory::live_children_rss(descendants, &mut self.gone);
                         self.boundary_children = Some(live);

@@ -81,12 +81,25 @@ pub trait TreeReader: Send {
 }
 
 /// Whether high-water marks are wanted: the builder's setting, unless
-/// `STEMMON_HIGH_WATER_MARKS` says `0`/`false`/`off` or `1`/`true`/`on`.
+/// `STEMMON_HIGH_WATER_MARKS` says `0`/`false`/`off` or `1`/`true`/`on`. Any other
+/// value gets one warning that names it, and the setting stands.
 pub(crate) fn marks_wanted(configured: bool) -> bool {
-    match std::env::var("STEMMON_HIGH_WATER_MARKS").as_deref().map(str::trim) {
-        Ok("0" | "false" | "off" | "no") => false,
-        Ok("1" | "true" | "on" | "yes") => true,
-        _ => configured,
+    let Some(value) = std::env::var_os("STEMMON_HIGH_WATER_MARKS") else {
+        return configured;
+    };
+    match value.to_str().map(str::trim) {
+        Some("0" | "false" | "off" | "no") => false,
+        Some("1" | "true" | "on" | "yes") => true,
+        _ => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "[stemmon] warning: STEMMON_HIGH_WATER_MARKS={value:?} is not 0 or 1; \
+                 high-water marks stay {}",
+                if configured { "on" } else { "off" }
+            );
+            configured
+        }
     }
 }
 
@@ -119,12 +132,18 @@ pub(crate) struct SelfReading {
     /// was reaped (see [`linux::Reaped`]): also the sign that some last-sampled
     /// children may be gone.
     pub(crate) reaped: Option<u64>,
+    /// A child of this process was reaped or has exited since the previous reading:
+    /// some last-sampled descendants may be gone.
+    pub(crate) children_changed: bool,
 }
 
 /// The cheap reading of the monitored process alone, taken at stage boundaries: one
 /// `pread` of `status`, one write to `clear_refs`, one `getrusage`.
 pub(crate) struct SelfReader {
     marks: bool,
+    /// `getrusage` stands for `VmHWM` above this (see [`linux::read_self_cheap`]).
+    #[cfg(target_os = "linux")]
+    floor: u64,
     #[cfg(target_os = "linux")]
     buf: Vec<u8>,
     #[cfg(not(target_os = "linux"))]
@@ -134,10 +153,14 @@ pub(crate) struct SelfReader {
 impl SelfReader {
     /// A reader of this process; `marks` reads and resets its high-water mark too.
     pub(crate) fn new(marks: bool) -> SelfReader {
+        #[cfg(target_os = "linux")]
+        let mut buf = Vec::with_capacity(2048);
         SelfReader {
             marks,
             #[cfg(target_os = "linux")]
-            buf: Vec::with_capacity(2048),
+            floor: if marks { linux::self_exec_floor(&mut buf) } else { 0 },
+            #[cfg(target_os = "linux")]
+            buf,
             #[cfg(not(target_os = "linux"))]
             inner: portable::SysinfoSelf::new(),
         }
@@ -147,16 +170,15 @@ impl SelfReader {
     pub(crate) fn read(&mut self) -> Option<SelfReading> {
         #[cfg(target_os = "linux")]
         {
-            let reaped = if self.marks {
-                linux::reaped_since_last().map(|r| r.peak)
-            } else {
-                None
-            };
-            let status = linux::read_self(&mut self.buf, self.marks).ok()?;
+            let reaped = linux::reaped_since_last();
+            let children_changed = reaped.is_some() || linux::any_zombie_child();
+            let reaped = reaped.filter(|_| self.marks).map(|r| r.peak);
+            let status = linux::read_self_cheap(&mut self.buf, self.marks, self.floor).ok()?;
             Some(SelfReading {
                 rss: status.rss?,
                 hwm: status.hwm.filter(|_| self.marks),
                 reaped,
+                children_changed,
             })
         }
         #[cfg(not(target_os = "linux"))]
@@ -166,6 +188,7 @@ impl SelfReader {
                 rss: self.inner.read()?,
                 hwm: None,
                 reaped: None,
+                children_changed: false,
             })
         }
     }
@@ -266,6 +289,73 @@ mod tests {
         assert_eq!(peak_range_text(Some(212 * mib), Some(212 * mib)), "212.0 MiB");
         assert_eq!(peak_range_text(Some(212 * mib), None), "212.0 MiB");
         assert_eq!(peak_range_text(None, None), "unavailable");
+    }
+
+    #[test]
+    #[ignore = "a measurement: cargo test --release -p stemmon --lib boundary_reading_cost \
+                -- --ignored --nocapture"]
+    fn boundary_reading_cost() {
+        use std::hint::black_box;
+        use std::time::Instant;
+        let calls = 20_000u32;
+        // Below the floor (the launcher's peak from before exec) `status` is read.
+        let mut reader = SelfReader::new(true);
+        let started = Instant::now();
+        for _ in 0..calls {
+            black_box(reader.read());
+        }
+        let below = started.elapsed() / calls;
+        let mut block = vec![0u8; (reader.floor + (64 << 20)) as usize];
+        for page in block.chunks_mut(4096) {
+            page[0] = 1;
+        }
+        let started = Instant::now();
+        for _ in 0..calls {
+            black_box(reader.read());
+        }
+        let marks = started.elapsed() / calls;
+        drop(black_box(block));
+        let mut plain = SelfReader::new(false);
+        let started = Instant::now();
+        for _ in 0..calls {
+            black_box(plain.read());
+        }
+        let rss_only = started.elapsed() / calls;
+        let statm = std::fs::File::open("/proc/self/statm").unwrap();
+        let mut buf = [0u8; 256];
+        let started = Instant::now();
+        for _ in 0..calls {
+            black_box(std::os::unix::fs::FileExt::read_at(&statm, &mut buf, 0).unwrap());
+        }
+        let statm_cost = started.elapsed() / calls;
+        let started = Instant::now();
+        for _ in 0..calls {
+            // SAFETY: an all-zero rusage is valid; getrusage only writes into it.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: a valid pointer to a live rusage.
+            black_box(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) });
+        }
+        let rusage_cost = started.elapsed() / calls;
+        println!("statm pread: {statm_cost:?}; getrusage: {rusage_cost:?}");
+        let mut kids: Vec<_> = (0..10)
+            .map(|_| std::process::Command::new("sleep").arg("30").spawn().unwrap())
+            .collect();
+        let descendants: Vec<_> = kids.iter().map(|k| (k.id(), 1u64, 1u64)).collect();
+        let mut gone = Vec::new();
+        let started = Instant::now();
+        for _ in 0..calls {
+            black_box(live_children_rss(&descendants, &mut gone));
+        }
+        let check = started.elapsed() / calls;
+        for kid in &mut kids {
+            kid.kill().unwrap();
+            kid.wait().unwrap();
+        }
+        println!(
+            "boundary reading: {marks:?} with marks (statm, getrusage, clear_refs), {below:?} \
+             below the exec floor (status), {rss_only:?} RSS only; exited-children check of \
+             10 descendants: {check:?}"
+        );
     }
 
     #[test]
