@@ -31,7 +31,10 @@ fn v1_memory_dir() -> Option<PathBuf> {
     let path = cgroup.lines().find_map(|line| {
         let mut fields = line.splitn(3, ':');
         let (_, controllers, path) = (fields.next()?, fields.next()?, fields.next()?);
-        controllers.split(',').any(|c| c == "memory").then_some(path)
+        controllers
+            .split(',')
+            .any(|c| c == "memory")
+            .then_some(path)
     })?;
     let dir = Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'));
     dir.join("memory.usage_in_bytes").exists().then_some(dir)
@@ -65,7 +68,10 @@ fn this_machines_cgroup_reads_as_its_files_say() {
     let cgroup = report.cgroup.clone().expect("the v1 cgroup is read");
     assert_eq!(cgroup.version, 1);
     assert_eq!(Path::new(&cgroup.path), dir);
-    let limit: u64 = read(&dir.join("memory.limit_in_bytes")).trim().parse().unwrap();
+    let limit: u64 = read(&dir.join("memory.limit_in_bytes"))
+        .trim()
+        .parse()
+        .unwrap();
     assert_eq!(
         cgroup.memory_limit_bytes,
         (limit < 1 << 62).then_some(limit),
@@ -76,7 +82,9 @@ fn this_machines_cgroup_reads_as_its_files_say() {
         keyed(&read(&dir.join("memory.oom_control")), "oom_kill")
     );
     let procs = read(&dir.join("cgroup.procs"));
-    assert!(procs.lines().any(|l| l.trim() == std::process::id().to_string()));
+    assert!(procs
+        .lines()
+        .any(|l| l.trim() == std::process::id().to_string()));
     assert!(cgroup.processes >= Some(1));
     let peak = cgroup.memory_peak_bytes.unwrap();
     assert!(cgroup.memory_current_bytes.unwrap() <= peak);
@@ -154,11 +162,17 @@ fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
     assert_eq!(read_back.version, 1);
     assert_eq!(read_back.memory_limit_bytes, Some(64 * MIB));
     assert_eq!(read_back.oom_kills, Some(1));
-    assert!(read_back.memory_peak_bytes >= Some(60 * MIB), "{read_back:?}");
+    assert!(
+        read_back.memory_peak_bytes >= Some(60 * MIB),
+        "{read_back:?}"
+    );
     let hog = report.stage("hog").unwrap();
     assert_eq!(hog.high_water.oom_kills, Some(1), "{hog:?}");
     assert_eq!(report.high_water.oom_kills, Some(1));
-    assert!(hog.high_water.peak_cgroup_memory_bytes >= Some(60 * MIB), "{hog:?}");
+    assert!(
+        hog.high_water.peak_cgroup_memory_bytes >= Some(60 * MIB),
+        "{hog:?}"
+    );
     drop(cgroup);
     assert!(!dir.exists(), "the test cgroup is removed");
 }

@@ -247,7 +247,10 @@ fn marks_turned_off_leave_everything_else_working() {
     }
     let report = monitor.finish();
     assert!(!report.high_water_marks.enabled);
-    assert_eq!(report.high_water_marks.missing.as_deref(), Some("turned off"));
+    assert_eq!(
+        report.high_water_marks.missing.as_deref(),
+        Some("turned off")
+    );
     let work = report.stage("work").unwrap();
     assert_eq!(work.high_water.peak_parent_hwm_bytes, None);
     assert_eq!(work.high_water.peak_tree_rss_bound_bytes, None);

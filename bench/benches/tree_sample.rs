@@ -51,11 +51,17 @@ fn main() {
         let root = tree.root();
         let mut reader = stemmon::__private::default_reader(false);
         let marks = reader.configure_marks(true, root);
-        assert!(marks.parent && marks.descendants, "marks are read: {marks:?}");
+        assert!(
+            marks.parent && marks.descendants,
+            "marks are read: {marks:?}"
+        );
         let mut system = System::new().expect("sysinfo opens the process table");
         // The same tree for every reader: each must see the root and every descendant.
         let first = reader.read_tree(root).expect("stemmon reads");
-        assert!(first.tree_rss_bound.is_some(), "the default sample has the bound");
+        assert!(
+            first.tree_rss_bound.is_some(),
+            "the default sample has the bound"
+        );
         let stemmon_count = first.process_count;
         let (sysinfo_count, _) = sysinfo_tree(&mut system, with_tasks, root);
         let expected = tree.descendants() + 1;

@@ -16,9 +16,9 @@ use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
-use std::time::Instant;
 #[cfg(test)]
 use std::time::Duration;
+use std::time::Instant;
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
 const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
@@ -276,7 +276,8 @@ fn seconds(nanos: u64) -> f64 {
 }
 
 impl Shared {
-    fn new(config: Config, sampler: &'static str, marks: HighWaterMarks) -> Shared { // peaks:
+    fn new(config: Config, sampler: &'static str, marks: HighWaterMarks) -> Shared {
+        // peaks: the parameter `marks` is new.
         let clock = quanta::Clock::new();
         let probe = 1u64 << 40;
         let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
@@ -604,7 +605,7 @@ impl Shared {
             command: self.config.command.clone(),
             high_water: state.total.high_water.clone(), // peaks:
             high_water_marks: self.high_water_marks.clone(), // peaks:
-            cgroup: state.cgroup.clone(),              // peaks:
+            cgroup: state.cgroup.clone(),               // peaks:
             ..Report::default()
         }
     }
@@ -716,8 +717,7 @@ impl State {
                     let descendants = &self.last_tree.descendants;
                     let mut reading = reading;
                     if reading.children_changed && !descendants.is_empty() {
-                        let (live, exited) =
-                            memory::live_children_rss(descendants, &mut self.gone);
+                        let (live, exited) = memory::live_children_rss(descendants, &mut self.gone);
                         self.boundary_children = Some(live);
                         // An exited child's peak counts in this interval (a sample may
                         // have reset its mark before it exited).

@@ -161,13 +161,19 @@ impl Stats {
     pub(crate) fn apply_sample_interval(&mut self, reading: &TreeReading) {
         let h = &mut self.high_water;
         raise(&mut h.peak_parent_hwm_bytes, reading.parent_hwm);
-        raise(&mut h.peak_reaped_child_rss_bytes, reading.reaped_child_peak);
+        raise(
+            &mut h.peak_reaped_child_rss_bytes,
+            reading.reaped_child_peak,
+        );
         let widened = self
             .pending_local
             .take()
             .zip(reading.children_hwm)
             .map(|(local, children)| local + children);
-        raise(&mut h.peak_tree_rss_bound_bytes, reading.tree_rss_bound.max(widened));
+        raise(
+            &mut h.peak_tree_rss_bound_bytes,
+            reading.tree_rss_bound.max(widened),
+        );
         raise(&mut h.peak_cgroup_memory_bytes, reading.cgroup_peak);
         if let Some(kills) = reading.oom_kills {
             h.oom_kills = Some(h.oom_kills.unwrap_or(0) + kills);

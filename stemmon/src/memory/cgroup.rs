@@ -23,7 +23,8 @@ pub(crate) fn locate(cgroup: &str, mountinfo: &str) -> Vec<(u8, PathBuf)> {
     let mut found = Vec::new();
     for line in cgroup.lines() {
         let mut fields = line.splitn(3, ':');
-        let (Some(_id), Some(controllers), Some(path)) = (fields.next(), fields.next(), fields.next())
+        let (Some(_id), Some(controllers), Some(path)) =
+            (fields.next(), fields.next(), fields.next())
         else {
             continue;
         };
@@ -86,8 +87,15 @@ fn unescape(field: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
-            out.push((bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0'));
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            out.push(
+                (bytes[i + 1] - b'0') * 64 + (bytes[i + 2] - b'0') * 8 + (bytes[i + 3] - b'0'),
+            );
             i += 4;
         } else {
             out.push(bytes[i]);
@@ -148,7 +156,12 @@ impl CgroupReader {
     /// Opens the memory files of the cgroup directory `dir` of `version` 1 or 2.
     pub(crate) fn open(dir: &Path, version: u8) -> io::Result<CgroupReader> {
         let names = match version {
-            2 => ["memory.current", "memory.peak", "memory.max", "memory.events"],
+            2 => [
+                "memory.current",
+                "memory.peak",
+                "memory.max",
+                "memory.events",
+            ],
             _ => [
                 "memory.usage_in_bytes",
                 "memory.max_usage_in_bytes",
@@ -197,7 +210,8 @@ impl CgroupReader {
             _ => parse_v1_limit(&t),
         });
         let oom_kills = read(&self.events).and_then(|t| keyed(&t, "oom_kill"));
-        let processes = read(&self.procs).map(|t| t.lines().filter(|l| !l.trim().is_empty()).count() as u32);
+        let processes =
+            read(&self.procs).map(|t| t.lines().filter(|l| !l.trim().is_empty()).count() as u32);
         Ok(CgroupReport {
             path: self.dir.display().to_string(),
             version: self.version,
@@ -235,23 +249,35 @@ mod tests {
 
     #[test]
     fn reads_a_v2_directory() {
-        let report = CgroupReader::open(&fixture("v2"), 2).unwrap().read().unwrap();
+        let report = CgroupReader::open(&fixture("v2"), 2)
+            .unwrap()
+            .read()
+            .unwrap();
         assert_eq!(report.version, 2);
         assert_eq!(report.memory_current_bytes, Some(734_003_200));
         assert_eq!(report.memory_peak_bytes, Some(1_073_741_824));
         assert_eq!(report.memory_limit_bytes, Some(4_294_967_296));
         assert_eq!(report.oom_kills, Some(2));
         assert_eq!(report.processes, Some(3));
-        assert_eq!(headroom_text(&report).as_deref(), Some("limit=4.0 GiB (25 %)"));
+        assert_eq!(
+            headroom_text(&report).as_deref(),
+            Some("limit=4.0 GiB (25 %)")
+        );
     }
 
     #[test]
     fn reads_a_v1_directory_with_no_limit() {
-        let report = CgroupReader::open(&fixture("v1"), 1).unwrap().read().unwrap();
+        let report = CgroupReader::open(&fixture("v1"), 1)
+            .unwrap()
+            .read()
+            .unwrap();
         assert_eq!(report.version, 1);
         assert_eq!(report.memory_current_bytes, Some(6_320_128));
         assert_eq!(report.memory_peak_bytes, Some(222_502_912));
-        assert_eq!(report.memory_limit_bytes, None, "9223372036854771712 is unlimited");
+        assert_eq!(
+            report.memory_limit_bytes, None,
+            "9223372036854771712 is unlimited"
+        );
         assert_eq!(report.oom_kills, Some(1));
         assert_eq!(report.processes, Some(2));
         assert_eq!(headroom_text(&report), None);
@@ -279,9 +305,14 @@ mod tests {
 32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n\
 41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
         let found = locate(cgroup, mountinfo);
-        assert_eq!(found[0], (2, PathBuf::from("/sys/fs/cgroup/unified/user.slice/job")));
+        assert_eq!(
+            found[0],
+            (2, PathBuf::from("/sys/fs/cgroup/unified/user.slice/job"))
+        );
         assert!(found.contains(&(1, PathBuf::from("/sys/fs/cgroup/memory/process_api/abc"))));
-        assert!(!found.iter().any(|(_, p)| p.starts_with("/sys/fs/cgroup/cpu")));
+        assert!(!found
+            .iter()
+            .any(|(_, p)| p.starts_with("/sys/fs/cgroup/cpu")));
         // A bind mount of a sub-hierarchy: the root field is stripped from the path.
         let nested = "50 31 0:32 /kubepods /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
         let found = locate("4:memory:/kubepods/pod1\n", nested);

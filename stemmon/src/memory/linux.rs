@@ -278,14 +278,20 @@ pub(crate) fn self_exec_floor(buf: &mut Vec<u8>) -> u64 {
 pub(crate) fn probe_self_reset() -> Result<(), String> {
     let mut files = SELF_FILES.lock().unwrap_or_else(PoisonError::into_inner);
     if files.is_none() {
-        *files = Some(ProcFiles::open("/proc/self", true).map_err(|e| format!("/proc/self/status: {e}"))?);
+        *files = Some(
+            ProcFiles::open("/proc/self", true).map_err(|e| format!("/proc/self/status: {e}"))?,
+        );
     }
     match files.as_ref().and_then(|f| f.clear_refs.as_ref()) {
         Some(_) => Ok(()),
-        None => Err(match OpenOptions::new().write(true).open("/proc/self/clear_refs") {
-            Err(e) => format!("cannot reset the process's own mark (/proc/self/clear_refs: {e})"),
-            Ok(_) => "cannot reset the process's own mark (/proc/self/clear_refs)".to_owned(),
-        }),
+        None => Err(
+            match OpenOptions::new().write(true).open("/proc/self/clear_refs") {
+                Err(e) => {
+                    format!("cannot reset the process's own mark (/proc/self/clear_refs: {e})")
+                }
+                Ok(_) => "cannot reset the process's own mark (/proc/self/clear_refs)".to_owned(),
+            },
+        ),
     }
 }
 
@@ -548,8 +554,7 @@ impl ProcReader {
                     Ok(true) => {}
                     Ok(false) => {
                         // The task dir exists but the file does not: no CONFIG_PROC_CHILDREN.
-                        if pid == root && fs::metadata(format!("/proc/{pid}/task/{tid}")).is_ok()
-                        {
+                        if pid == root && fs::metadata(format!("/proc/{pid}/task/{tid}")).is_ok() {
                             return Ok(false);
                         }
                     }
@@ -767,7 +772,9 @@ impl TreeReader for ProcReader {
             // Descendants seen last time and gone now exited in this interval.
             let (mut direct_gone, mut other_sum, mut other_max) = (0u64, 0u64, None::<u64>);
             let counted = std::mem::take(
-                &mut *COUNTED_EXITED.lock().unwrap_or_else(PoisonError::into_inner),
+                &mut *COUNTED_EXITED
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner),
             );
             for (pid, was) in &self.known {
                 if !known.contains_key(pid) && !counted.contains(pid) {
@@ -796,7 +803,9 @@ impl TreeReader for ProcReader {
                 let (peak_before, kills_before) = self.cgroup_last;
                 // The kernel's peak is since the cgroup was made: it speaks for this
                 // interval only where it rose in it.
-                let risen = now.memory_peak_bytes.filter(|p| peak_before.is_some_and(|b| *p > b));
+                let risen = now
+                    .memory_peak_bytes
+                    .filter(|p| peak_before.is_some_and(|b| *p > b));
                 reading.cgroup_peak = now.memory_current_bytes.max(risen);
                 reading.oom_kills = now
                     .oom_kills
@@ -823,7 +832,10 @@ mod tests {
         let text = b"Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t  4096 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 1 kB\n";
         assert_eq!(parse_status(text), (Some(1024 * 1024), Some(4096 * 1024)));
         // A zombie has no memory lines at all.
-        assert_eq!(parse_status(b"Name:\tx\nState:\tZ (zombie)\n"), (None, None));
+        assert_eq!(
+            parse_status(b"Name:\tx\nState:\tZ (zombie)\n"),
+            (None, None)
+        );
     }
 
     #[test]
@@ -946,7 +958,10 @@ mod tests {
         let mut reader = ProcReader::new(false);
         reader.read_tree(std::process::id()).unwrap();
         let status = std::process::Command::new("python3")
-            .args(["-c", "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1"])
+            .args([
+                "-c",
+                "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+            ])
             .status()
             .expect("python3 runs");
         assert!(status.success());
@@ -963,7 +978,10 @@ mod tests {
     fn a_zombie_childs_peak_is_read_without_reaping_it() {
         let _mark = self_mark();
         let mut child = std::process::Command::new("python3")
-            .args(["-c", "b = bytearray(80 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1"])
+            .args([
+                "-c",
+                "b = bytearray(80 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+            ])
             .spawn()
             .expect("python3 runs");
         let pid = child.id();
@@ -972,7 +990,10 @@ mod tests {
             if let Some(peak) = zombie_peak(pid) {
                 break peak;
             }
-            assert!(std::time::Instant::now() < deadline, "the child never exited");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never exited"
+            );
             std::thread::sleep(std::time::Duration::from_millis(5));
         };
         assert!(peak >= 80 * MIB, "zombie peak {peak}");
@@ -1048,7 +1069,11 @@ mod tests {
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&output.stdout);
-        assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         let samples: Vec<&str> = stdout
             .lines()
             .filter_map(|l| l.find("sample ").map(|at| &l[at..]))

@@ -158,7 +158,11 @@ impl SelfReader {
         SelfReader {
             marks,
             #[cfg(target_os = "linux")]
-            floor: if marks { linux::self_exec_floor(&mut buf) } else { 0 },
+            floor: if marks {
+                linux::self_exec_floor(&mut buf)
+            } else {
+                0
+            },
             #[cfg(target_os = "linux")]
             buf,
             #[cfg(not(target_os = "linux"))]
@@ -286,7 +290,10 @@ mod tests {
             peak_range_text(Some(212 * mib), Some(498 * mib + 307 * 1024)),
             "212.0 MiB (≤ 498.3 MiB)"
         );
-        assert_eq!(peak_range_text(Some(212 * mib), Some(212 * mib)), "212.0 MiB");
+        assert_eq!(
+            peak_range_text(Some(212 * mib), Some(212 * mib)),
+            "212.0 MiB"
+        );
         assert_eq!(peak_range_text(Some(212 * mib), None), "212.0 MiB");
         assert_eq!(peak_range_text(None, None), "unavailable");
     }
@@ -338,7 +345,12 @@ mod tests {
         let rusage_cost = started.elapsed() / calls;
         println!("statm pread: {statm_cost:?}; getrusage: {rusage_cost:?}");
         let mut kids: Vec<_> = (0..10)
-            .map(|_| std::process::Command::new("sleep").arg("30").spawn().unwrap())
+            .map(|_| {
+                std::process::Command::new("sleep")
+                    .arg("30")
+                    .spawn()
+                    .unwrap()
+            })
             .collect();
         let descendants: Vec<_> = kids.iter().map(|k| (k.id(), 1u64, 1u64)).collect();
         let mut gone = Vec::new();
@@ -356,6 +368,23 @@ mod tests {
              below the exec floor (status), {rss_only:?} RSS only; exited-children check of \
              10 descendants: {check:?}"
         );
+    }
+
+    #[test]
+    fn the_headroom_shows_only_with_a_limit() {
+        let mut cgroup = CgroupReport {
+            memory_current_bytes: Some(800 << 20),
+            memory_peak_bytes: Some(850 << 20),
+            ..CgroupReport::default()
+        };
+        assert_eq!(cgroup_headroom_text(Some(&cgroup)), None);
+        cgroup.memory_limit_bytes = Some(1 << 30);
+        #[cfg(target_os = "linux")]
+        assert_eq!(
+            cgroup_headroom_text(Some(&cgroup)).as_deref(),
+            Some("limit=1.0 GiB (83 %)")
+        );
+        assert_eq!(cgroup_headroom_text(None), None);
     }
 
     #[test]
