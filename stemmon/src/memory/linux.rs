@@ -274,7 +274,8 @@ pub(crate) fn self_exec_floor(buf: &mut Vec<u8>) -> u64 {
     self_maxrss()
 }
 
-/// Whether this process may reset its own high-water mark: `Err` says why not.
+/// Whether this process can reset its own high-water mark (it tries, which starts the
+/// first interval): `Err` says why not.
 pub(crate) fn probe_self_reset() -> Result<(), String> {
     let mut files = SELF_FILES.lock().unwrap_or_else(PoisonError::into_inner);
     if files.is_none() {
@@ -282,16 +283,15 @@ pub(crate) fn probe_self_reset() -> Result<(), String> {
             ProcFiles::open("/proc/self", true).map_err(|e| format!("/proc/self/status: {e}"))?,
         );
     }
+    let why =
+        |e: io::Error| format!("cannot reset the process's own mark (/proc/self/clear_refs: {e})");
     match files.as_ref().and_then(|f| f.clear_refs.as_ref()) {
-        Some(_) => Ok(()),
-        None => Err(
-            match OpenOptions::new().write(true).open("/proc/self/clear_refs") {
-                Err(e) => {
-                    format!("cannot reset the process's own mark (/proc/self/clear_refs: {e})")
-                }
-                Ok(_) => "cannot reset the process's own mark (/proc/self/clear_refs)".to_owned(),
-            },
-        ),
+        Some(file) => (&*file).write(b"5").map(drop).map_err(why),
+        None => Err(why(OpenOptions::new()
+            .write(true)
+            .open("/proc/self/clear_refs")
+            .err()
+            .unwrap_or_else(|| io::Error::other("not opened")))),
     }
 }
 
