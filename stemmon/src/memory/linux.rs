@@ -325,18 +325,27 @@ fn children_usage() -> [i64; 7] {
     ]
 }
 
-/// Whether this process reaped a child since the previous check (by any reader), and
-/// the kernel's figure for its peak: one `getrusage` call. The first check sets the baseline.
+/// Whether this process reaped a child since the previous check (by any reader of
+/// this process: a reaping counts in the interval of the first reading after it), and
+/// the kernel's figure for its peak: one `getrusage` call. The first check sets the
+/// baseline.
 pub(crate) fn reaped_since_last() -> Option<Reaped> {
+    reaped_and_usage().0
+}
+
+/// [`reaped_since_last`], and the `RUSAGE_CHILDREN` figures it saw, which a caller can
+/// compare with its own last ones (the change may have been counted by another reader).
+pub(crate) fn reaped_and_usage() -> (Option<Reaped>, [i64; 7]) {
     let now = children_usage();
     let before = CHILD_USAGE
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
-        .replace(now)?;
-    (before != now).then(|| Reaped {
+        .replace(now);
+    let reaped = before.filter(|before| *before != now).map(|before| Reaped {
         peak: u64::try_from(now[6]).unwrap_or(0) * 1024,
         exact: now[6] > before[6],
-    })
+    });
+    (reaped, now)
 }
 
 /// Forgets the children reaped so far: a new monitor counts from its start.

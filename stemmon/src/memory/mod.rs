@@ -144,6 +144,10 @@ pub(crate) struct SelfReader {
     /// `getrusage` stands for `VmHWM` above this (see [`linux::read_self_cheap`]).
     #[cfg(target_os = "linux")]
     floor: u64,
+    /// `RUSAGE_CHILDREN` at this reader's previous reading: a change means a child was
+    /// reaped, even where a full sample counted its peak first.
+    #[cfg(target_os = "linux")]
+    last_usage: [i64; 7],
     #[cfg(target_os = "linux")]
     buf: Vec<u8>,
     #[cfg(not(target_os = "linux"))]
@@ -164,6 +168,8 @@ impl SelfReader {
                 0
             },
             #[cfg(target_os = "linux")]
+            last_usage: linux::reaped_and_usage().1,
+            #[cfg(target_os = "linux")]
             buf,
             #[cfg(not(target_os = "linux"))]
             inner: portable::SysinfoSelf::new(),
@@ -174,8 +180,9 @@ impl SelfReader {
     pub(crate) fn read(&mut self) -> Option<SelfReading> {
         #[cfg(target_os = "linux")]
         {
-            let reaped = linux::reaped_since_last();
-            let children_changed = reaped.is_some() || linux::any_zombie_child();
+            let (reaped, usage) = linux::reaped_and_usage();
+            let reaped_any = std::mem::replace(&mut self.last_usage, usage) != usage;
+            let children_changed = reaped_any || linux::any_zombie_child();
             let reaped = reaped.filter(|_| self.marks).map(|r| r.peak);
             let status = linux::read_self_cheap(&mut self.buf, self.marks, self.floor).ok()?;
             Some(SelfReading {
@@ -299,6 +306,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     #[ignore = "a measurement: cargo test --release -p stemmon --lib boundary_reading_cost \
                 -- --ignored --nocapture"]
     fn boundary_reading_cost() {
