@@ -221,6 +221,8 @@ pub(crate) struct State {
     gone: Vec<bool>,
     // peaks: the job's cgroup as last read.
     cgroup: Option<CgroupReport>,
+    // peaks: records whose `awaiting_interval` is set.
+    awaiting: Vec<u32>,
     self_rss: SelfReader, // peaks:
     sampling_attempts: u64,
     sampling_seconds: f64,
@@ -310,6 +312,7 @@ impl Shared {
                 boundary_children: None, // peaks:
                 gone: Vec::new(),        // peaks:
                 cgroup: None,            // peaks:
+                awaiting: Vec::new(),    // peaks:
                 self_rss: SelfReader::new(marks.parent && config.root.is_none()), // peaks:
                 sampling_attempts: 0,
                 sampling_seconds: 0.0,
@@ -679,7 +682,9 @@ impl State {
             if let (true, Some(reading)) = (delta.saw_boundary, &boundary) {
                 record.stats.apply_boundary(reading);
                 // peaks: that reading's interval ended before the call: the next one counts.
-                record.stats.awaiting_interval = true;
+                if !std::mem::replace(&mut record.stats.awaiting_interval, true) {
+                    self.awaiting.push(id);
+                }
             }
         }
     }
@@ -737,7 +742,10 @@ impl State {
         self.records[record as usize].stats.apply_boundary(&reading);
         let Some(fresh) = fresh else {
             // peaks: a reused reading's interval ended before this call.
-            self.records[record as usize].stats.awaiting_interval = true;
+            let stats = &mut self.records[record as usize].stats;
+            if !std::mem::replace(&mut stats.awaiting_interval, true) {
+                self.awaiting.push(record);
+            }
             return;
         };
         // peaks: the interval this reading closes, for every record open in it.
@@ -746,13 +754,8 @@ impl State {
             reaped: fresh.reaped,
             children_rss: self.boundary_children.unwrap_or(0),
         };
-        for stats in self
-            .records
-            .iter_mut()
-            .map(|r| &mut r.stats)
-            .filter(|stats| stats.awaiting_interval)
-        {
-            stats.apply_interval(&interval);
+        for id in self.awaiting.drain(..) {
+            self.records[id as usize].stats.apply_interval(&interval);
         }
         if !entering {
             self.records[record as usize]
@@ -828,6 +831,7 @@ impl State {
             }
         }
         // peaks: records that closed in this interval, or saw only a reused reading.
+        self.awaiting.clear();
         for (id, record) in self.records.iter_mut().enumerate() {
             if !seen.contains(&(id as u32)) {
                 let closed_meanwhile = open_before.iter().any(|(r, _)| *r == id as u32);
