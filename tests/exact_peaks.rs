@@ -257,3 +257,42 @@ fn marks_turned_off_leave_everything_else_working() {
     assert!(work.peaks.peak_parent_rss_bytes.is_some());
     assert!(report.samples >= 1);
 }
+
+#[test]
+fn the_environment_turns_marks_off() {
+    let _serial = serial();
+    // Every monitor of this binary starts under the serial lock: none sees the variable.
+    std::env::set_var("STEMMON_HIGH_WATER_MARKS", "0");
+    let report = one_second().start().map(Monitor::finish);
+    std::env::remove_var("STEMMON_HIGH_WATER_MARKS");
+    let report = report.unwrap();
+    assert!(!report.high_water_marks.enabled);
+    assert_eq!(report.high_water.peak_parent_hwm_bytes, None);
+    assert!(report.peaks.peak_parent_rss_bytes.is_some());
+}
+
+#[test]
+fn the_portable_reader_says_which_marks_are_missing() {
+    let _serial = serial();
+    let monitor = one_second()
+        .reader(stemmon::Reader::Portable)
+        .start()
+        .unwrap();
+    {
+        let _stage = monitor.stage("work").unwrap();
+    }
+    let report = monitor.finish();
+    let marks = &report.high_water_marks;
+    assert!(marks.enabled && !marks.parent && !marks.descendants && !marks.reaped);
+    assert!(
+        marks.missing.as_deref().unwrap().contains("sysinfo"),
+        "{marks:?}"
+    );
+    assert_eq!(report.high_water.peak_tree_rss_bound_bytes, None);
+    assert!(report
+        .stage("work")
+        .unwrap()
+        .peaks
+        .peak_parent_rss_bytes
+        .is_some());
+}

@@ -71,7 +71,10 @@ pub trait TreeReader: Send {
         HighWaterMarks {
             enabled,
             missing: Some(if enabled {
-                format!("the {} reader has no high-water marks", self.name())
+                format!(
+                    "the {} reader has no high-water marks (they are read from /proc, on Linux)",
+                    self.name()
+                )
             } else {
                 "turned off".to_owned()
             }),
