@@ -1,7 +1,10 @@
 //! One full sample of a process tree of 10 and of 100 descendants (half of them
 //! grandchildren): stemmon's reader beside sysinfo's all-process refresh and psutil's
 //! `children(recursive=True)` + `memory_info()`, on the same tree in the same run.
-//! Budgets (spec §6): at most 1/4 of sysinfo and 1/8 of psutil.
+//! stemmon's sample is the default one: RSS and the high-water marks of every process
+//! (read together from `status`, each reset through `clear_refs`), and the job's cgroup.
+//! Budgets (spec §6): 10 descendants, at most 1/4 of sysinfo and 1/8 of psutil;
+//! 100 descendants, at most 1/2 and 1/4.
 
 use criterion::Criterion;
 use std::collections::HashMap;
@@ -47,9 +50,19 @@ fn main() {
         let tree = Tree::spawn(size).expect("the tree starts");
         let root = tree.root();
         let mut reader = stemmon::__private::default_reader(false);
+        let marks = reader.configure_marks(true, root);
+        assert!(
+            marks.parent && marks.descendants,
+            "marks are read: {marks:?}"
+        );
         let mut system = System::new().expect("sysinfo opens the process table");
         // The same tree for every reader: each must see the root and every descendant.
-        let stemmon_count = reader.read_tree(root).expect("stemmon reads").process_count;
+        let first = reader.read_tree(root).expect("stemmon reads");
+        assert!(
+            first.tree_rss_bound.is_some(),
+            "the default sample has the bound"
+        );
+        let stemmon_count = first.process_count;
         let (sysinfo_count, _) = sysinfo_tree(&mut system, with_tasks, root);
         let expected = tree.descendants() + 1;
         assert_eq!(stemmon_count, expected, "stemmon sees the whole tree");

@@ -4,7 +4,7 @@
 //! ESC, NUL, ...), line and paragraph separators and bidirectional overrides are printed
 //! escaped (`\n`, `\u{1b}`); the report keeps the names as they are.
 
-use crate::report::Report;
+use crate::report::{CgroupReport, Report};
 use std::fmt::Write as _;
 use std::io::Write as _;
 
@@ -39,11 +39,43 @@ pub(crate) fn format_line(event: &str, stage: &str, report: &Report) -> String {
     let _ = write!(
         line,
         "; peak RSS={}; parent={}; children={}",
-        human_bytes(report.peaks.peak_tree_rss_bytes),
+        peak_range(
+            report.peaks.peak_tree_rss_bytes,
+            report.high_water.peak_tree_rss_bound_bytes
+        ),
         human_bytes(sample.and_then(|s| s.parent_rss_bytes)),
         human_bytes(sample.and_then(|s| s.children_rss_bytes)),
     );
+    if let Some(headroom) = report.cgroup.as_ref().and_then(headroom) {
+        let _ = write!(line, "; {headroom}");
+    }
     line
+}
+
+/// The peak: `212.0 MiB`, or `212.0 MiB (≤ 498.3 MiB)` when the high-water bound
+/// exceeds the sampled peak (the true peak lies between them).
+fn peak_range(sampled: Option<u64>, bound: Option<u64>) -> String {
+    match (sampled, bound) {
+        (Some(sampled), Some(bound)) if bound > sampled => format!(
+            "{} (≤ {})",
+            human_bytes(Some(sampled)),
+            human_bytes(Some(bound))
+        ),
+        (None, Some(bound)) => format!("≤ {}", human_bytes(Some(bound))),
+        (sampled, _) => human_bytes(sampled),
+    }
+}
+
+/// The cgroup's headroom, `limit=4.0 GiB (83 %)`, when it has a limit: its peak charge
+/// (or its charge now) against the limit.
+fn headroom(cgroup: &CgroupReport) -> Option<String> {
+    let limit = cgroup.memory_limit_bytes.filter(|l| *l > 0)?;
+    let used = cgroup.memory_peak_bytes.or(cgroup.memory_current_bytes)?;
+    Some(format!(
+        "limit={} ({:.0} %)",
+        human_bytes(Some(limit)),
+        used as f64 * 100.0 / limit as f64
+    ))
 }
 
 /// Whether `c` would break the line or change how the terminal shows what follows.
@@ -90,6 +122,28 @@ mod tests {
         assert_eq!(human_bytes(None), "unavailable");
         assert_eq!(human_bytes(Some(812 * (1 << 20) + 400 * 1024)), "812.4 MiB");
         assert_eq!(human_bytes(Some(1181116006)), "1.1 GiB");
+    }
+
+    #[test]
+    fn the_peak_reads_as_a_range_when_the_bound_is_higher() {
+        let mib = 1u64 << 20;
+        let range = peak_range(Some(212 * mib), Some(498 * mib + 307 * 1024));
+        assert_eq!(range, "212.0 MiB (≤ 498.3 MiB)");
+        assert_eq!(peak_range(Some(212 * mib), Some(212 * mib)), "212.0 MiB");
+        assert_eq!(peak_range(Some(212 * mib), None), "212.0 MiB");
+        assert_eq!(peak_range(None, None), "unavailable");
+    }
+
+    #[test]
+    fn the_headroom_shows_only_with_a_limit() {
+        let mut cgroup = CgroupReport {
+            memory_current_bytes: Some(800 << 20),
+            memory_peak_bytes: Some(850 << 20),
+            ..CgroupReport::default()
+        };
+        assert_eq!(headroom(&cgroup), None);
+        cgroup.memory_limit_bytes = Some(1 << 30);
+        assert_eq!(headroom(&cgroup).as_deref(), Some("limit=1.0 GiB (83 %)"));
     }
 
     #[test]

@@ -86,7 +86,16 @@ impl Monitor {
         let identity = crate::identity::collect(&config)?;
         let exporter = crate::export::Exporter::from_config(&config, &identity.0, &identity.1)?;
         let mut reader = make(config.detailed_memory);
-        let recorder = Arc::new(Recorder::new(config, reader.name(), identity, exporter));
+        // The marks as asked and as this reader can read them.
+        let root = config.root.unwrap_or_else(std::process::id);
+        let marks = reader.configure_marks(config.high_water_marks, root);
+        let recorder = Arc::new(Recorder::new(
+            config,
+            reader.name(),
+            marks,
+            identity,
+            exporter,
+        ));
         context::install(&recorder)?;
         recorder.take_sample(&mut *reader);
         let (events, received) = mpsc::channel();

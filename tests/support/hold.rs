@@ -1,11 +1,51 @@
 //! `stemmon-hold <MiB> [<grandchildren> <grandchild MiB>]`: a process that holds a known
 //! amount of touched memory, starts its own children holding theirs, prints `ready`
 //! once all of them hold their memory, and exits when its standard input closes.
+//!
+//! `stemmon-hold spike <MiB> <ms>`: touches `MiB` for `ms` milliseconds, frees it and exits.
+//!
+//! `stemmon-hold reap-trial <phase ms> <report>`: runs a monitor (1 s samples) that
+//! writes `report`, waits `phase` ms, then in stage `spike` runs
+//! `stemmon-hold spike 300 100` and reaps it. A fresh process per trial: the kernel's peak of reaped children
+//! (`RUSAGE_CHILDREN`) is a maximum over the process's life.
 
 use std::io::{BufRead, Read, Write};
 use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn spike(mib: u64, ms: u64) {
+    let held = stemmon_suite::touched_mib(mib);
+    std::thread::sleep(Duration::from_millis(ms));
+    drop(std::hint::black_box(held));
+}
+
+fn reap_trial(phase_ms: u64, report: &str) {
+    let monitor = stemmon::Monitor::builder()
+        .log_interval(None)
+        .output(report)
+        .sample_interval(Duration::from_secs(1))
+        .start()
+        .expect("the monitor starts");
+    std::thread::sleep(Duration::from_millis(phase_ms));
+    {
+        let _spike = monitor.stage("spike").expect("a stage");
+        let status = Command::new(std::env::current_exe().unwrap())
+            .args(["spike", "300", "100"])
+            .status()
+            .expect("start the spike");
+        assert!(status.success());
+    }
+    monitor.finish();
+}
 
 fn main() {
+    let mode: Vec<String> = std::env::args().skip(1).collect();
+    let number = |i: usize| -> u64 { mode[i].parse().expect("a whole number") };
+    match mode.first().map(String::as_str) {
+        Some("spike") => return spike(number(1), number(2)),
+        Some("reap-trial") => return reap_trial(number(1), &mode[2]),
+        _ => {}
+    }
     let args: Vec<u64> = std::env::args()
         .skip(1)
         .map(|a| a.parse().expect("arguments are whole numbers"))

@@ -17,10 +17,10 @@ pub(crate) use thread::ThreadSlot;
 
 use crate::builder::Config;
 use crate::export::Exporter;
-use crate::memory::{SelfRss, TreeReading};
+use crate::memory::{self, SelfReader, TreeReading};
 use crate::output::Output;
-use crate::report::{SampleReport, Span, TimelinePoint};
-use records::{Records, Stats};
+use crate::report::{CgroupReport, HighWaterMarks, SampleReport, Span, TimelinePoint};
+use records::{BoundaryInterval, Records, Stats};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -99,7 +99,20 @@ pub(crate) struct State {
     last_tree: TreeReading,
     /// The newest reading of the parent alone: (ticks, bytes).
     boundary: Option<(u64, u64)>,
-    self_rss: SelfRss,
+    /// The live descendants' RSS at that reading, those found exited left out.
+    boundary_children: Option<u64>,
+    /// Which of `last_tree.descendants` were found exited since the last sample.
+    gone: Vec<bool>,
+    /// The job's cgroup as last read.
+    pub(crate) cgroup: Option<CgroupReport>,
+    /// Records that saw only a reused boundary reading: the next interval is theirs.
+    awaiting: Vec<u32>,
+    /// Records whose bound waits for the next sample's descendant marks.
+    pending: Vec<u32>,
+    /// The intervals boundary readings closed since the last sample, by end ticks: the
+    /// sample gives them to stages open on other threads meanwhile.
+    intervals: Vec<(u64, BoundaryInterval)>,
+    self_rss: SelfReader,
     pub(crate) spans: Vec<Span>,
     /// Spans shorter than [`LONG_CALL_NANOS`] among `spans`: the ones a long call may evict.
     short_spans: usize,
@@ -122,6 +135,8 @@ pub(crate) struct Recorder {
     pub(crate) epoch: u64,
     pub(crate) config: Config,
     pub(crate) sampler: &'static str,
+    /// Which high-water marks are read.
+    pub(crate) high_water_marks: HighWaterMarks,
     pub(crate) clock: quanta::Clock,
     /// Clock ticks in `BOUNDARY_REUSE_NANOS` and `LONG_CALL_NANOS`: the hot path
     /// compares raw ticks and converts only when it merges.
@@ -183,6 +198,7 @@ impl Recorder {
     pub(crate) fn new(
         config: Config,
         sampler: &'static str,
+        marks: HighWaterMarks,
         (host, labels): (String, BTreeMap<String, String>),
         exporter: Option<Exporter>,
     ) -> Recorder {
@@ -193,6 +209,7 @@ impl Recorder {
         Recorder {
             epoch: NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
             sampler,
+            high_water_marks: marks.clone(),
             reuse_ticks: ticks(BOUNDARY_REUSE_NANOS),
             long_ticks: ticks(LONG_CALL_NANOS),
             origin: clock.raw(),
@@ -223,7 +240,14 @@ impl Recorder {
                 timeline: Timeline::new(),
                 last_tree: TreeReading::default(),
                 boundary: None,
-                self_rss: SelfRss::new(),
+                boundary_children: None,
+                gone: Vec::new(),
+                cgroup: None,
+                awaiting: Vec::new(),
+                pending: Vec::new(),
+                intervals: Vec::new(),
+                // The boundary reads this process's marks only when it is the root.
+                self_rss: SelfReader::new(marks.parent && config.root.is_none()),
                 spans: Vec::new(),
                 short_spans: 0,
                 sampling_attempts: 0,
@@ -323,7 +347,7 @@ impl Recorder {
         if !reuse {
             let mut state = self.lock();
             self.merge(&mut state, &mut thread);
-            self.boundary_reading(&mut state, &thread, now, record);
+            self.boundary_reading(&mut state, &thread, now, record, true);
         }
         Entered::Pushed(seq)
     }
@@ -415,7 +439,7 @@ impl Recorder {
         };
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
-        self.boundary_reading(&mut state, &thread, now, frame.record);
+        self.boundary_reading(&mut state, &thread, now, frame.record, false);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(
             &mut state,
@@ -442,7 +466,9 @@ impl Recorder {
     /// Moves `thread`'s counters into the shared records.
     pub(crate) fn merge(&self, state: &mut State, thread: &mut ThreadState) {
         let boundary = state.boundary_tree();
-        let State { records, .. } = state;
+        let State {
+            records, awaiting, ..
+        } = state;
         thread.drain(|id, delta, first| {
             let record = records.get_mut(id);
             record.calls += delta.calls;
@@ -459,6 +485,10 @@ impl Recorder {
             }
             if let (true, Some(reading)) = (delta.saw_boundary, &boundary) {
                 record.stats.apply_boundary(reading);
+                // That reading's interval ended before the call: the next one counts.
+                if !std::mem::replace(&mut record.stats.awaiting_interval, true) {
+                    awaiting.push(id);
+                }
             }
         });
     }
@@ -484,15 +514,39 @@ impl Recorder {
     }
 
     /// Reads the parent (or reuses a reading under 1 ms old) and counts it toward
-    /// `record`; a fresh reading also counts toward every stage on the thread's stack.
-    fn boundary_reading(&self, state: &mut State, thread: &ThreadState, now: u64, record: u32) {
+    /// `record`. A fresh reading closes an interval of the kernel's marks: it counts
+    /// toward every stage on the thread's stack, the records waiting for it, and
+    /// `record` itself when it is `entering` no more (its call is ending).
+    fn boundary_reading(
+        &self,
+        state: &mut State,
+        thread: &ThreadState,
+        now: u64,
+        record: u32,
+        entering: bool,
+    ) {
         let fresh = match state.boundary {
-            Some((at, _)) if self.clock.delta_as_nanos(at, now) < BOUNDARY_REUSE_NANOS => false,
+            Some((at, _)) if self.clock.delta_as_nanos(at, now) < BOUNDARY_REUSE_NANOS => None,
             _ => match state.self_rss.read() {
-                Some(rss) => {
-                    state.boundary = Some((now, rss));
+                Some(mut reading) => {
+                    state.boundary = Some((now, reading.rss));
                     self.boundary_at.0.store(now, Ordering::Relaxed);
-                    true
+                    // A boundary never counts a descendant that has exited: when a child
+                    // was reaped or became a zombie, each last-sampled one is checked.
+                    let State {
+                        last_tree, gone, ..
+                    } = &mut *state;
+                    if reading.children_changed && !last_tree.descendants.is_empty() {
+                        let (live, exited) =
+                            memory::live_children_rss(&last_tree.descendants, gone);
+                        state.boundary_children = Some(live);
+                        // An exited child's peak counts in this interval (a sample may
+                        // have reset its mark before it exited).
+                        if reading.hwm.is_some() {
+                            reading.reaped = reading.reaped.max(exited);
+                        }
+                    }
+                    Some(reading)
                 }
                 None => return,
             },
@@ -501,20 +555,51 @@ impl Recorder {
             return;
         };
         state.records.get_mut(record).stats.apply_boundary(&reading);
-        if fresh {
-            for frame in &thread.stack {
-                if frame.record != record {
-                    state
-                        .records
-                        .get_mut(frame.record)
-                        .stats
-                        .apply_boundary(&reading);
-                }
+        let Some(fresh) = fresh else {
+            // A reused reading's interval ended before this call.
+            let stats = &mut state.records.get_mut(record).stats;
+            if !std::mem::replace(&mut stats.awaiting_interval, true) {
+                state.awaiting.push(record);
             }
-            if state.total.apply_boundary(&reading) {
-                state.peak_rss_stage = Some(state.records.get(record).path.clone());
-                state.peak_rss_elapsed_seconds = Some(self.elapsed(now));
+            return;
+        };
+        let interval = BoundaryInterval {
+            parent_hwm: fresh.hwm,
+            reaped: fresh.reaped,
+            children_rss: state.boundary_children.unwrap_or(0),
+        };
+        if interval.parent_hwm.is_some() {
+            state.intervals.push((now, interval));
+        }
+        let mut closed = std::mem::take(&mut state.awaiting);
+        if !entering {
+            closed.push(record);
+        }
+        closed.extend(
+            thread
+                .stack
+                .iter()
+                .map(|frame| frame.record)
+                .filter(|r| *r != record),
+        );
+        for &id in &closed {
+            state.apply_interval(id, &interval);
+        }
+        closed.clear();
+        state.awaiting = closed;
+        state.total.apply_interval(&interval);
+        for frame in &thread.stack {
+            if frame.record != record {
+                state
+                    .records
+                    .get_mut(frame.record)
+                    .stats
+                    .apply_boundary(&reading);
             }
+        }
+        if state.total.apply_boundary(&reading) {
+            state.peak_rss_stage = Some(state.records.get(record).path.clone());
+            state.peak_rss_elapsed_seconds = Some(self.elapsed(now));
         }
     }
 
@@ -564,7 +649,7 @@ impl Recorder {
         state.next_async += 1;
         let seq = state.next_async;
         state.open_async.push((seq, record, now));
-        self.boundary_reading(&mut state, &thread, now, record);
+        self.boundary_reading(&mut state, &thread, now, record, true);
         (record, seq, now)
     }
 
@@ -636,6 +721,8 @@ impl Recorder {
 
     /// Takes one full tree sample with `reader` and applies it.
     pub(crate) fn take_sample(&self, reader: &mut dyn crate::memory::TreeReader) {
+        // The stages open when the reading starts overlap its interval too.
+        let open_before = self.open_calls();
         let started = Instant::now();
         let reading = reader.read_tree(self.pid);
         let took = started.elapsed().as_secs_f64();
@@ -647,13 +734,28 @@ impl Recorder {
         state.max_sampling_seconds = state.max_sampling_seconds.max(took);
         match reading {
             Ok(reading) => {
+                let kills = reading.oom_kills.unwrap_or(0);
                 let stage = self.owner_stage(&state);
-                let mut records: Vec<u32> = open.iter().map(|(record, _)| *record).collect();
-                records.extend(state.open_async.iter().map(|(_, record, _)| *record));
-                records.sort_unstable();
-                records.dedup();
-                state.apply_sample(reading, &records, stage, done, self.elapsed(done));
+                let async_open: Vec<(u32, u64)> = state
+                    .open_async
+                    .iter()
+                    .map(|(_, record, at)| (*record, *at))
+                    .collect();
+                let open: Vec<(u32, u64)> = open.into_iter().chain(async_open).collect();
+                state.apply_sample(reading, &open, &open_before, stage, self.elapsed(done));
+                state.boundary = state
+                    .latest
+                    .as_ref()
+                    .and_then(|s| s.parent_rss_bytes)
+                    .map(|p| (done, p));
                 self.boundary_at.0.store(done, Ordering::Relaxed);
+                if kills > 0 {
+                    drop(state);
+                    self.log_event(
+                        Line::Text(format!("OOM kill in the job's cgroup ({kills})")),
+                        OpenStage::OwnerNow,
+                    );
+                }
             }
             Err(error) => {
                 let message = format!("could not read the process tree: {error}");
@@ -757,7 +859,7 @@ impl State {
     /// The latest parent reading with the descendants as last sampled.
     fn boundary_tree(&self) -> Option<TreeReading> {
         let (_, parent) = self.boundary?;
-        let children = self.last_tree.children_rss;
+        let children = self.boundary_children;
         Some(TreeReading {
             parent_rss: Some(parent),
             children_rss: children,
@@ -767,12 +869,21 @@ impl State {
         })
     }
 
+    /// Counts a fresh boundary interval toward record `id`.
+    fn apply_interval(&mut self, id: u32, interval: &BoundaryInterval) {
+        if self.records.get_mut(id).stats.apply_interval(interval) {
+            self.pending.push(id);
+        }
+    }
+
+    /// Applies a full sample: `open` are the calls open now on every thread (record,
+    /// entry ticks), `open_before` those open when the reading started.
     fn apply_sample(
         &mut self,
         reading: TreeReading,
-        open: &[u32],
+        open: &[(u32, u64)],
+        open_before: &[(u32, u64)],
         stage: String,
-        at: u64,
         elapsed: f64,
     ) {
         if let Some(latest) = &self.latest {
@@ -784,13 +895,55 @@ impl State {
             self.peak_rss_stage = Some(stage.clone());
             self.peak_rss_elapsed_seconds = Some(elapsed);
         }
-        for &record in open {
+        // A stage open on another thread saw the intervals other threads' boundary
+        // readings closed since it was entered: each counts for it now.
+        let intervals = std::mem::take(&mut self.intervals);
+        // (A poll frame is skipped: its async call is in `open` with its own start.)
+        for &(record, entered) in open.iter().chain(open_before) {
+            if entered == POLL {
+                continue;
+            }
+            for (end, interval) in intervals.iter().rev() {
+                if *end <= entered {
+                    break;
+                }
+                self.apply_interval(record, interval);
+            }
+        }
+        let mut seen: Vec<u32> = open.iter().map(|(record, _)| *record).collect();
+        seen.sort_unstable();
+        seen.dedup();
+        for &record in &seen {
             if let Some(record) = self.records.list.get_mut(record as usize) {
                 record.stats.apply_sample(&reading);
             }
         }
-        if let Some(parent) = reading.parent_rss {
-            self.boundary = Some((at, parent));
+        // Records that closed during this interval, or saw only a reused reading, get
+        // the interval this sample closes; others only widen their pending bound.
+        let mut closed: Vec<u32> = open_before
+            .iter()
+            .map(|(record, _)| *record)
+            .chain(self.awaiting.drain(..))
+            .filter(|record| seen.binary_search(record).is_err())
+            .collect();
+        closed.sort_unstable();
+        closed.dedup();
+        for &record in &closed {
+            self.records
+                .get_mut(record)
+                .stats
+                .apply_sample_interval(&reading);
+        }
+        for record in std::mem::take(&mut self.pending) {
+            let stats = &mut self.records.get_mut(record).stats;
+            if stats.pending_local.is_some() {
+                stats.close_interval(reading.children_hwm);
+            }
+        }
+        self.boundary_children = reading.children_rss;
+        self.gone.clear();
+        if reading.cgroup.is_some() {
+            self.cgroup = reading.cgroup.clone();
         }
         let sample = SampleReport {
             elapsed_seconds: elapsed,
@@ -817,6 +970,8 @@ impl State {
             tree_rss_bytes: reading.tree_rss,
             parent_rss_bytes: reading.parent_rss,
             children_rss_bytes: reading.children_rss,
+            tree_rss_bound_bytes: reading.tree_rss_bound,
+            cgroup_memory_bytes: reading.cgroup_peak,
             process_count: reading.process_count,
             samples: 1,
             ..TimelinePoint::default()

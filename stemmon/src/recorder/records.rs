@@ -2,7 +2,7 @@
 //! without scanning its siblings.
 
 use crate::memory::TreeReading;
-use crate::report::Peaks;
+use crate::report::{HighWater, Peaks};
 use std::borrow::Cow;
 use std::collections::HashMap;
 
@@ -16,6 +16,25 @@ pub(crate) struct Stats {
     pub(crate) partial_rss_samples: u64,
     pub(crate) peak_process_count: u32,
     pub(crate) peaks: Peaks,
+    /// The kernel's marks (SPEC §8).
+    pub(crate) high_water: HighWater,
+    /// The largest `parent mark + reaped peak` of the intervals this record overlapped
+    /// since the last full sample; that sample adds the descendants' marks.
+    pub(crate) pending_local: Option<u64>,
+    /// The record saw only a reused boundary reading, whose interval ended before it:
+    /// the next interval to close is the one it overlaps.
+    pub(crate) awaiting_interval: bool,
+}
+
+/// What a fresh stage-boundary reading says about the interval it closes.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct BoundaryInterval {
+    /// The parent's peak in the interval (`VmHWM`, reset at each reading).
+    pub(crate) parent_hwm: Option<u64>,
+    /// The peak of the children reaped in the interval.
+    pub(crate) reaped: Option<u64>,
+    /// The live descendants as last sampled: the best figure until the next sample.
+    pub(crate) children_rss: u64,
 }
 
 /// Raises `peak` to `value`; whether it rose.
@@ -45,7 +64,64 @@ impl Stats {
             &mut p.peak_tree_physical_footprint_bytes,
             reading.tree_physical_footprint,
         );
-        raise(&mut p.peak_tree_rss_bytes, reading.tree_rss)
+        let raised = raise(&mut p.peak_tree_rss_bytes, reading.tree_rss);
+        self.apply_sample_interval(reading);
+        raised
+    }
+
+    /// Counts the interval that a full sample closes: marks, reaped peaks, the cgroup.
+    pub(crate) fn apply_sample_interval(&mut self, reading: &TreeReading) {
+        let h = &mut self.high_water;
+        raise(&mut h.peak_parent_hwm_bytes, reading.parent_hwm);
+        raise(
+            &mut h.peak_reaped_child_rss_bytes,
+            reading.reaped_child_peak,
+        );
+        let widened = self
+            .pending_local
+            .take()
+            .zip(reading.children_hwm)
+            .map(|(local, children)| local + children);
+        raise(
+            &mut h.peak_tree_rss_bound_bytes,
+            reading.tree_rss_bound.max(widened),
+        );
+        raise(&mut h.peak_cgroup_memory_bytes, reading.cgroup_peak);
+        if let Some(kills) = reading.oom_kills {
+            h.oom_kills = Some(h.oom_kills.unwrap_or(0) + kills);
+        }
+        self.awaiting_interval = false;
+    }
+
+    /// Closes, at a full sample, the interval of a record no longer open: its bound
+    /// gets the live descendants' marks of that sample.
+    pub(crate) fn close_interval(&mut self, children_hwm: Option<u64>) {
+        if let (Some(local), Some(children)) = (self.pending_local.take(), children_hwm) {
+            raise(
+                &mut self.high_water.peak_tree_rss_bound_bytes,
+                Some(local + children),
+            );
+        }
+    }
+
+    /// Counts the interval a fresh boundary reading closed; returns whether the record
+    /// now waits for the next sample to widen its bound (it did not before).
+    pub(crate) fn apply_interval(&mut self, interval: &BoundaryInterval) -> bool {
+        let Some(hwm) = interval.parent_hwm else {
+            return false;
+        };
+        let h = &mut self.high_water;
+        raise(&mut h.peak_parent_hwm_bytes, Some(hwm));
+        raise(&mut h.peak_reaped_child_rss_bytes, interval.reaped);
+        let local = hwm + interval.reaped.unwrap_or(0);
+        raise(
+            &mut h.peak_tree_rss_bound_bytes,
+            Some(local + interval.children_rss),
+        );
+        let newly = self.pending_local.is_none();
+        self.pending_local = self.pending_local.max(Some(local));
+        self.awaiting_interval = false;
+        newly
     }
 
     /// Counts a stage-boundary reading: the parent read now, the descendants as last

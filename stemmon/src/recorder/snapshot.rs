@@ -92,6 +92,7 @@ impl Recorder {
                     partial_rss_samples: record.stats.partial_rss_samples,
                     peak_process_count: record.stats.peak_process_count,
                     peaks: record.stats.peaks.clone(),
+                    high_water: record.stats.high_water.clone(),
                     ..StageReport::default()
                 }
             })
@@ -119,6 +120,9 @@ impl Recorder {
             partial_rss_samples: state.total.partial_rss_samples,
             peak_process_count: state.total.peak_process_count,
             peaks: state.total.peaks.clone(),
+            high_water: state.total.high_water.clone(),
+            high_water_marks: self.high_water_marks.clone(),
+            cgroup: state.cgroup.clone(),
             peak_rss_stage: state.peak_rss_stage.clone(),
             peak_rss_elapsed_seconds: state.peak_rss_elapsed_seconds,
             threads,

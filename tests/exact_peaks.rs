@@ -1,0 +1,305 @@
+//! Exact peaks (SPEC §8) against real memory and real children, at 1 s sampling: spikes
+//! that a sampler misses are caught by the kernel's high-water marks.
+
+#![cfg(target_os = "linux")]
+
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+use stemmon::{Monitor, Report};
+use stemmon_suite::{touched_mib, Holder, MIB};
+
+const HOLD: &str = env!("CARGO_BIN_EXE_stemmon-hold");
+
+/// One process-wide monitor at a time, and the process's own marks are shared.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A small xorshift generator seeded from the clock: random phases, no dependency.
+struct Phases(u64);
+
+impl Phases {
+    fn new() -> Phases {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        Phases(u64::from(nanos) | 1)
+    }
+
+    /// A duration uniform in [0, 1 s): one sample interval.
+    fn next(&mut self) -> Duration {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        Duration::from_micros(self.0 % 1_000_000)
+    }
+}
+
+fn one_second() -> stemmon::MonitorBuilder {
+    Monitor::builder()
+        .log_interval(None)
+        .sample_interval(Duration::from_secs(1))
+}
+
+fn mib(bytes: Option<u64>) -> f64 {
+    bytes.map_or(f64::NAN, |b| b as f64 / MIB as f64)
+}
+
+/// Touches `size` MiB, holds it for `hold`, frees it.
+fn spike(size: u64, hold: Duration) {
+    let block = touched_mib(size);
+    std::thread::sleep(hold);
+    drop(std::hint::black_box(block));
+}
+
+#[test]
+fn a_100_ms_spike_in_the_process_is_caught_by_its_mark() {
+    let _serial = serial();
+    let monitor = one_second().start().unwrap();
+    let mut phases = Phases::new();
+    let trials = 20;
+    for trial in 0..trials {
+        std::thread::sleep(phases.next());
+        let _stage = monitor.stage(format!("spike-{trial:02}")).unwrap();
+        spike(300, Duration::from_millis(100));
+    }
+    let report = monitor.finish();
+    let (mut marked, mut bounded, mut sampled) = (0, 0, 0);
+    for trial in 0..trials {
+        let stage = report.stage(&format!("spike-{trial:02}")).unwrap();
+        let hw = &stage.high_water;
+        marked += u32::from(hw.peak_parent_hwm_bytes >= Some(300 * MIB));
+        bounded += u32::from(hw.peak_tree_rss_bound_bytes >= Some(300 * MIB));
+        sampled += u32::from(stage.peaks.peak_tree_rss_bytes >= Some(300 * MIB));
+        // A mark never reads below the sampled peak of the same process.
+        assert!(hw.peak_parent_hwm_bytes >= stage.peaks.peak_parent_rss_bytes.map(|p| p - MIB));
+    }
+    eprintln!("process spikes: mark {marked}/20, bound {bounded}/20, sampled {sampled}/20");
+    assert!(marked >= 19, "the mark caught {marked} of 20");
+    assert!(bounded >= 19, "the bound caught {bounded} of 20");
+    assert!(report.high_water.peak_parent_hwm_bytes >= Some(300 * MIB));
+    assert!(report.high_water_marks.enabled && report.high_water_marks.parent);
+}
+
+#[test]
+fn a_100_ms_spike_in_a_reaped_child_is_caught_by_the_bound() {
+    let _serial = serial();
+    let dir = stemmon_suite::temp_dir("reap-trials");
+    let mut phases = Phases::new();
+    let (mut bounded, mut reaped, mut sampled) = (0, 0, 0);
+    // A fresh process per trial, two at a time: see `stemmon-hold reap-trial`.
+    for pair in 0..10 {
+        let runs: Vec<_> = (0..2)
+            .map(|i| {
+                let path = dir.join(format!("trial-{pair}-{i}.json"));
+                let phase = phases.next().as_millis().to_string();
+                let child = Command::new(HOLD)
+                    .args(["reap-trial", &phase])
+                    .arg(&path)
+                    .spawn()
+                    .unwrap();
+                (child, path)
+            })
+            .collect();
+        for (mut child, path) in runs {
+            assert!(child.wait().unwrap().success());
+            let report: Report =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let stage = report.stage("spike").unwrap();
+            let hw = &stage.high_water;
+            bounded += u32::from(hw.peak_tree_rss_bound_bytes >= Some(300 * MIB));
+            reaped += u32::from(hw.peak_reaped_child_rss_bytes >= Some(300 * MIB));
+            if hw.peak_reaped_child_rss_bytes < Some(300 * MIB) {
+                eprintln!("missed: {stage:?}\n{:?}", report.high_water);
+            }
+            sampled += u32::from(stage.peaks.peak_children_rss_bytes >= Some(300 * MIB));
+            // The child's peak is its own: well under twice the spike.
+            assert!(
+                hw.peak_reaped_child_rss_bytes < Some(400 * MIB),
+                "reaped {} MiB",
+                mib(hw.peak_reaped_child_rss_bytes)
+            );
+            assert!(report.high_water_marks.reaped);
+        }
+    }
+    eprintln!("child spikes: bound {bounded}/20, reaped {reaped}/20, sampled {sampled}/20");
+    assert!(bounded >= 19, "the bound caught {bounded} of 20");
+    assert!(reaped >= 19, "the reaped peak caught {reaped} of 20");
+}
+
+/// Stage `a` holds a 200 MiB child long enough to be sampled, then reaps it; stage `b`
+/// opens `gap` later and must carry none of it.
+fn reaped_child_does_not_pollute_the_next_stage(gap: Duration) {
+    let _serial = serial();
+    let monitor = Monitor::builder()
+        .log_interval(None)
+        .sample_interval(Duration::from_millis(50))
+        .start()
+        .unwrap();
+    {
+        let _a = monitor.stage("a").unwrap();
+        let child = Holder::start(HOLD, 200, 0, 0);
+        let seen = monitor.summary().samples + 2;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while monitor.summary().samples < seen {
+            assert!(Instant::now() < deadline, "the sampler stalled");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child.stop(); // reaped here
+    }
+    std::thread::sleep(gap);
+    {
+        let _b = monitor.stage("b").unwrap();
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let report = monitor.finish();
+    let a = report.stage("a").unwrap();
+    let b = report.stage("b").unwrap();
+    assert!(
+        a.peaks.peak_children_rss_bytes >= Some(190 * MIB),
+        "a sample saw the child: {} MiB",
+        mib(a.peaks.peak_children_rss_bytes)
+    );
+    assert!(
+        a.high_water.peak_reaped_child_rss_bytes >= Some(190 * MIB),
+        "a reaped it: {} MiB",
+        mib(a.high_water.peak_reaped_child_rss_bytes)
+    );
+    let parent = b.peaks.peak_parent_rss_bytes.unwrap();
+    assert!(
+        b.peaks.peak_children_rss_bytes < Some(10 * MIB),
+        "b carries the dead child: children {} MiB",
+        mib(b.peaks.peak_children_rss_bytes)
+    );
+    assert!(
+        b.peaks.peak_tree_rss_bytes < Some(parent + 10 * MIB),
+        "b's tree peak {} MiB, parent {} MiB",
+        mib(b.peaks.peak_tree_rss_bytes),
+        mib(Some(parent))
+    );
+    assert_eq!(b.high_water.peak_reaped_child_rss_bytes, None);
+    assert!(
+        b.high_water.peak_tree_rss_bound_bytes < Some(parent + 20 * MIB),
+        "b's bound {} MiB",
+        mib(b.high_water.peak_tree_rss_bound_bytes)
+    );
+}
+
+#[test]
+fn a_stage_opened_just_after_a_reaped_child_carries_none_of_it() {
+    // Inside the 1 ms reuse window: b reuses a's closing reading.
+    reaped_child_does_not_pollute_the_next_stage(Duration::ZERO);
+}
+
+#[test]
+fn a_stage_opened_a_few_ms_after_a_reaped_child_carries_none_of_it() {
+    reaped_child_does_not_pollute_the_next_stage(Duration::from_millis(3));
+}
+
+#[test]
+fn a_20_ms_stage_that_allocates_and_frees_100_mib_shows_it_in_its_mark() {
+    let _serial = serial();
+    let monitor = one_second().start().unwrap();
+    std::thread::sleep(Duration::from_millis(10));
+    let took = {
+        let _burst = monitor.stage("burst").unwrap();
+        let started = Instant::now();
+        drop(std::hint::black_box(touched_mib(100)));
+        std::thread::sleep(Duration::from_millis(20).saturating_sub(started.elapsed()));
+        started.elapsed()
+    };
+    {
+        let _quiet = monitor.stage("quiet").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let report = monitor.finish();
+    let burst = report.stage("burst").unwrap();
+    let quiet = report.stage("quiet").unwrap();
+    let baseline = quiet.peaks.peak_parent_rss_bytes.unwrap();
+    let mark = burst.high_water.peak_parent_hwm_bytes.unwrap();
+    assert!(took < Duration::from_millis(200), "the stage took {took:?}");
+    assert!(
+        mark >= baseline + 95 * MIB,
+        "burst mark {} MiB over a baseline of {} MiB",
+        mib(Some(mark)),
+        mib(Some(baseline))
+    );
+    // The quiet stage after it has its own interval: the burst is not in its mark.
+    let quiet_mark = quiet.high_water.peak_parent_hwm_bytes.unwrap();
+    assert!(
+        quiet_mark < baseline + 20 * MIB,
+        "quiet mark {} MiB",
+        mib(Some(quiet_mark))
+    );
+}
+
+#[test]
+fn marks_turned_off_leave_everything_else_working() {
+    let _serial = serial();
+    let monitor = one_second().high_water_marks(false).start().unwrap();
+    {
+        let _stage = monitor.stage("work").unwrap();
+        spike(50, Duration::from_millis(10));
+    }
+    let report = monitor.finish();
+    assert!(!report.high_water_marks.enabled);
+    assert_eq!(
+        report.high_water_marks.missing.as_deref(),
+        Some("turned off")
+    );
+    let work = report.stage("work").unwrap();
+    assert_eq!(work.high_water.peak_parent_hwm_bytes, None);
+    assert_eq!(work.high_water.peak_tree_rss_bound_bytes, None);
+    assert!(work.peaks.peak_parent_rss_bytes.is_some());
+    assert!(report.samples >= 1);
+}
+
+#[test]
+fn the_environment_turns_marks_off_for_monitor_main() {
+    let dir = stemmon_suite::temp_dir("marks-env");
+    let path = dir.join("report.json");
+    let run = Command::new(env!("CARGO_BIN_EXE_fixture-main-ok"))
+        .env("STEMMON_HIGH_WATER_MARKS", "0")
+        .env("STEMMON_OUTPUT", &path)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{run:?}");
+    let report: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert!(!report.high_water_marks.enabled);
+    assert_eq!(
+        report.high_water_marks.missing.as_deref(),
+        Some("turned off")
+    );
+    assert_eq!(report.high_water.peak_parent_hwm_bytes, None);
+    assert!(report.peaks.peak_parent_rss_bytes.is_some());
+}
+
+#[test]
+fn the_portable_reader_says_which_marks_are_missing() {
+    let _serial = serial();
+    let monitor = one_second()
+        .reader(stemmon::Reader::Portable)
+        .start()
+        .unwrap();
+    {
+        let _stage = monitor.stage("work").unwrap();
+    }
+    let report = monitor.finish();
+    let marks = &report.high_water_marks;
+    assert!(marks.enabled && !marks.parent && !marks.descendants && !marks.reaped);
+    assert!(
+        marks.missing.as_deref().unwrap().contains("sysinfo"),
+        "{marks:?}"
+    );
+    assert_eq!(report.high_water.peak_tree_rss_bound_bytes, None);
+    assert!(report
+        .stage("work")
+        .unwrap()
+        .peaks
+        .peak_parent_rss_bytes
+        .is_some());
+}
