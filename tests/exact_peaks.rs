@@ -303,3 +303,49 @@ fn the_portable_reader_says_which_marks_are_missing() {
         .peak_parent_rss_bytes
         .is_some());
 }
+
+/// A spike inside a stage on a worker thread, while the monitor's own thread opens and
+/// closes short stages every couple of milliseconds: each of those boundary readings
+/// resets the process's mark, yet the worker's stage still gets the spike.
+#[test]
+fn a_spike_on_a_worker_survives_the_resets_of_another_threads_stages() {
+    let _serial = serial();
+    let mut phases = Phases::new();
+    let monitor = one_second().start().unwrap();
+    let trials = 5;
+    for trial in 0..trials {
+        std::thread::sleep(phases.next());
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let (entered, is_entered) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                // Entered while main has nothing open: a top-level stage.
+                let _hold = stemmon::stage(format!("worker-{trial}"));
+                entered.send(()).unwrap();
+                // Well after main's short stages have begun, and well before they end.
+                std::thread::sleep(Duration::from_millis(30));
+                spike(300, Duration::from_millis(100));
+                std::thread::sleep(Duration::from_millis(30));
+                done.store(true, std::sync::atomic::Ordering::Relaxed);
+            });
+            is_entered.recv().unwrap();
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                let _tick = monitor.stage("tick").unwrap();
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        });
+    }
+    let report = monitor.finish();
+    for trial in 0..trials {
+        let worker = report.stage(&format!("worker-{trial}")).unwrap();
+        assert!(
+            worker.high_water.peak_parent_hwm_bytes >= Some(300 * MIB),
+            "trial {trial}: {} MiB",
+            mib(worker.high_water.peak_parent_hwm_bytes)
+        );
+        assert!(worker.high_water.peak_tree_rss_bound_bytes >= Some(300 * MIB));
+    }
+    // The ticks ran beside the spike: some saw it, none claims more than the process held.
+    let tick = report.stage("tick").unwrap();
+    assert!(tick.calls > 50 * trials);
+}

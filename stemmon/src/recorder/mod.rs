@@ -138,10 +138,8 @@ pub(crate) struct Recorder {
     /// Which high-water marks are read.
     pub(crate) high_water_marks: HighWaterMarks,
     pub(crate) clock: quanta::Clock,
-    /// Clock ticks in `BOUNDARY_REUSE_NANOS` and `LONG_CALL_NANOS`: the hot path
-    /// compares raw ticks and converts only when it merges.
+    /// Clock ticks in `BOUNDARY_REUSE_NANOS`: the hot path compares raw ticks.
     reuse_ticks: u64,
-    long_ticks: u64,
     pub(crate) origin: u64,
     /// The root of the sampled tree.
     pub(crate) pid: u32,
@@ -211,7 +209,6 @@ impl Recorder {
             sampler,
             high_water_marks: marks.clone(),
             reuse_ticks: ticks(BOUNDARY_REUSE_NANOS),
-            long_ticks: ticks(LONG_CALL_NANOS),
             origin: clock.raw(),
             clock,
             pid: config.root.unwrap_or_else(std::process::id),
@@ -426,7 +423,9 @@ impl Recorder {
         delta.min_ticks = delta.min_ticks.min(ticks);
         delta.max_ticks = delta.max_ticks.max(ticks);
         let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
-        let quiet = frame.error.is_none() && !panicking && ticks < self.long_ticks;
+        // Only a call shorter than the reuse window may skip the shared state: a longer
+        // one may have overlapped intervals other threads' readings closed.
+        let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(frame.record) {
             thread.delta(frame.record).saw_boundary = true;
             return;
@@ -440,6 +439,7 @@ impl Recorder {
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
         self.boundary_reading(&mut state, &thread, now, frame.record, false);
+        state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(
             &mut state,
@@ -869,6 +869,19 @@ impl State {
         })
     }
 
+    /// Counts toward record `id` every interval closed since `entered` (and since the
+    /// last sample, which gave it the earlier ones), whichever thread's reading closed it.
+    fn apply_intervals_since(&mut self, id: u32, entered: u64) {
+        let intervals = std::mem::take(&mut self.intervals);
+        for (end, interval) in intervals.iter().rev() {
+            if *end <= entered {
+                break;
+            }
+            self.apply_interval(id, interval);
+        }
+        self.intervals = intervals;
+    }
+
     /// Counts a fresh boundary interval toward record `id`.
     fn apply_interval(&mut self, id: u32, interval: &BoundaryInterval) {
         if self.records.get_mut(id).stats.apply_interval(interval) {
@@ -897,19 +910,13 @@ impl State {
         }
         // A stage open on another thread saw the intervals other threads' boundary
         // readings closed since it was entered: each counts for it now.
-        let intervals = std::mem::take(&mut self.intervals);
         // (A poll frame is skipped: its async call is in `open` with its own start.)
         for &(record, entered) in open.iter().chain(open_before) {
-            if entered == POLL {
-                continue;
-            }
-            for (end, interval) in intervals.iter().rev() {
-                if *end <= entered {
-                    break;
-                }
-                self.apply_interval(record, interval);
+            if entered != POLL {
+                self.apply_intervals_since(record, entered);
             }
         }
+        self.intervals.clear();
         let mut seen: Vec<u32> = open.iter().map(|(record, _)| *record).collect();
         seen.sort_unstable();
         seen.dedup();
