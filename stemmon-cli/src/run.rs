@@ -204,6 +204,8 @@ mod unix {
     fn start_monitor(args: &Args, pid: u32) -> Option<stemmon::Monitor> {
         let mut builder = stemmon::Monitor::builder()
             .root_process(pid)
+            // The orphans this subreaper adopts from CMD stay in the tree.
+            .adopted_orphans(true)
             .command(
                 args.command
                     .iter()

@@ -244,7 +244,6 @@ fn labels_reach_the_report() {
 }
 
 #[test]
-#[ignore = "needs the runtime to sample the orphans stemmon adopts (see the lead's wiring note)"]
 fn adopted_orphans_count_in_the_tree() {
     let dir = TempDir::new("orphan-memory");
     let report_path = dir.path().join("report.json");

@@ -36,6 +36,8 @@ pub(crate) struct Config {
     pub(crate) root: Option<u32>,
     /// The argv of the command `stemmon run` started.
     pub(crate) command: Option<Vec<String>>,
+    /// With `root`: this process's other children count as descendants too.
+    pub(crate) adopted_orphans: bool,
 }
 
 impl Default for Config {
@@ -54,6 +56,7 @@ impl Default for Config {
             reader: Reader::Native,
             root: None,
             command: None,
+            adopted_orphans: false,
         }
     }
 }
@@ -170,6 +173,15 @@ impl MonitorBuilder {
     /// how `stemmon run` watches a command.
     pub fn root_process(mut self, pid: u32) -> Self {
         self.config.root = Some(pid);
+        self
+    }
+
+    /// With [`root_process`](Self::root_process): also counts this process's other
+    /// children, and their descendants, as descendants of the tree. A subreaper
+    /// (`PR_SET_CHILD_SUBREAPER`, as `stemmon run` is) adopts the processes the watched
+    /// command leaves behind; with this they stay in the tree. Linux only.
+    pub fn adopted_orphans(mut self, on: bool) -> Self {
+        self.config.adopted_orphans = on;
         self
     }
 

@@ -86,6 +86,7 @@ impl Monitor {
         let identity = crate::identity::collect(&config)?;
         let exporter = crate::export::Exporter::from_config(&config, &identity.0, &identity.1)?;
         let mut reader = make(config.detailed_memory);
+        reader.adopt_orphans(config.adopted_orphans && config.root.is_some());
         // The marks as asked and as this reader can read them.
         let root = config.root.unwrap_or_else(std::process::id);
         let marks = reader.configure_marks(config.high_water_marks, root);

@@ -448,6 +448,9 @@ pub(crate) struct ProcReader {
     walk_incomplete: bool,
     /// `pids[1..direct_end]` are the root's own children.
     direct_end: usize,
+    /// With a root other than this process: also walk this process's other children,
+    /// the orphans it adopted as a subreaper (`stemmon run`).
+    adopted: bool,
     known: HashMap<u32, Known>,
     cgroup: Option<CgroupReader>,
     /// The cgroup's kernel peak and OOM kills at the previous sample.
@@ -464,6 +467,7 @@ impl ProcReader {
             detailed,
             marks: true,
             own_pid: std::process::id(),
+            adopted: false,
             budget: fd_budget(),
             cached_fds: 0,
             files: HashMap::new(),
@@ -535,6 +539,32 @@ impl ProcReader {
         Ok(true)
     }
 
+    /// Adds this process's children but `root` (orphans re-parented to this subreaper)
+    /// to the walk; their own descendants follow through the walk.
+    fn add_adopted(&mut self, root: u32) {
+        let own = self.own_pid;
+        let (pids, tids) = (self.pids.len(), std::mem::take(&mut self.tids));
+        if self.list_tasks(own).is_err() {
+            self.walk_incomplete = true;
+        } else {
+            for t in 0..self.tids.len() {
+                let tid = self.tids[t];
+                if self.read_children_file(own, tid).is_err() {
+                    self.walk_incomplete = true;
+                }
+            }
+        }
+        self.tids = tids;
+        let mut index = pids;
+        while index < self.pids.len() {
+            if self.pids[index] == root {
+                self.pids.swap_remove(index);
+            } else {
+                index += 1;
+            }
+        }
+    }
+
     /// Fills `self.pids` with `root` and its descendants, root first.
     /// Returns `Ok(false)` when the kernel has no `children` files.
     fn walk_children(&mut self, root: u32) -> io::Result<bool> {
@@ -574,6 +604,9 @@ impl ProcReader {
                 }
             }
             if pid == root {
+                if self.adopted && root != self.own_pid {
+                    self.add_adopted(root);
+                }
                 self.direct_end = self.pids.len();
             }
         }
@@ -661,6 +694,10 @@ impl ProcReader {
 impl TreeReader for ProcReader {
     fn name(&self) -> &'static str {
         "linux-proc"
+    }
+
+    fn adopt_orphans(&mut self, adopt: bool) {
+        self.adopted = adopt;
     }
 
     fn configure_marks(&mut self, enabled: bool, root: u32) -> HighWaterMarks {

@@ -65,6 +65,10 @@ pub trait TreeReader: Send {
     /// Reads the tree rooted at `root` now. An error means the root itself could not
     /// be read; descendants that vanish or deny access only lower the coverage.
     fn read_tree(&mut self, root: u32) -> io::Result<TreeReading>;
+    /// With a root other than this process, also counts this process's other children
+    /// (orphans it adopted as a subreaper) as descendants. Ignored where unsupported.
+    fn adopt_orphans(&mut self, _adopt: bool) {}
+
     /// Turns the high-water marks on or off for the tree rooted at `root`, and says
     /// which of them this reader can read. Off, or missing here, by default.
     fn configure_marks(&mut self, enabled: bool, _root: u32) -> HighWaterMarks {
