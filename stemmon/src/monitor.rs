@@ -115,7 +115,7 @@ impl Monitor {
                 return Err(Error::Spawn(error));
             }
         };
-        recorder.log_event(Line::Text("started".to_owned()), OpenStage::OwnerNow);
+        recorder.log_event(Line::Text("started".to_owned()), OpenStage::Workflow);
         Ok(Monitor {
             recorder,
             sampler: Some((events, thread)),

@@ -359,6 +359,29 @@ fn threads(rows: &mut Vec<Row>) {
     });
 }
 
+/// Bench 6: `stemmon run -- CMD` beside CMD run bare.
+fn run_overhead(rows: &mut Vec<Row>) {
+    const BUDGET: f64 = 1.02;
+    let figure = "`stemmon run -- CMD`, CMD about 2 s of CPU, 1 s sampling";
+    let budget = format!("≤ {BUDGET}× peer");
+    let (Some(ours), Some(theirs)) = (
+        criterion_ns("run", "stemmon_run"),
+        criterion_ns("run", "bare"),
+    ) else {
+        rows.push(missing(figure, &budget));
+        return;
+    };
+    rows.push(Row {
+        figure: figure.into(),
+        stemmon: time(ours),
+        peer: "the same CMD run bare".into(),
+        peer_value: time(theirs),
+        ratio: format!("{:.3}", ours / theirs),
+        budget,
+        status: Status::of(ours / theirs <= BUDGET),
+    });
+}
+
 /// Bench 4: the sampler thread's CPU at the default interval.
 fn sampler(rows: &mut Vec<Row>) {
     const BUDGET: f64 = 0.001;
@@ -447,6 +470,7 @@ fn main() {
     tree(&mut rows);
     sampler(&mut rows);
     threads(&mut rows);
+    run_overhead(&mut rows);
 
     let table = render(&rows);
     println!("{table}");

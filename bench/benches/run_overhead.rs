@@ -1,0 +1,61 @@
+//! `stemmon run -- CMD` beside CMD run bare: a CPU-bound shell loop of about 2 s, with
+//! the default 1 s sampling. Budget (spec §6): CMD's wall time within 2 % of bare.
+//!
+//! The `stemmon` binary is the release build next to this bench (`bash bench/run`
+//! builds it), or `$STEMMON_BIN`.
+
+use criterion::Criterion;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+/// About 2 s of one core in a POSIX shell, no I/O: the kind of work a pipeline does.
+const LOOP: &str = "i=0; while [ $i -lt 3000000 ]; do i=$((i+1)); done";
+
+fn stemmon_binary() -> PathBuf {
+    if let Some(path) = std::env::var_os("STEMMON_BIN") {
+        return PathBuf::from(path);
+    }
+    // target/release/deps/run_overhead-… → target/release/stemmon
+    let exe = std::env::current_exe().expect("the bench knows where it is");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .map(|release| release.join("stemmon"))
+        .expect("a target directory")
+}
+
+fn run(command: &mut Command) {
+    let status = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("the command runs");
+    assert!(status.success(), "{status:?}");
+}
+
+fn main() {
+    let stemmon = stemmon_binary();
+    assert!(
+        stemmon.exists(),
+        "no stemmon binary at {}: run `cargo build --release -p stemmon-cli` first",
+        stemmon.display()
+    );
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(2))
+        .measurement_time(Duration::from_secs(25))
+        .sample_size(10)
+        .configure_from_args();
+    let mut group = c.benchmark_group("run");
+    group.bench_function("bare", |b| {
+        b.iter(|| run(Command::new("sh").args(["-c", LOOP])))
+    });
+    group.bench_function("stemmon_run", |b| {
+        b.iter(|| {
+            run(Command::new(&stemmon)
+                .args(["run", "--sample-interval", "1", "--log-interval", "none"])
+                .args(["--", "sh", "-c", LOOP]))
+        })
+    });
+    group.finish();
+    c.final_summary();
+}
