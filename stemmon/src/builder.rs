@@ -1,65 +1,10 @@
 //! `MonitorBuilder`: the settings, their defaults, and their validation.
 
+use crate::config::{Config, Reader};
 use crate::error::Error;
 use crate::monitor::Monitor;
 use std::path::PathBuf;
 use std::time::Duration;
-
-/// Which source the monitor reads memory from.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum Reader {
-    /// The platform's best: `/proc` read directly on Linux, sysinfo elsewhere.
-    #[default]
-    Native,
-    /// sysinfo on every platform: slower, and without high-water marks.
-    Portable,
-}
-
-/// Every setting of a monitor, as validated by [`MonitorBuilder::start`].
-#[derive(Clone, Debug)]
-pub(crate) struct Config {
-    pub(crate) sample_interval: Duration,
-    pub(crate) log_interval: Option<Duration>,
-    pub(crate) output: Option<PathBuf>,
-    pub(crate) detailed_memory: bool,
-    pub(crate) max_samples: usize,
-    /// Cover the starting thread only, not the whole process.
-    pub(crate) current_thread_only: bool,
-    pub(crate) high_water_marks: bool,
-    /// Labels given with `.label(k, v)`, in order.
-    pub(crate) labels: Vec<(String, String)>,
-    pub(crate) prometheus_textfile: Option<PathBuf>,
-    pub(crate) pushgateway: Option<String>,
-    pub(crate) reader: Reader,
-    /// The root of the sampled tree: this process unless told otherwise.
-    pub(crate) root: Option<u32>,
-    /// The argv of the command `stemmon run` started.
-    pub(crate) command: Option<Vec<String>>,
-    /// With `root`: this process's other children count as descendants too.
-    pub(crate) adopted_orphans: bool,
-}
-
-impl Default for Config {
-    fn default() -> Config {
-        Config {
-            sample_interval: Duration::from_secs(1),
-            log_interval: Some(Duration::from_secs(30)),
-            output: None,
-            detailed_memory: false,
-            max_samples: 0,
-            current_thread_only: false,
-            high_water_marks: true,
-            labels: Vec::new(),
-            prometheus_textfile: None,
-            pushgateway: None,
-            reader: Reader::Native,
-            root: None,
-            command: None,
-            adopted_orphans: false,
-        }
-    }
-}
 
 /// Configures and starts a [`Monitor`]; made by [`Monitor::builder`].
 ///
@@ -83,6 +28,13 @@ impl Default for Config {
 #[must_use = "a builder does nothing until `.start()` is called"]
 pub struct MonitorBuilder {
     pub(crate) config: Config,
+}
+
+impl Monitor {
+    /// A builder with the default settings.
+    pub fn builder() -> MonitorBuilder {
+        MonitorBuilder::default()
+    }
 }
 
 impl MonitorBuilder {

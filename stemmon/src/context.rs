@@ -1,12 +1,11 @@
-//! Which monitor covers the calling thread, and `enter`.
+//! Which monitor covers the calling thread.
 //!
 //! With no monitor running anywhere, a `#[monitored]` call costs one relaxed load of a
 //! global counter and a branch. Otherwise the thread-local slot names the monitor this
 //! thread records to: the thread-only monitor started on it, or the process-wide one,
 //! which a thread joins at its first stage.
 
-use crate::recorder::{Recorder, StageName, ThreadSlot};
-use crate::stage::Stage;
+use crate::recorder::{Recorder, ThreadSlot};
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -128,46 +127,8 @@ pub(crate) fn uninstall(recorder: &Arc<Recorder>) {
     RUNNING.fetch_sub(1, Ordering::Relaxed);
 }
 
-/// Opens a stage named `name` on the monitor that covers this thread; an inert guard
-/// when there is none. This is what `#[monitored]` expands to.
+/// Whether any monitor runs in the process: with none, a stage is one relaxed load.
 #[inline(always)]
-pub fn enter(name: &'static str) -> Stage {
-    if RUNNING.load(Ordering::Relaxed) == 0 {
-        return Stage::inert();
-    }
-    enter_named(StageName::Borrowed(name))
-}
-
-// Kept out of line so that the check above stays small enough to inline at every call site.
-#[inline(never)]
-pub(crate) fn enter_named(name: StageName) -> Stage {
-    with_attachment(|a| {
-        let entered = a.recorder.enter(&a.slot, name);
-        Stage::new(a.recorder.epoch, entered)
-    })
-    .unwrap_or_else(Stage::inert)
-}
-
-/// Opens a stage on the monitor that covers the calling thread: the process-wide one,
-/// or a thread-only one started here. With no monitor, or an empty name, the guard
-/// records nothing.
-///
-/// ```
-/// let monitor = stemmon::Monitor::builder().log_interval(None).start()?;
-/// std::thread::scope(|scope| {
-///     scope.spawn(|| {
-///         let _load = stemmon::stage("load");
-///         // ... work on another thread, recorded all the same ...
-///     });
-/// });
-/// let report = monitor.finish();
-/// assert_eq!(report.stage("load").unwrap().calls, 1);
-/// # Ok::<(), stemmon::Error>(())
-/// ```
-pub fn stage(name: impl Into<std::borrow::Cow<'static, str>>) -> Stage {
-    let name = name.into();
-    if name.is_empty() || RUNNING.load(Ordering::Relaxed) == 0 {
-        return Stage::inert();
-    }
-    enter_named(name)
+pub(crate) fn any_running() -> bool {
+    RUNNING.load(Ordering::Relaxed) != 0
 }

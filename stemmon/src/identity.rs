@@ -4,7 +4,7 @@
 //! The labels go into the report and onto every exported metric series, so they must be
 //! valid Prometheus label names and values; a bad one is never sent.
 
-use crate::builder::Config;
+use crate::config::Config;
 use crate::error::Error;
 use std::collections::BTreeMap;
 

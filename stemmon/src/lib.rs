@@ -60,6 +60,7 @@
 
 mod builder;
 mod cadence;
+mod config;
 mod context;
 mod error;
 mod export;
@@ -79,10 +80,11 @@ mod stage;
 #[path = "private.rs"]
 pub mod __private;
 
-pub use builder::{MonitorBuilder, Reader};
-pub use context::stage;
+pub use builder::MonitorBuilder;
+pub use config::Reader;
 pub use error::Error;
 pub use monitor::Monitor;
 pub use report::Report;
+pub use stage::stage;
 pub use stage::Stage;
 pub use stemmon_macros::{monitor_main, monitored};

@@ -1,6 +1,6 @@
 //! `Monitor`: the lifecycle of a monitor (start, stage, summary, finish, drop).
 
-use crate::builder::{Config, MonitorBuilder, Reader};
+use crate::config::{Config, Reader};
 use crate::context;
 use crate::error::Error;
 use crate::memory::{self, TreeReader};
@@ -69,11 +69,6 @@ impl std::fmt::Debug for Monitor {
 }
 
 impl Monitor {
-    /// A builder with the default settings.
-    pub fn builder() -> MonitorBuilder {
-        MonitorBuilder::default()
-    }
-
     pub(crate) fn start(config: Config) -> Result<Monitor, Error> {
         let make: fn(bool) -> Box<dyn TreeReader> = match config.reader {
             Reader::Portable => memory::portable_reader,

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use crate::context::enter;
+pub use crate::stage::enter;
 // For the benchmark crate, which times one tree sample; the reader choice of users is
 // `MonitorBuilder::reader`.
 pub use crate::future::{instrument, AsyncStage, Instrumented};
@@ -333,7 +333,7 @@ mod tests {
     fn start_with(
         config: &MainConfig,
         env: &[(&str, OsString)],
-    ) -> (Option<crate::builder::Config>, Vec<String>) {
+    ) -> (Option<crate::config::Config>, Vec<String>) {
         let env: HashMap<String, OsString> = env
             .iter()
             .map(|(k, v)| ((*k).to_owned(), v.clone()))

@@ -8,7 +8,11 @@ use crate::memory::TreeReader;
 use crate::recorder::{Event, Line, OpenStage, Recorder};
 use crate::report::Report;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long the sampler gathers log events before it prints them and rewrites the
+/// report: a line is at most this late.
+const BATCH: Duration = Duration::from_millis(10);
 
 /// Runs until told to stop; hands the reader back for the last sample.
 pub(crate) fn run(
@@ -33,8 +37,13 @@ pub(crate) fn run(
         match received {
             Ok(Event::Log(line, stage)) => {
                 lines.push((line, stage));
-                // Take what else is waiting: one report write for the lot.
-                while let Ok(event) = events.try_recv() {
+                // Take what else comes within a few milliseconds: one snapshot and one
+                // report write for the lot, so a burst of first completions costs the
+                // stages little (the snapshot shares their lock).
+                let batch_end = Instant::now() + BATCH;
+                while let Ok(event) =
+                    events.recv_timeout(batch_end.saturating_duration_since(Instant::now()))
+                {
                     match event {
                         Event::Log(line, stage) => lines.push((line, stage)),
                         Event::Stop => {

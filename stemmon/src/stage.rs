@@ -1,7 +1,7 @@
-//! The guard of one synchronous stage call.
+//! The guard of one synchronous stage call, and the functions that open one.
 
 use crate::context;
-use crate::recorder::Entered;
+use crate::recorder::{Entered, StageName};
 use std::marker::PhantomData;
 
 /// The guard of one open stage: the stage ends when it is dropped.
@@ -83,4 +83,48 @@ impl std::fmt::Debug for Stage {
             .field("active", &(self.epoch != 0))
             .finish()
     }
+}
+
+/// Opens a stage named `name` on the monitor that covers this thread; an inert guard
+/// when there is none. This is what `#[monitored]` expands to.
+#[inline(always)]
+pub fn enter(name: &'static str) -> Stage {
+    if !context::any_running() {
+        return Stage::inert();
+    }
+    enter_named(StageName::Borrowed(name))
+}
+
+// Kept out of line so that the check above stays small enough to inline at every call site.
+#[inline(never)]
+fn enter_named(name: StageName) -> Stage {
+    context::with_attachment(|a| {
+        let entered = a.recorder.enter(&a.slot, name);
+        Stage::new(a.recorder.epoch, entered)
+    })
+    .unwrap_or_else(Stage::inert)
+}
+
+/// Opens a stage on the monitor that covers the calling thread: the process-wide one,
+/// or a thread-only one started here. With no monitor, or an empty name, the guard
+/// records nothing.
+///
+/// ```
+/// let monitor = stemmon::Monitor::builder().log_interval(None).start()?;
+/// std::thread::scope(|scope| {
+///     scope.spawn(|| {
+///         let _load = stemmon::stage("load");
+///         // ... work on another thread, recorded all the same ...
+///     });
+/// });
+/// let report = monitor.finish();
+/// assert_eq!(report.stage("load").unwrap().calls, 1);
+/// # Ok::<(), stemmon::Error>(())
+/// ```
+pub fn stage(name: impl Into<std::borrow::Cow<'static, str>>) -> Stage {
+    let name = name.into();
+    if name.is_empty() || !context::any_running() {
+        return Stage::inert();
+    }
+    enter_named(name)
 }

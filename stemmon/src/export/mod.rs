@@ -6,7 +6,7 @@
 
 mod prometheus;
 
-use crate::builder::Config;
+use crate::config::Config;
 use crate::error::Error;
 use crate::report::Report;
 use prometheus::Pushgateway;

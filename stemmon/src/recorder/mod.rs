@@ -15,7 +15,7 @@ mod timeline;
 pub(crate) use records::{short_type_name, StageName};
 pub(crate) use thread::ThreadSlot;
 
-use crate::builder::Config;
+use crate::config::Config;
 use crate::export::Exporter;
 use crate::memory::{self, SelfReader, TreeReading};
 use crate::output::Output;
