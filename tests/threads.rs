@@ -320,3 +320,43 @@ fn with_no_monitor_a_stage_records_nothing_and_a_later_monitor_sees_none_of_it()
     assert_eq!(paths(&report), ["work"]);
     assert_eq!(stage(&report, "work").calls, 1);
 }
+
+#[test]
+fn a_stage_with_only_open_calls_reports_their_shortest_and_longest() {
+    let _serial = serial();
+    let monitor = start();
+    let (entered, is_entered) = mpsc::channel();
+    let (release, released) = mpsc::channel::<()>();
+    let released = std::sync::Arc::new(std::sync::Mutex::new(released));
+    let workers: Vec<_> = [0, 300]
+        .into_iter()
+        .map(|delay| {
+            let entered = entered.clone();
+            let released = std::sync::Arc::clone(&released);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(delay));
+                let _open = stemmon::stage("open");
+                entered.send(()).unwrap();
+                let _ = released.lock().unwrap().recv();
+            })
+        })
+        .collect();
+    is_entered.recv().unwrap();
+    is_entered.recv().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    let report = monitor.finish();
+    for _ in 0..2 {
+        release.send(()).unwrap();
+    }
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    let open = stage(&report, "open");
+    assert_eq!((open.calls, open.threads), (2, 2));
+    // One call open for about 0.4 s, the other for about 0.1 s: their shortest and
+    // longest, not (as before) their mean (0.25 s) and their sum.
+    let (min, max) = (open.min_wall_seconds, open.max_wall_seconds);
+    assert!((0.09..0.2).contains(&min), "min {min}");
+    assert!(max - min >= 0.29, "min {min}, max {max}");
+    assert!((open.wall_seconds - open.min_wall_seconds - open.max_wall_seconds).abs() < 1e-9);
+}

@@ -54,6 +54,26 @@
 //! # }
 //! ```
 //!
+//! The monitor covers every thread of the process: a `#[monitored]` call or a
+//! [`stage`] on a spawned or scoped thread, a rayon worker or a tokio worker is
+//! recorded too, and nests under the stage open on the monitor's own thread:
+//!
+//! ```
+//! let monitor = stemmon::Monitor::builder().log_interval(None).start()?;
+//! {
+//!     let _fit = monitor.stage("fit")?;
+//!     std::thread::scope(|scope| {
+//!         for _ in 0..4 {
+//!             scope.spawn(|| drop(stemmon::stage("chunk")));
+//!         }
+//!     });
+//! }
+//! let report = monitor.finish();
+//! let chunk = report.stage("fit/chunk").unwrap();
+//! assert_eq!((chunk.calls, chunk.threads), (4, 4));
+//! # Ok::<(), stemmon::Error>(())
+//! ```
+//!
 //! Turn off the default feature `enabled` (`default-features = false`) and both
 //! attributes expand to the item exactly as written: no monitor, no thread, no cost.
 #![warn(missing_docs)]
