@@ -219,6 +219,12 @@ fn a_worker_inside_a_stage_at_finish_is_reported_open_and_not_waited_for() {
     });
     is_entered.recv().unwrap();
     std::thread::sleep(Duration::from_millis(60));
+    // Samples count toward a worker's open stage: wait for two (a busy machine may be slow).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while monitor.summary().stage("stuck").map_or(0, |s| s.samples) < 2 {
+        assert!(Instant::now() < deadline, "the sampler stalled");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let started = Instant::now();
     let report = monitor.finish();
     assert!(started.elapsed() < Duration::from_secs(1), "finish waited");
