@@ -20,9 +20,9 @@ type SamplerThread = (Sender<Event>, JoinHandle<Box<dyn TreeReader>>);
 /// A running monitor: samples the process tree in the background, records stages from
 /// every thread of the process, and writes the report.
 ///
-/// Started by [`MonitorBuilder::start`], it is the process's monitor: `#[monitored]`
+/// Started by [`MonitorBuilder::start`](crate::MonitorBuilder::start), it is the process's monitor: `#[monitored]`
 /// calls and [`stage`](crate::stage()) on any thread record to it (see SPEC §4,
-/// Threads). With [`current_thread_only`](MonitorBuilder::current_thread_only) it
+/// Threads). With [`current_thread_only`](crate::MonitorBuilder::current_thread_only) it
 /// covers the starting thread alone. The handle belongs to the thread that started it
 /// (it is neither `Send` nor `Sync`).
 ///
