@@ -108,3 +108,29 @@ pub fn thread_names() -> Vec<String> {
         .map(|name| name.trim().to_owned())
         .collect()
 }
+
+/// A command for a `#[monitor_main]` fixture `binary`, with no `STEMMON_*` setting
+/// inherited from the environment the tests run in.
+pub fn fixture_command(binary: &str) -> Command {
+    let mut command = Command::new(binary);
+    for name in [
+        "STEMMON_OUTPUT",
+        "STEMMON_SAMPLE_INTERVAL",
+        "STEMMON_LOG_INTERVAL",
+        "STEMMON_DISABLE",
+        "STEMMON_HIGH_WATER_MARKS",
+        "STEMMON_LABELS",
+        "STEMMON_PROMETHEUS_TEXTFILE_DIR",
+        "STEMMON_PUSHGATEWAY_URL",
+    ] {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// Reads the report a run left at `path`.
+pub fn read_report(path: &Path) -> stemmon::Report {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
+    serde_json::from_str(&text).expect("the report reads back as a stemmon::Report")
+}

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 use stemmon::Report;
+use stemmon_suite::read_report;
 use stemmon_suite::{temp_dir, TempDir};
 
 const ENDINGS: &str = env!("CARGO_BIN_EXE_fixture-main-endings");
@@ -20,23 +21,7 @@ const SIGTERM: i32 = 15;
 
 /// A command for `binary` with no inherited `STEMMON_*` setting.
 fn command(binary: &str) -> Command {
-    let mut command = Command::new(binary);
-    for name in [
-        "STEMMON_OUTPUT",
-        "STEMMON_SAMPLE_INTERVAL",
-        "STEMMON_LOG_INTERVAL",
-        "STEMMON_DISABLE",
-        "STEMMON_HIGH_WATER_MARKS",
-    ] {
-        command.env_remove(name);
-    }
-    command
-}
-
-fn read_report(path: &Path) -> Report {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
-    serde_json::from_str(&text).expect("the report reads back as a stemmon::Report")
+    stemmon_suite::fixture_command(binary)
 }
 
 fn names(dir: &Path) -> Vec<String> {

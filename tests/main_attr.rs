@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use stemmon::Report;
+use stemmon_suite::read_report;
 use stemmon_suite::{temp_dir, TempDir, MIB};
 
 const OK: &str = env!("CARGO_BIN_EXE_fixture-main-ok");
@@ -63,24 +64,9 @@ impl Run {
 }
 
 fn fixture(binary: &str, dir: &Path) -> Command {
-    let mut command = Command::new(binary);
+    let mut command = stemmon_suite::fixture_command(binary);
     command.current_dir(dir);
-    for name in [
-        "STEMMON_OUTPUT",
-        "STEMMON_SAMPLE_INTERVAL",
-        "STEMMON_LOG_INTERVAL",
-        "STEMMON_DISABLE",
-        "STEMMON_HIGH_WATER_MARKS",
-    ] {
-        command.env_remove(name);
-    }
     command
-}
-
-fn read_report(path: &Path) -> Report {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
-    serde_json::from_str(&text).expect("the report reads back as a stemmon::Report")
 }
 
 fn no_temporaries_beside(path: &Path) {
