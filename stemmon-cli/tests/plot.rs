@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{measured_report, stemmon, write_report, TempDir};
+use common::{measured_report, run_sh, stemmon, write_report, TempDir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -245,25 +245,11 @@ fn a_bad_output_name_or_an_empty_report_is_exit_2() {
 fn a_stemmon_run_report_plots_its_children_and_exports_its_counters() {
     let dir = TempDir::new("plot-run");
     let report_path = dir.path().join("report.json");
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&report_path)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null; sleep 0.3",
-        ])
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    let status = run_sh(
+        &report_path,
+        "sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null; sleep 0.3",
+    );
+    assert_eq!(status, Some(0));
     let report = common::read_report(&report_path);
     assert!(report.timeline.len() >= 5, "{}", report.timeline.len());
     let svg_path = dir.path().join("plot.svg");

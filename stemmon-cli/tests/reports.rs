@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{measured_report, read_report, stemmon, write_report, TempDir, MIB};
+use common::{measured_report, read_report, run_sh, stemmon, write_report, TempDir, MIB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use stemmon::Report;
@@ -17,24 +17,11 @@ fn fixture(name: &str) -> PathBuf {
 /// `stemmon run` on `dd` holding a `mib` MiB buffer for a while; the report's path.
 fn run_dd(dir: &Path, name: &str, mib: u32) -> PathBuf {
     let path = dir.join(name);
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&path)
-        .args(["--", "sh", "-c"])
-        .arg(format!(
-            "dd if=/dev/zero of=/dev/null bs={mib}M count={} 2>/dev/null; sleep 0.3",
-            12_000 / mib
-        ))
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    let script = format!(
+        "dd if=/dev/zero of=/dev/null bs={mib}M count={} 2>/dev/null; sleep 0.3",
+        12_000 / mib
+    );
+    assert_eq!(run_sh(&path, &script), Some(0));
     path
 }
 

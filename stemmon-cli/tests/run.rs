@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{read_report, stemmon, TempDir, MIB};
+use common::{read_report, run_sh, stemmon, TempDir, MIB};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -182,20 +182,12 @@ fn the_report_measures_the_command_s_tree() {
     let dir = TempDir::new("tree");
     let report_path = dir.path().join("report.json");
     // dd holds a 100 MiB buffer, touched by every read, for about a second.
-    let status = stemmon()
-        .args(["run", "--sample-interval", "0.05", "--log-interval", "none"])
-        .arg("-o")
-        .arg(&report_path)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "dd if=/dev/zero of=/dev/null bs=100M count=1 2>/dev/null; \
-             sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=200 2>/dev/null",
-        ])
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    let status = run_sh(
+        &report_path,
+        "dd if=/dev/zero of=/dev/null bs=100M count=1 2>/dev/null; \
+         sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=200 2>/dev/null",
+    );
+    assert_eq!(status, Some(0));
     let report = read_report(&report_path);
     assert!(report.samples >= 3, "{}", report.samples);
     let children = report.peaks.peak_children_rss_bytes.unwrap();
@@ -248,25 +240,11 @@ fn adopted_orphans_count_in_the_tree() {
     let dir = TempDir::new("orphan-memory");
     let report_path = dir.path().join("report.json");
     // The orphaned dd holds 100 MiB while the command itself (the outer shell) only sleeps.
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&report_path)
-        .args([
-            "--",
-            "sh",
-            "-c",
-            "sh -c 'dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null &'; sleep 1.5",
-        ])
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    let status = run_sh(
+        &report_path,
+        "sh -c 'dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null &'; sleep 1.5",
+    );
+    assert_eq!(status, Some(0));
     let report = read_report(&report_path);
     let children = report.peaks.peak_children_rss_bytes.unwrap();
     assert!(

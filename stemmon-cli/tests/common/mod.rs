@@ -15,6 +15,25 @@ pub fn stemmon() -> Command {
     Command::new(env!("CARGO_BIN_EXE_stemmon"))
 }
 
+/// `stemmon run` of `sh -c script` with 50 ms samples, no log, the report at `report`:
+/// the command's exit code.
+pub fn run_sh(report: &Path, script: &str) -> Option<i32> {
+    stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(report)
+        .args(["--", "sh", "-c", script])
+        .status()
+        .unwrap()
+        .code()
+}
+
 /// A directory removed when dropped, failing test or not.
 pub struct TempDir(PathBuf);
 
