@@ -134,3 +134,14 @@ pub fn read_report(path: &Path) -> stemmon::Report {
         .unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
     serde_json::from_str(&text).expect("the report reads back as a stemmon::Report")
 }
+
+/// Waits until `monitor` has taken `more` samples beyond those it had; fails the test
+/// after 10 s (a stalled sampler).
+pub fn wait_for_samples(monitor: &stemmon::Monitor, more: u64) {
+    let target = monitor.summary().samples + more;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while monitor.summary().samples < target {
+        assert!(std::time::Instant::now() < deadline, "the sampler stalled");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use stemmon::Monitor;
 use stemmon_suite::MIB;
 
@@ -147,12 +147,7 @@ fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
         writeln!(stdin, "go").unwrap();
         assert_eq!(lines.next().unwrap().unwrap(), "done");
         // Let a sample see the kill.
-        let seen = monitor.summary().samples + 2;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while monitor.summary().samples < seen {
-            assert!(Instant::now() < deadline, "the sampler stalled");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        stemmon_suite::wait_for_samples(&monitor, 2);
     }
     let report = monitor.finish();
     drop(stdin);

@@ -143,12 +143,7 @@ fn reaped_child_does_not_pollute_the_next_stage(gap: Duration) {
     {
         let _a = monitor.stage("a").unwrap();
         let child = Holder::start(HOLD, 200, 0, 0);
-        let seen = monitor.summary().samples + 2;
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while monitor.summary().samples < seen {
-            assert!(Instant::now() < deadline, "the sampler stalled");
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        stemmon_suite::wait_for_samples(&monitor, 2);
         child.stop(); // reaped here
     }
     std::thread::sleep(gap);

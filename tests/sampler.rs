@@ -1,9 +1,9 @@
 //! The background sampler against real child processes holding known memory.
 
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use stemmon::Monitor;
-use stemmon_suite::{Holder, MIB};
+use stemmon_suite::{wait_for_samples, Holder, MIB};
 
 const HOLD: &str = env!("CARGO_BIN_EXE_stemmon-hold");
 
@@ -19,15 +19,6 @@ fn fast() -> stemmon::MonitorBuilder {
         .current_thread_only()
         .log_interval(None)
         .sample_interval(Duration::from_millis(25))
-}
-
-fn wait_for_samples(monitor: &Monitor, more: u64) {
-    let target = monitor.summary().samples + more;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while monitor.summary().samples < target {
-        assert!(Instant::now() < deadline, "the sampler stalled");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 #[test]

@@ -506,7 +506,6 @@ impl Recorder {
     /// Called when a covered thread exits: its counters are never lost.
     pub(crate) fn thread_exited(&self, slot: &ThreadSlot) {
         let mut thread = slot.lock();
-        thread.exited = true;
         if !self.is_ended() {
             let mut state = self.lock();
             self.merge(&mut state, &mut thread);

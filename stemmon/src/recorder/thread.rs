@@ -106,7 +106,6 @@ pub(crate) struct ThreadState {
     next_seq: u32,
     /// Calls merged so far.
     pub(crate) calls: u64,
-    pub(crate) exited: bool,
 }
 
 impl ThreadState {
