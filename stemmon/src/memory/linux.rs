@@ -791,7 +791,9 @@ impl TreeReader for ProcReader {
                 let hwm = status.hwm.unwrap_or(rss).max(rss);
                 children_hwm += hwm;
                 let peak = self.known.get(&pid).map_or(hwm, |k| k.peak.max(hwm));
-                reading.descendants.push((pid, rss, peak));
+                reading
+                    .descendants
+                    .push(super::Descendant { pid, rss, peak });
                 known.insert(pid, Known { hwm, peak, direct });
                 if status.rss.is_none() && direct && own && self.marks {
                     if let Some(peak) = zombie_peak(pid) {

@@ -52,10 +52,20 @@ pub struct TreeReading {
     pub cgroup_peak: Option<u64>,
     /// OOM kills in the cgroup since the previous sample.
     pub oom_kills: Option<u64>,
-    /// `(pid, rss, peak)` of each descendant read (`peak`: the highest of its marks
-    /// read so far), so that a stage-boundary reading can leave out the ones that have
-    /// exited since, and count their peaks as reaped.
-    pub descendants: Vec<(u32, u64, u64)>,
+    /// Each descendant read, so that a stage-boundary reading can leave out the ones
+    /// that have exited since, and count their peaks as reaped.
+    pub descendants: Vec<Descendant>,
+}
+
+/// One descendant as a full sample read it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Descendant {
+    /// Its process id.
+    pub pid: u32,
+    /// Its RSS at the sample.
+    pub rss: u64,
+    /// The highest of its marks read so far.
+    pub peak: u64,
 }
 
 /// Reads the memory of a process and all its descendants.
@@ -121,9 +131,26 @@ pub(crate) struct SelfReading {
     pub(crate) children_changed: bool,
 }
 
+/// What a stage boundary reads: the monitored process alone, cheaply. The seam beside
+/// [`TreeReader`]: the engine holds one per monitor and never reads `/proc` itself.
+pub(crate) trait SelfReader: Send {
+    /// This process now, `None` if it cannot be read.
+    fn read(&mut self) -> Option<SelfReading>;
+
+    /// The sum of the RSS of `descendants` (as last sampled) that are still alive, and
+    /// the largest peak of those newly found exited. `gone` keeps, per descendant,
+    /// whether it was already found gone, so each is checked until it goes and never
+    /// after.
+    fn live_children(
+        &mut self,
+        descendants: &[Descendant],
+        gone: &mut Vec<bool>,
+    ) -> (u64, Option<u64>);
+}
+
 /// The cheap reading of the monitored process alone, taken at stage boundaries: one
 /// `pread` of `status`, one write to `clear_refs`, one `getrusage`.
-pub(crate) struct SelfReader {
+pub(crate) struct ProcSelfReader {
     marks: bool,
     /// `getrusage` stands for `VmHWM` above this (see [`linux::read_self_cheap`]).
     #[cfg(target_os = "linux")]
@@ -138,12 +165,12 @@ pub(crate) struct SelfReader {
     inner: portable::SysinfoSelf,
 }
 
-impl SelfReader {
+impl ProcSelfReader {
     /// A reader of this process; `marks` reads and resets its high-water mark too.
-    pub(crate) fn new(marks: bool) -> SelfReader {
+    pub(crate) fn new(marks: bool) -> ProcSelfReader {
         #[cfg(target_os = "linux")]
         let mut buf = Vec::with_capacity(2048);
-        SelfReader {
+        ProcSelfReader {
             marks,
             #[cfg(target_os = "linux")]
             floor: if marks {
@@ -159,9 +186,10 @@ impl SelfReader {
             inner: portable::SysinfoSelf::new(),
         }
     }
+}
 
-    /// This process now, `None` if it cannot be read.
-    pub(crate) fn read(&mut self) -> Option<SelfReading> {
+impl SelfReader for ProcSelfReader {
+    fn read(&mut self) -> Option<SelfReading> {
         #[cfg(target_os = "linux")]
         {
             let (reaped, usage) = linux::reaped_and_usage();
@@ -187,6 +215,14 @@ impl SelfReader {
             })
         }
     }
+
+    fn live_children(
+        &mut self,
+        descendants: &[Descendant],
+        gone: &mut Vec<bool>,
+    ) -> (u64, Option<u64>) {
+        live_children_rss(descendants, gone)
+    }
 }
 
 /// Whether the process `pid` has exited: gone, or a zombie child of this process.
@@ -208,12 +244,12 @@ pub(crate) fn has_exited(pid: u32) -> bool {
 /// was already found gone, so each is checked until it goes and never after; one found
 /// here is not counted as reaped again by the next sample.
 pub(crate) fn live_children_rss(
-    descendants: &[(u32, u64, u64)],
+    descendants: &[Descendant],
     gone: &mut Vec<bool>,
 ) -> (u64, Option<u64>) {
     gone.resize(descendants.len(), false);
     let (mut sum, mut exited_peak) = (0, None);
-    for (&(pid, rss, peak), gone) in descendants.iter().zip(gone.iter_mut()) {
+    for (&Descendant { pid, rss, peak }, gone) in descendants.iter().zip(gone.iter_mut()) {
         if !*gone && has_exited(pid) {
             *gone = true;
             exited_peak = exited_peak.max(Some(peak));
@@ -240,7 +276,7 @@ mod tests {
         use std::time::Instant;
         let calls = 20_000u32;
         // Below the floor (the launcher's peak from before exec) `status` is read.
-        let mut reader = SelfReader::new(true);
+        let mut reader = ProcSelfReader::new(true);
         let started = Instant::now();
         for _ in 0..calls {
             black_box(reader.read());
@@ -256,7 +292,7 @@ mod tests {
         }
         let marks = started.elapsed() / calls;
         drop(black_box(block));
-        let mut plain = SelfReader::new(false);
+        let mut plain = ProcSelfReader::new(false);
         let started = Instant::now();
         for _ in 0..calls {
             black_box(plain.read());
@@ -286,7 +322,14 @@ mod tests {
                     .unwrap()
             })
             .collect();
-        let descendants: Vec<_> = kids.iter().map(|k| (k.id(), 1u64, 1u64)).collect();
+        let descendants: Vec<_> = kids
+            .iter()
+            .map(|k| Descendant {
+                pid: k.id(),
+                rss: 1,
+                peak: 1,
+            })
+            .collect();
         let mut gone = Vec::new();
         let started = Instant::now();
         for _ in 0..calls {

@@ -17,7 +17,7 @@ pub(crate) use thread::ThreadSlot;
 
 use crate::config::Config;
 use crate::export::Exporter;
-use crate::memory::{self, SelfReader, TreeReading};
+use crate::memory::{ProcSelfReader, SelfReader, TreeReading};
 use crate::output::Output;
 use crate::report::{CgroupReport, HighWaterMarks, SampleReport, Span, TimelinePoint};
 use records::{BoundaryInterval, Records, Stats};
@@ -112,7 +112,7 @@ pub(crate) struct State {
     /// The intervals boundary readings closed since the last sample, by end ticks: the
     /// sample gives them to stages open on other threads meanwhile.
     intervals: Vec<(u64, BoundaryInterval)>,
-    self_rss: SelfReader,
+    self_rss: Box<dyn SelfReader>,
     pub(crate) spans: Vec<Span>,
     /// Spans shorter than [`LONG_CALL_NANOS`] among `spans`: the ones a long call may evict.
     short_spans: usize,
@@ -244,7 +244,7 @@ impl Recorder {
                 pending: Vec::new(),
                 intervals: Vec::new(),
                 // The boundary reads this process's marks only when it is the root.
-                self_rss: SelfReader::new(marks.parent && config.root.is_none()),
+                self_rss: Box::new(ProcSelfReader::new(marks.parent && config.root.is_none())),
                 spans: Vec::new(),
                 short_spans: 0,
                 sampling_attempts: 0,
@@ -533,11 +533,13 @@ impl Recorder {
                     // A boundary never counts a descendant that has exited: when a child
                     // was reaped or became a zombie, each last-sampled one is checked.
                     let State {
-                        last_tree, gone, ..
+                        last_tree,
+                        gone,
+                        self_rss,
+                        ..
                     } = &mut *state;
                     if reading.children_changed && !last_tree.descendants.is_empty() {
-                        let (live, exited) =
-                            memory::live_children_rss(&last_tree.descendants, gone);
+                        let (live, exited) = self_rss.live_children(&last_tree.descendants, gone);
                         state.boundary_children = Some(live);
                         // An exited child's peak counts in this interval (a sample may
                         // have reset its mark before it exited).
