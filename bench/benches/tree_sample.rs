@@ -4,12 +4,14 @@
 //! stemmon's sample is the default one: RSS and the high-water marks of every process
 //! (read together from `status`, each reset through `clear_refs`), and the job's cgroup.
 //! Budgets (spec §6): 10 descendants, at most 1/4 of sysinfo and 1/8 of psutil;
-//! 100 descendants, at most 1/2 and 1/4.
+//! 100 descendants, at most 1/2 and 1/4. Beside them, the floor of the same sample
+//! ([`Floor`]: the `pread`s and writes alone, through descriptors kept open); stemmon's
+//! budget is 1.3× the floor at both sizes.
 
 use criterion::Criterion;
 use std::collections::HashMap;
 use std::hint::black_box;
-use stemmon_bench::Tree;
+use stemmon_bench::{Floor, Tree};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 /// Refreshes every process with `kind`, then walks parent links from `root`; returns
@@ -68,9 +70,19 @@ fn main() {
         assert_eq!(stemmon_count, expected, "stemmon sees the whole tree");
         assert_eq!(sysinfo_count, expected, "sysinfo sees the whole tree");
 
+        let mut floor = Floor::open(root).expect("the floor's files open");
+        let (floor_processes, floor_tasks) = floor.files();
+        assert_eq!(
+            floor_processes as u32, expected,
+            "the floor reads the whole tree"
+        );
+
         let mut group = c.benchmark_group(format!("tree_{size}"));
         group.bench_function("stemmon", |b| {
             b.iter(|| black_box(reader.read_tree(black_box(root)).map(|r| r.tree_rss)))
+        });
+        group.bench_function("floor", |b| {
+            b.iter(|| black_box(floor.sample().expect("the floor reads")))
         });
         group.bench_function("sysinfo", |b| {
             b.iter(|| black_box(sysinfo_tree(&mut system, with_tasks, root)))
@@ -96,6 +108,8 @@ fn main() {
             "descendants": tree.descendants(),
             "stemmon_process_count": stemmon_count,
             "sysinfo_process_count": sysinfo_count,
+            "floor_processes": floor_processes,
+            "floor_children_files": floor_tasks,
             "psutil": psutil,
         });
         stemmon_bench::write_result(&format!("tree_{size}"), &result)
