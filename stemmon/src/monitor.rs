@@ -1,6 +1,6 @@
 //! `Monitor`: the lifecycle of a monitor (start, stage, summary, finish, drop).
 
-use crate::config::{Config, Reader};
+use crate::config::Config;
 use crate::context;
 use crate::error::Error;
 use crate::memory::{self, TreeReader};
@@ -49,6 +49,9 @@ type SamplerThread = (Sender<Event>, JoinHandle<Box<dyn TreeReader>>);
 #[must_use = "the monitor finishes when dropped: bind it, e.g. `let monitor = ...`"]
 pub struct Monitor {
     recorder: Arc<Recorder>,
+    /// Makes a tree reader on this monitor's ledger for a last sample without the
+    /// sampler's own.
+    spare: memory::ReaderHandle,
     sampler: Option<SamplerThread>,
     finished: bool,
     _not_send: PhantomData<*const ()>,
@@ -70,27 +73,26 @@ impl std::fmt::Debug for Monitor {
 
 impl Monitor {
     pub(crate) fn start(config: Config) -> Result<Monitor, Error> {
-        let make: fn(bool) -> Box<dyn TreeReader> = match config.reader {
-            Reader::Portable => memory::portable_reader,
-            _ => memory::default_reader,
-        };
-        Monitor::start_with(config, make)
+        let readers = memory::Readers::new(memory::ReaderSettings::of(&config));
+        Monitor::start_with(config, readers)
     }
 
-    fn start_with(config: Config, make: fn(bool) -> Box<dyn TreeReader>) -> Result<Monitor, Error> {
+    fn start_with(config: Config, readers: memory::Readers) -> Result<Monitor, Error> {
         let identity = crate::identity::collect(&config)?;
         let exporter = crate::export::Exporter::from_config(&config, &identity.0, &identity.1)?;
-        let mut reader = make(config.detailed_memory);
-        reader.adopt_orphans(config.adopted_orphans && config.root.is_some());
-        // The marks as asked and as this reader can read them.
-        let root = config.root.unwrap_or_else(std::process::id);
-        let marks = reader.configure_marks(config.high_water_marks, root);
+        let memory::Readers {
+            tree: mut reader,
+            boundary,
+            marks,
+            spare,
+        } = readers;
         let recorder = Arc::new(Recorder::new(
             config,
             reader.name(),
             marks,
             identity,
             exporter,
+            boundary,
         ));
         context::install(&recorder)?;
         recorder.take_sample(&mut *reader);
@@ -113,6 +115,7 @@ impl Monitor {
         recorder.log_event(Line::Text("started".to_owned()), OpenStage::Workflow);
         Ok(Monitor {
             recorder,
+            spare,
             sampler: Some((events, thread)),
             finished: false,
             _not_send: PhantomData,
@@ -158,7 +161,8 @@ impl Monitor {
     /// Makes this the monitor that SIGINT, SIGTERM and `process::exit` finalize
     /// (`#[monitor_main]` calls it, with `signals::install(finalize_process_monitor)`).
     pub(crate) fn finalize_on_endings(&self) {
-        *ENDINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(Arc::clone(&self.recorder));
+        *ENDINGS.lock().unwrap_or_else(PoisonError::into_inner) =
+            Some((Arc::clone(&self.recorder), self.spare.clone()));
     }
 
     fn finalize(&mut self, error: Option<String>) -> Report {
@@ -170,7 +174,7 @@ impl Monitor {
         let mut endings = ENDINGS.lock().unwrap_or_else(PoisonError::into_inner);
         if endings
             .as_ref()
-            .is_some_and(|r| Arc::ptr_eq(r, &self.recorder))
+            .is_some_and(|(r, _)| Arc::ptr_eq(r, &self.recorder))
         {
             *endings = None;
         }
@@ -181,7 +185,7 @@ impl Monitor {
             }
             None => None,
         }
-        .unwrap_or_else(|| memory::default_reader(self.recorder.config.detailed_memory));
+        .unwrap_or_else(|| self.spare.tree_reader());
         self.recorder.take_sample(&mut *reader);
         let event = match &error {
             None => "finished".to_owned(),
@@ -199,8 +203,9 @@ impl Monitor {
     }
 }
 
-/// The monitor `#[monitor_main]` started, until it finishes.
-static ENDINGS: Mutex<Option<Arc<Recorder>>> = Mutex::new(None);
+/// The monitor `#[monitor_main]` started, until it finishes, with a maker of tree
+/// readers on its ledger.
+static ENDINGS: Mutex<Option<(Arc<Recorder>, memory::ReaderHandle)>> = Mutex::new(None);
 
 /// The finalizer `signals` calls: from the `stemmon-signals` thread with the signal's
 /// name, or from the exit hook with `None`. Does nothing once `finish` ran.
@@ -209,8 +214,10 @@ pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take();
-    if let Some(recorder) = recorder {
-        let mut reader = memory::default_reader(recorder.config.detailed_memory);
+    if let Some((recorder, spare)) = recorder {
+        // The sampler still holds its reader: another on the same ledger continues
+        // from its last sample, so the final interval keeps its reaped peaks.
+        let mut reader = spare.tree_reader();
         recorder.take_sample(&mut *reader);
         let line = match error {
             Some(error) => format!("failed ({error})"),
@@ -261,7 +268,9 @@ mod tests {
             .log_interval(None)
             .current_thread_only()
             .sample_interval(Duration::from_millis(5));
-        let monitor = Monitor::start_with(builder.config, |_| Box::new(Denied))
+        let mut readers = memory::Readers::new(memory::ReaderSettings::of(&builder.config));
+        readers.tree = Box::new(Denied);
+        let monitor = Monitor::start_with(builder.config, readers)
             .expect("a failing reader does not stop the start");
         {
             let _stage = monitor.stage("work").unwrap();

@@ -17,7 +17,7 @@ pub(crate) use thread::ThreadSlot;
 
 use crate::config::Config;
 use crate::export::Exporter;
-use crate::memory::{ProcSelfReader, SelfReader, TreeReading};
+use crate::memory::{SelfReader, TreeReading};
 use crate::output::Output;
 use crate::report::{CgroupReport, HighWaterMarks, SampleReport, Span, TimelinePoint};
 use records::{BoundaryInterval, Records, Stats};
@@ -199,6 +199,7 @@ impl Recorder {
         marks: HighWaterMarks,
         (host, labels): (String, BTreeMap<String, String>),
         exporter: Option<Exporter>,
+        self_rss: Box<dyn SelfReader>,
     ) -> Recorder {
         let clock = quanta::Clock::new();
         let probe = 1u64 << 40;
@@ -243,8 +244,7 @@ impl Recorder {
                 awaiting: Vec::new(),
                 pending: Vec::new(),
                 intervals: Vec::new(),
-                // The boundary reads this process's marks only when it is the root.
-                self_rss: Box::new(ProcSelfReader::new(marks.parent && config.root.is_none())),
+                self_rss,
                 spans: Vec::new(),
                 short_spans: 0,
                 sampling_attempts: 0,
