@@ -15,8 +15,9 @@ use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 
-/// A process's thread list is read again at least every this many samples, whatever
-/// its `Threads:` count says. See [`ProcTable::children_of`] for why that is safe.
+/// The thread list of a process of several threads is read again at least every this
+/// many samples, whatever its `Threads:` count says (staggered by pid). See
+/// [`ProcTable::children_of`] for why that is safe.
 pub(crate) const RELIST_EVERY: u64 = 8;
 
 /// How many `/proc` files a reader keeps open between samples: a quarter of the soft
@@ -277,16 +278,18 @@ impl ProcTable {
     /// missing); `Err`: the threads could not be listed.
     ///
     /// The thread list is read again only when `threads` (this sample's `Threads:`)
-    /// differs from the count at the last listing, when a thread's file failed, or at
-    /// least every [`RELIST_EVERY`] samples. Why no child is lost: a thread that exits
-    /// hands its children to a live thread of the same process (the kernel's
-    /// `find_alive_thread`, the leader first), which is read; so a child can hide only
-    /// in the `children` of a thread started since the last listing. With a thread
-    /// started the count rises, unless another thread exited in the same interval
-    /// (whose kept file then reads empty, not as an error). Only that swap escapes the
-    /// count, and the periodic listing finds its children within [`RELIST_EVERY`]
-    /// samples; those that are this process's own children show meanwhile, once they
-    /// exit, in `RUSAGE_CHILDREN` and their zombie marks.
+    /// differs from the count at the last listing, when a thread's file failed, and,
+    /// for a process of more than one thread, at least every [`RELIST_EVERY`] samples.
+    /// Why no child is lost: a thread that exits hands its children to a live thread
+    /// of the same process (the kernel's `find_alive_thread`), so a child can hide only
+    /// in the `children` of a thread started since the last listing and still alive.
+    /// That thread raises the count, unless another thread exited in the same interval
+    /// (whose kept file then reads empty, not as an error). The exited one cannot be
+    /// the leader, which stays in the count until the whole process exits: so a
+    /// process of one thread cannot swap, and in a process of more, the periodic
+    /// listing finds the swapped-in thread's children within [`RELIST_EVERY`] samples
+    /// (those that are this process's own children show meanwhile, once they exit, in
+    /// `RUSAGE_CHILDREN` and their zombie marks).
     fn children_of(
         &mut self,
         pid: u32,
@@ -305,7 +308,7 @@ impl ProcTable {
         } = self;
         let proc = procs.entry(pid).or_default();
         proc.stamp = *sample;
-        let due = (*sample + u64::from(pid)) % RELIST_EVERY == 0;
+        let due = threads > Some(1) && (*sample + u64::from(pid)) % RELIST_EVERY == 0;
         if threads.is_none() || proc.listed_threads != threads || due {
             list_numeric_dir(ProcPath::of(pid, "task").as_path(), tids)?;
             proc.tasks.retain_mut(|task| {
