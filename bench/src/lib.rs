@@ -8,7 +8,8 @@
 //! - `active_call`: the same call under an active monitor, beside a `tracing`
 //!   `#[instrument]` span (registry + a layer) and hotpath's `#[measure]`;
 //! - `tree_sample`: one full tree sample of 10 and 100 descendants, beside sysinfo's
-//!   all-process refresh and (through `psutil_tree.py`) psutil;
+//!   all-process refresh, (through `psutil_tree.py`) psutil, and the [`Floor`] of the
+//!   same sample;
 //! - `footprint`: memory held after 10 million active calls, and the sampler thread's CPU.
 //!
 //! Criterion keeps its estimates under `$CRITERION_HOME`; the figures that are not
