@@ -5,6 +5,10 @@
 //! each process's `VmHWM`, reset at every reading, the peaks of reaped children, and
 //! the job's cgroup. The sampled peak can miss a spike between two samples; the marks
 //! cannot, and the true peak lies between the two.
+//!
+//! A monitor makes its readers together with [`Readers::new`]: on Linux they share
+//! that monitor's ledger (`linux::Ledger`), so each interval of the marks is counted
+//! once and by that monitor alone; nothing here is process-wide.
 
 use crate::config::{Config, Reader};
 use crate::report::{CgroupReport, HighWaterMarks};
