@@ -105,8 +105,8 @@ pub trait TreeReader: Send {
 }
 
 /// The best reader for this platform (with high-water marks on Linux), on a ledger of
-/// its own: for a reader used alone (the benchmarks). A monitor makes its readers with
-/// [`Readers::new`].
+/// its own: for a reader used alone (the benchmarks). A monitor makes its readers
+/// together, on one ledger.
 pub fn default_reader(detailed: bool) -> Box<dyn TreeReader> {
     #[cfg(target_os = "linux")]
     {

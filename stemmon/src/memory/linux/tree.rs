@@ -289,7 +289,9 @@ impl ProcTable {
     /// process of one thread cannot swap, and in a process of more, the periodic
     /// listing finds the swapped-in thread's children within [`RELIST_EVERY`] samples
     /// (those that are this process's own children show meanwhile, once they exit, in
-    /// `RUSAGE_CHILDREN` and their zombie marks).
+    /// `RUSAGE_CHILDREN` and their zombie marks). A listing keeps the file of a tid it
+    /// lists again: only a tid that died and came back to the same process (a wrap of
+    /// the whole pid space between two listings) would keep a dead thread's file.
     fn children_of(
         &mut self,
         pid: u32,
