@@ -332,3 +332,64 @@ pub(crate) fn live_children_rss(
     }
     (sum, exited_peak)
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    fn settings(high_water_marks: bool) -> ReaderSettings {
+        ReaderSettings::of(&Config {
+            high_water_marks,
+            ..Config::default()
+        })
+    }
+
+    #[test]
+    fn the_spare_reader_continues_the_samplers_interval() {
+        let _mark = linux::tests::self_mark();
+        let me = std::process::id();
+        let mut readers = Readers::new(settings(true));
+        assert!(
+            readers.marks.parent && readers.marks.reaped,
+            "{:?}",
+            readers.marks
+        );
+        readers.tree.read_tree(me).unwrap();
+        let status = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+            ])
+            .status()
+            .expect("python3 runs");
+        assert!(status.success());
+        // The signal path: the sampler keeps its reader, the last sample takes another.
+        let last = readers.spare.tree_reader().read_tree(me).unwrap();
+        let peak = last
+            .reaped_child_peak
+            .expect("the final interval keeps the reaping");
+        assert!(peak >= 64 << 20, "{peak}");
+        assert!(last.tree_rss_bound.is_some(), "{last:?}");
+        // Configured as the sampler's: its cgroup is read too.
+        let sampler = readers.tree.read_tree(me).unwrap();
+        assert_eq!(last.cgroup.is_some(), sampler.cgroup.is_some());
+    }
+
+    #[test]
+    fn the_spare_reader_keeps_the_marks_off() {
+        let readers = Readers::new(settings(false));
+        assert!(!readers.marks.enabled);
+        let reading = readers
+            .spare
+            .tree_reader()
+            .read_tree(std::process::id())
+            .unwrap();
+        assert_eq!((reading.parent_hwm, reading.tree_rss_bound), (None, None));
+        let portable = Readers::new(ReaderSettings {
+            kind: Reader::Portable,
+            ..settings(true)
+        });
+        assert_eq!(portable.spare.tree_reader().name(), "sysinfo");
+        assert!(!portable.marks.parent);
+    }
+}

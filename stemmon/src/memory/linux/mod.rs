@@ -325,4 +325,4 @@ fn departed(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
