@@ -6,7 +6,6 @@
 
 use crate::Failure;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 use stemmon::Report;
 
@@ -51,27 +50,12 @@ pub(crate) fn parse(text: &[u8]) -> Result<Report, String> {
     serde_json::from_value(value).map_err(|e| format!("not a stemmon report: {e}"))
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, so that a reader sees the
-/// old file or the new one, never a part.
+/// Writes `bytes` to `path` with the runtime's writer (SPEC §4): atomically, and never
+/// through a link or into a FIFO that another user planted at the name.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let fail = |e: std::io::Error| Failure::input(format!("cannot write {}: {e}", path.display()));
-    let name = path
-        .file_name()
-        .ok_or_else(|| Failure::input(format!("{} does not name a file", path.display())))?;
-    let mut temporary_name = std::ffi::OsString::from(".");
-    temporary_name.push(name);
-    temporary_name.push(format!(".{}.tmp", std::process::id()));
-    let temporary = path.with_file_name(temporary_name);
-    let written = (|| {
-        let mut file = fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    written.map_err(fail)
+    stemmon::__cli::Output::resolve(path)
+        .and_then(|output| output.write(bytes, true))
+        .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Refuses an output that is one of the inputs: a report is never overwritten by
@@ -97,6 +81,7 @@ pub(crate) fn write_or_print(path: Option<&Path>, bytes: &[u8]) -> Result<(), Fa
     match path {
         Some(path) => write_file(path, bytes),
         None => {
+            use std::io::Write;
             let mut out = std::io::stdout().lock();
             match out.write_all(bytes).and_then(|()| out.flush()) {
                 // The reader went away (`| head`): what it wanted, it has.

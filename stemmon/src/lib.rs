@@ -100,6 +100,10 @@ mod stage;
 #[path = "private.rs"]
 pub mod __private;
 
+#[doc(hidden)]
+#[path = "cli.rs"]
+pub mod __cli;
+
 pub use builder::MonitorBuilder;
 pub use config::Reader;
 pub use error::Error;
