@@ -1,6 +1,6 @@
 //! `stemmon show REPORT`: the stage tree as an aligned table under a header.
 
-use crate::format::{bytes, command_line, seconds};
+use crate::format::{bytes, clean, command_line, seconds};
 use crate::{input, Failure};
 use comfy_table::{presets, CellAlignment, Table};
 use std::fmt::Write as _;
@@ -201,11 +201,11 @@ fn table(report: &Report) -> Table {
         let indent = "  ".repeat(depth(report, stage.parent_id));
         let errors = match (&stage.error, stage.errors) {
             (_, 0) => "0".to_owned(),
-            (Some(last), n) => format!("{n} ({last})"),
+            (Some(last), n) => format!("{n} ({})", clean(last)),
             (None, n) => n.to_string(),
         };
         table.add_row(vec![
-            format!("{indent}{}", stage.name),
+            format!("{indent}{}", clean(&stage.name)),
             stage.calls.to_string(),
             errors,
             seconds(stage.wall_seconds),
