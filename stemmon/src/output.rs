@@ -291,7 +291,11 @@ fn write_into(
         use std::os::unix::fs::OpenOptionsExt;
         // A FIFO with no reader fails at once (ENXIO) instead of blocking the open; a
         // link swapped in since the check is not followed.
-        let nofollow = if expected.is_some() { libc::O_NOFOLLOW } else { 0 };
+        let nofollow = if expected.is_some() {
+            libc::O_NOFOLLOW
+        } else {
+            0
+        };
         options.custom_flags(libc::O_NONBLOCK | nofollow);
     }
     let mut file = options.open(path).map_err(|e| {
@@ -352,7 +356,6 @@ fn wait_writable(file: &File, deadline: Instant) -> io::Result<()> {
     Ok(())
 }
 
-
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
@@ -363,8 +366,8 @@ mod tests {
 
     impl Dir {
         fn new(name: &str) -> Dir {
-            let dir = std::env::temp_dir()
-                .join(format!("stemmon-output-{}-{name}", std::process::id()));
+            let dir =
+                std::env::temp_dir().join(format!("stemmon-output-{}-{name}", std::process::id()));
             let _ = fs::remove_dir_all(&dir);
             fs::create_dir_all(&dir).unwrap();
             Dir(dir)
