@@ -396,3 +396,72 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn an_output_link_another_user_planted_is_replaced_and_one_of_mine_followed() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("planted");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let planted = dir.path().join("trace.json");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let name = std::ffi::CString::new(planted.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `name` is NUL-terminated and outlives the call, which only reads it; a
+    // gid of all ones leaves the group unchanged.
+    if unsafe { libc::lchown(name.as_ptr(), 65534, libc::gid_t::MAX) } != 0 {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "*** SKIPPED: a link of another uid needs root to make (lchown) ***"
+        );
+        return;
+    }
+    let export = |out: &Path| {
+        stemmon()
+            .args(["export", "--format", "chrome", "-o"])
+            .arg(out)
+            .arg(fixture("report-0.1-samples.json"))
+            .status()
+            .unwrap()
+            .code()
+    };
+    assert_eq!(export(&planted), Some(0));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    let meta = std::fs::symlink_metadata(&planted).unwrap();
+    assert!(meta.file_type().is_file(), "the planted link was replaced");
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&planted).unwrap()).unwrap();
+    assert!(trace["traceEvents"].is_array());
+    // A link of this user's is followed: the file it names gets the trace.
+    let mine = dir.path().join("mine.json");
+    std::os::unix::fs::symlink(&victim, &mine).unwrap();
+    assert_eq!(export(&mine), Some(0));
+    assert!(std::fs::symlink_metadata(&mine)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&victim)
+        .unwrap()
+        .contains("traceEvents"));
+}
+
+#[test]
+fn show_prints_no_raw_control_character_of_a_report() {
+    let dir = TempDir::new("show-hostile");
+    let path = dir.path().join("report.json");
+    // The command line is in the header: `sh -c true NAME` with NAME clearing the screen.
+    let output = stemmon()
+        .args(["run", "--log-interval", "none", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", "true", "x\u{1b}[2J\u{7}\ny"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let (code, out) = stdout_of(&["show"], &[&path]);
+    assert_eq!(code, Some(0), "{out}");
+    let raw: Vec<char> = out
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n')
+        .collect();
+    assert!(raw.is_empty(), "raw control characters {raw:?} in\n{out}");
+    assert!(out.contains("x\\u{1b}[2J\\u{7}\\ny"), "{out}");
+}
