@@ -12,10 +12,25 @@ use stemmon::Report;
 /// Keys written by every stemmon version since 0.1.
 const REQUIRED_KEYS: [&str; 4] = ["pid", "wall_seconds", "sampler", "stages"];
 
+/// The largest report read: a 100 000-stage report is far smaller; a 1 GiB or endless
+/// file (`/dev/zero`, a FIFO that never closes) is refused here, not held in memory.
+const MAX_REPORT_BYTES: u64 = 256 << 20;
+
 /// Reads and checks the report at `path`.
 pub(crate) fn load(path: &Path) -> Result<Report, Failure> {
+    use std::io::Read;
     let shown = path.display();
-    let text = fs::read(path).map_err(|e| Failure::input(format!("cannot read {shown}: {e}")))?;
+    let cannot = |e: std::io::Error| Failure::input(format!("cannot read {shown}: {e}"));
+    let mut text = Vec::new();
+    fs::File::open(path)
+        .and_then(|file| file.take(MAX_REPORT_BYTES + 1).read_to_end(&mut text))
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_REPORT_BYTES {
+        return Err(Failure::input(format!(
+            "{shown}: larger than {} MiB, not a stemmon report",
+            MAX_REPORT_BYTES >> 20
+        )));
+    }
     parse(&text).map_err(|why| Failure::input(format!("{shown}: {why}")))
 }
 

@@ -465,3 +465,13 @@ fn show_prints_no_raw_control_character_of_a_report() {
     assert!(raw.is_empty(), "raw control characters {raw:?} in\n{out}");
     assert!(out.contains("x\\u{1b}[2J\\u{7}\\ny"), "{out}");
 }
+
+#[test]
+fn an_endless_file_is_refused_past_the_size_limit() {
+    let started = std::time::Instant::now();
+    let output = stemmon().args(["show", "/dev/zero"]).output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("larger than 256 MiB"), "{stderr}");
+}
