@@ -82,11 +82,13 @@ mod builder;
 mod cadence;
 mod config;
 mod context;
+mod env;
 mod error;
 mod export;
 mod future;
 mod identity;
 mod log;
+mod main_guard;
 mod memory;
 mod monitor;
 mod output;
@@ -99,6 +101,10 @@ mod stage;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+
+#[doc(hidden)]
+#[path = "bench.rs"]
+pub mod __bench;
 
 pub use builder::MonitorBuilder;
 pub use config::Reader;
