@@ -77,6 +77,8 @@
 //! Turn off the default feature `enabled` (`default-features = false`) and both
 //! attributes expand to the item exactly as written: no monitor, no thread, no cost.
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod builder;
 mod cadence;
