@@ -4,19 +4,13 @@
 #![cfg(target_os = "linux")]
 
 use std::process::Command;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use stemmon::{Monitor, Report};
+// One process-wide monitor at a time, and the process's own marks are shared.
+use stemmon_suite::serial;
 use stemmon_suite::{touched_mib, Holder, MIB};
 
 const HOLD: &str = env!("CARGO_BIN_EXE_stemmon-hold");
-
-/// One process-wide monitor at a time, and the process's own marks are shared.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// A small xorshift generator seeded from the clock: random phases, no dependency.
 struct Phases(u64);

@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 use stemmon::Report;
-use stemmon_suite::read_report;
-use stemmon_suite::{temp_dir, TempDir};
+use stemmon_suite::{cannot_run, read_report, temp_dir, TempDir};
 
 const ENDINGS: &str = env!("CARGO_BIN_EXE_fixture-main-endings");
 const OUTPUT: &str = env!("CARGO_BIN_EXE_fixture-output");
@@ -264,15 +263,22 @@ fn mknod(path: &Path, major: u32, minor: u32) -> bool {
 
 #[test]
 fn device_nodes_are_written_into_never_replaced() {
+    let test = "device_nodes_are_written_into_never_replaced";
     if !is_root() {
-        eprintln!("skipped: making device nodes (mknod) needs root; run the tests as root");
+        cannot_run(
+            test,
+            "making device nodes (mknod) needs root; run the tests as root",
+        );
         return;
     }
     let dir = temp_dir("devices");
     let null = dir.join("null");
     let full = dir.join("full");
     if !(mknod(&null, 1, 3) && mknod(&full, 1, 7)) {
-        eprintln!("skipped: mknod is not permitted here (a container without CAP_MKNOD?)");
+        cannot_run(
+            test,
+            "mknod is not permitted here (a container without CAP_MKNOD?)",
+        );
         return;
     }
     // Without the fix, root's rename replaced the node with a regular file.

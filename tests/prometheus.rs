@@ -1,8 +1,8 @@
 //! Export to Prometheus against the real engines (SPEC §10): Debian's `prometheus`,
 //! `prometheus-pushgateway` and `prometheus-node-exporter` on loopback ports, two ranks
 //! of a monitored program through each path, and Prometheus's HTTP API asked for what
-//! the reports say. Skipped, with a message, only where the binaries are missing
-//! (`.ci/deps` installs them).
+//! the reports say. Skipped, with a `SKIPPED:` line, only where the binaries are missing
+//! (`.ci/deps` installs them); under CI a missing one fails the test.
 
 #[path = "support/prom.rs"]
 mod prom;
@@ -32,13 +32,15 @@ const CLEARED: [&str; 11] = [
     "STEMMON_LOG_INTERVAL",
 ];
 
-fn skip_without(binaries: &[&'static str]) -> bool {
+/// Whether `test` cannot run for want of `binaries` (it says so: see `cannot_run`).
+fn skip_without(test: &str, binaries: &[&'static str]) -> bool {
     let missing = prom::missing(binaries);
     if !missing.is_empty() {
-        eprintln!(
-            "skipping: {} not installed (run `.ci/deps` as root to install them)",
+        let why = format!(
+            "{} not installed (run `.ci/deps` as root to install them)",
             missing.join(", ")
         );
+        stemmon_suite::cannot_run(test, &why);
     }
     !missing.is_empty()
 }
@@ -115,7 +117,10 @@ fn one(prometheus: &Server, query: &str) -> prom::Series {
 
 #[test]
 fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_figures() {
-    if skip_without(&[prom::PROMETHEUS, prom::PUSHGATEWAY, prom::NODE_EXPORTER]) {
+    if skip_without(
+        "two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_figures",
+        &[prom::PROMETHEUS, prom::PUSHGATEWAY, prom::NODE_EXPORTER],
+    ) {
         return;
     }
     let dir = TempDir::new("prom-e2e");
@@ -410,7 +415,10 @@ fn a_builder_label_that_prometheus_would_reject_fails_start() {
 
 #[test]
 fn builder_settings_write_the_textfile_and_push_to_a_real_pushgateway() {
-    if skip_without(&[prom::PUSHGATEWAY]) {
+    if skip_without(
+        "builder_settings_write_the_textfile_and_push_to_a_real_pushgateway",
+        &[prom::PUSHGATEWAY],
+    ) {
         return;
     }
     let dir = TempDir::new("prom-builder");
