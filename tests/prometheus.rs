@@ -309,18 +309,20 @@ fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_
     );
 }
 
-/// The fixture's stages sleep 300 ms (`load`) and 100 ms per `fit` call.
+/// The fixture's stages sleep 300 ms (`load`) and 100 ms per `fit` call. A push to a
+/// gateway that never answers, made on a stage's own thread, would add its 2 s timeout
+/// to the stage: the bounds leave a busy machine everything below that.
 fn assert_stages_unharmed(run: &Run) {
     let stdout = String::from_utf8_lossy(&run.output.stdout);
     let expected_sum = 2 * 16 * 256; // one byte per page of 16 MiB, twice
     let result: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank ")).collect();
     assert_eq!(result, [format!("rank 0: {expected_sum}")]);
     let load = run.report.stage("load").unwrap().wall_seconds;
-    assert!((0.3..0.6).contains(&load), "load took {load} s");
+    assert!((0.3..2.3).contains(&load), "load took {load} s");
     let fit = run.report.stage("fit").unwrap();
     assert_eq!(fit.calls, 2);
     assert!(
-        (0.2..0.4).contains(&fit.wall_seconds),
+        (0.2..2.2).contains(&fit.wall_seconds),
         "fit took {} s",
         fit.wall_seconds
     );
@@ -356,8 +358,10 @@ fn a_pushgateway_that_is_down_costs_nothing_and_is_an_export_error() {
         1,
         "warned once: {stderr}"
     );
+    // Refused at once: less than one push timeout (2 s) in all, however busy the
+    // machine makes either run.
     assert!(
-        down.elapsed < bare.elapsed + Duration::from_millis(500),
+        down.elapsed < bare.elapsed + Duration::from_secs(2),
         "down {:?} vs bare {:?}",
         down.elapsed,
         bare.elapsed
@@ -387,8 +391,9 @@ fn a_pushgateway_that_never_answers_costs_at_most_its_timeout_per_push() {
         "{error}"
     );
     // The pushes run on the sampler thread: at most one in flight when main returns,
-    // then the final one, each cut at 2 s.
-    let limit = bare.elapsed + Duration::from_secs(4) + Duration::from_millis(700);
+    // then the final one, each cut at 2 s; a third would make it 6 s. The rest is what a
+    // busy machine adds to one run and not the other.
+    let limit = bare.elapsed + Duration::from_secs(4) + Duration::from_millis(1500);
     assert!(
         hung.elapsed < limit,
         "hung {:?} vs bare {:?}",
