@@ -161,9 +161,12 @@ pub fn serial() -> MutexGuard<'static, ()> {
 /// skip is never a silent pass.
 #[track_caller]
 pub fn cannot_run(test: &str, why: &str) {
+    use std::io::Write;
     let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
     if ci {
         panic!("{test} cannot run under CI: {why}");
     }
-    eprintln!("SKIPPED: {test}: {why}");
+    // Straight to the process's stderr: the test harness captures `eprintln!` of a test
+    // that passes.
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
 }
