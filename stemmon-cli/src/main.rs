@@ -4,6 +4,7 @@
 //! Exit codes: 0 on success; 2 with one line on stderr for bad input (a missing or
 //! truncated file, JSON that is not a report, a command that does not exist); `compare`
 //! exits 1 on a regression; `run` exits with the command's own code.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod compare;
 mod export;
