@@ -321,6 +321,7 @@ fn methods_trait_impls_generics_impl_trait_and_unsafe_fns_are_stages() {
         assert_eq!(total([0.5f64, 0.25]), 0.75);
         assert_eq!(doubled([1, 2]).collect::<Vec<_>>(), [2, 4]);
         let value = 41u64;
+        // SAFETY: a reference to a live u64 is valid for reads.
         assert_eq!(unsafe { read_raw(&value) }, 41);
         let mut out = Vec::new();
         log_into(&mut out, "a");

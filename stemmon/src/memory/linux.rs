@@ -360,6 +360,7 @@ pub(crate) fn reset_reaped_baseline() {
 pub(crate) fn zombie_peak(pid: u32) -> Option<u64> {
     // SAFETY: all-zero siginfo_t and rusage are valid values; waitid only writes them.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: the raw syscall takes (idtype, id, *siginfo, options, *rusage); both
     // pointers are valid for writes. WNOWAIT leaves the child waitable.
