@@ -90,6 +90,7 @@ mod log;
 mod memory;
 mod monitor;
 mod output;
+mod publish;
 mod recorder;
 pub mod report;
 mod sampler;

@@ -5,7 +5,9 @@
 //! moves counters into the shared [`records`] at most about once a millisecond per
 //! thread, at a boundary reading, on an error or a long call; log lines and report
 //! writes are handed to the sampler thread as [`Event`]s; [`snapshot`] turns it all
-//! into a report. Nothing here does I/O but the parent's boundary reading.
+//! into a report. Nothing here does I/O but the parent's boundary reading: reports,
+//! metrics and warnings leave through [`Publisher`](crate::publish::Publisher), and a
+//! failure is kept here as data.
 
 mod records;
 mod snapshot;
@@ -16,9 +18,7 @@ pub(crate) use records::{short_type_name, StageName};
 pub(crate) use thread::ThreadSlot;
 
 use crate::config::Config;
-use crate::export::Exporter;
 use crate::memory::{ProcSelfReader, SelfReader, TreeReading};
-use crate::output::Output;
 use crate::report::{CgroupReport, HighWaterMarks, SampleReport, Span, TimelinePoint};
 use records::{BoundaryInterval, Records, Stats};
 use std::borrow::Cow;
@@ -123,8 +123,6 @@ pub(crate) struct State {
     pub(crate) sampling_error: Option<String>,
     pub(crate) output_error: Option<String>,
     pub(crate) export_error: Option<String>,
-    warned_sampling: bool,
-    warned_output: bool,
     /// Ticks at the end, once finished.
     pub(crate) ended: Option<u64>,
     pub(crate) error: Option<String>,
@@ -147,10 +145,6 @@ pub(crate) struct Recorder {
     /// This machine's name, and who this process is in a larger job.
     pub(crate) host: String,
     pub(crate) labels: BTreeMap<String, String>,
-    /// Where the report goes, resolved once at start (or why it cannot go anywhere).
-    pub(crate) output: Option<Result<Output, String>>,
-    /// Metrics for Prometheus; used on the sampler thread and at the end only.
-    pub(crate) exporter: Mutex<Option<Exporter>>,
     /// Set once finished: every later call is a no-op.
     ended: AtomicBool,
     /// Ticks of the newest boundary reading.
@@ -174,11 +168,6 @@ fn platform() -> String {
     )
 }
 
-pub(crate) fn warn(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
-}
-
 pub(crate) fn seconds(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
@@ -198,7 +187,6 @@ impl Recorder {
         sampler: &'static str,
         marks: HighWaterMarks,
         (host, labels): (String, BTreeMap<String, String>),
-        exporter: Option<Exporter>,
     ) -> Recorder {
         let clock = quanta::Clock::new();
         let probe = 1u64 << 40;
@@ -215,11 +203,6 @@ impl Recorder {
             platform: platform(),
             host,
             labels,
-            output: config.output.as_deref().map(|path| {
-                Output::resolve(path)
-                    .map_err(|e| format!("could not write the report to {}: {e}", path.display()))
-            }),
-            exporter: Mutex::new(exporter),
             ended: AtomicBool::new(false),
             boundary_at: Padded(AtomicU64::new(0)),
             owner_top: Padded(AtomicU32::new(0)),
@@ -254,8 +237,6 @@ impl Recorder {
                 sampling_error: None,
                 output_error: None,
                 export_error: None,
-                warned_sampling: false,
-                warned_output: false,
                 ended: None,
                 error: None,
             }),
@@ -720,8 +701,12 @@ impl Recorder {
         }
     }
 
-    /// Takes one full tree sample with `reader` and applies it.
-    pub(crate) fn take_sample(&self, reader: &mut dyn crate::memory::TreeReader) {
+    /// Takes one full tree sample with `reader` and applies it. A failure is kept in
+    /// `sampling_error` and returned, for the publisher to warn about.
+    pub(crate) fn take_sample(
+        &self,
+        reader: &mut dyn crate::memory::TreeReader,
+    ) -> Result<(), String> {
         // The stages open when the reading starts overlap its interval too.
         let open_before = self.open_calls();
         let started = Instant::now();
@@ -761,35 +746,24 @@ impl Recorder {
             Err(error) => {
                 let message = format!("could not read the process tree: {error}");
                 state.sampling_error = Some(message.clone());
-                if !std::mem::replace(&mut state.warned_sampling, true) {
-                    drop(state);
-                    warn(&message);
-                }
+                return Err(message);
             }
         }
+        Ok(())
     }
 
-    /// Records a failed report write, warned once.
-    pub(crate) fn output_failed(&self, message: String) {
+    /// Records a failed report write.
+    pub(crate) fn output_failed(&self, message: &str) {
+        self.lock().output_error = Some(message.to_owned());
+    }
+
+    /// Records the outcome of an export; returns the export error now on record.
+    pub(crate) fn exported(&self, outcome: Result<(), String>) -> Option<String> {
         let mut state = self.lock();
-        state.output_error = Some(message.clone());
-        if !std::mem::replace(&mut state.warned_output, true) {
-            drop(state);
-            warn(&message);
+        if let Err(error) = outcome {
+            state.export_error = Some(error);
         }
-    }
-
-    /// Sends `report` to the configured Prometheus paths; a failure is kept in
-    /// `export_error` (the exporter warns once). Sampler thread and finish only.
-    /// Returns the export error now on record.
-    pub(crate) fn export(&self, report: &crate::Report) -> Option<String> {
-        let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(exporter) = exporter.as_mut() {
-            if let Err(error) = exporter.export(report) {
-                self.lock().export_error = Some(error);
-            }
-        }
-        self.lock().export_error.clone()
+        state.export_error.clone()
     }
 
     /// Ends recording: merges every thread, freezes the clock, sets the run's error.
