@@ -3,9 +3,9 @@
 use crate::config::{Config, Reader};
 use crate::context;
 use crate::error::Error;
-use crate::memory::{self, TreeReader};
+use crate::memory::{self, ProcSelfReader, TreeReader};
 use crate::publish::{Moment, Publisher};
-use crate::recorder::{Event, Line, OpenStage, Recorder, StageName};
+use crate::recorder::{Event, Line, OpenStage, Recorder, RunInfo, StageName};
 use crate::report::Report;
 use crate::sampler;
 use crate::stage::Stage;
@@ -65,7 +65,7 @@ impl std::fmt::Debug for Monitor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Monitor")
             .field("config", &self.recorder.config)
-            .field("sampler", &self.recorder.sampler)
+            .field("sampler", &self.recorder.info.sampler)
             .finish_non_exhaustive()
     }
 }
@@ -80,15 +80,25 @@ impl Monitor {
     }
 
     fn start_with(config: Config, make: fn(bool) -> Box<dyn TreeReader>) -> Result<Monitor, Error> {
-        let identity = crate::identity::collect(&config)?;
-        let exporter = crate::export::Exporter::from_config(&config, &identity.0, &identity.1)?;
+        let (host, labels) = crate::identity::collect(&config)?;
+        let exporter = crate::export::Exporter::from_config(&config, &host, &labels)?;
         let mut reader = make(config.detailed_memory);
         reader.adopt_orphans(config.adopted_orphans && config.root.is_some());
         // The marks as asked and as this reader can read them.
         let root = config.root.unwrap_or_else(std::process::id);
         let marks = reader.configure_marks(config.high_water_marks, root);
+        // The boundary reads this process's marks only when it is the root.
+        let self_reader = Box::new(ProcSelfReader::new(marks.parent && config.root.is_none()));
+        let info = RunInfo {
+            sampler: reader.name(),
+            marks,
+            platform: platform(),
+            host,
+            labels,
+        };
         let publisher = Arc::new(Publisher::new(&config, exporter));
-        let recorder = Arc::new(Recorder::new(config, reader.name(), marks, identity));
+        let clock = quanta::Clock::new();
+        let recorder = Arc::new(Recorder::new(config, info, self_reader, clock));
         context::install(&recorder)?;
         publisher.sample(&recorder, &mut *reader);
         let (events, received) = mpsc::channel();
@@ -205,6 +215,17 @@ struct Ending {
 
 /// The monitor `#[monitor_main]` started, until it finishes.
 static ENDINGS: Mutex<Option<Ending>> = Mutex::new(None);
+
+/// `<os>-<kernel>-<arch>`, for the report's `platform`.
+fn platform() -> String {
+    let kernel = sysinfo::System::kernel_version().unwrap_or_else(|_| "unknown".into());
+    format!(
+        "{}-{}-{}",
+        std::env::consts::OS,
+        kernel,
+        std::env::consts::ARCH
+    )
+}
 
 /// The finalizer `signals` calls: from the `stemmon-signals` thread with the signal's
 /// name, or from the exit hook with `None`. Does nothing once `finish` ran.

@@ -90,7 +90,7 @@ impl Publisher {
             warn_once(&self.warned_output, &message);
         }
         if recorder.config.log_interval.is_some() {
-            let now = recorder.owner_stage(&recorder.lock());
+            let now = recorder.owner_stage(&recorder.lock().records);
             for (event, stage) in events {
                 log::print_line(&event.text(&report), stage.path(&report, &now), &report);
             }

@@ -47,20 +47,18 @@ impl Recorder {
             })
             .collect();
         let state = self.lock();
-        let now = state.ended.unwrap_or_else(|| self.clock.raw());
+        let now = state
+            .ended
+            .as_ref()
+            .map_or_else(|| self.clock.raw(), |ended| ended.at);
         let mut open = vec![Open::NONE; state.records.list.len()];
         let timed = calls
             .into_iter()
-            .filter(|(_, entered)| *entered != POLL)
-            .chain(
-                state
-                    .open_async
-                    .iter()
-                    .map(|(_, record, at)| (*record, *at)),
-            );
-        for (record, entered) in timed {
-            if let Some(slot) = open.get_mut(record as usize) {
-                slot.add(seconds(self.clock.delta_as_nanos(entered, now)));
+            .filter(|frame| frame.entered != POLL)
+            .chain(state.calls.frames());
+        for frame in timed {
+            if let Some(slot) = open.get_mut(frame.record as usize) {
+                slot.add(seconds(self.clock.delta_as_nanos(frame.entered, now)));
             }
         }
         let stages = state
@@ -97,40 +95,41 @@ impl Recorder {
                 }
             })
             .collect();
+        let (health, total) = (&state.samples.health, &state.total);
         Report {
             pid: self.pid,
             running: state.ended.is_none(),
-            error: state.error.clone(),
+            error: state.ended.as_ref().and_then(|ended| ended.error.clone()),
             wall_seconds: self.elapsed(now),
             sample_interval: self.config.sample_interval.as_secs_f64(),
-            platform: self.platform.clone(),
-            sampler: self.sampler.to_owned(),
+            platform: self.info.platform.clone(),
+            sampler: self.info.sampler.to_owned(),
             command: self.config.command.clone(),
             detailed_memory: self.config.detailed_memory,
-            sampling_attempts: state.sampling_attempts,
-            sampling_seconds: state.sampling_seconds,
-            max_sampling_seconds: state.max_sampling_seconds,
-            max_sample_gap_seconds: state.max_sample_gap_seconds,
-            sampling_error: state.sampling_error.clone(),
-            output_error: state.output_error.clone(),
-            export_error: state.export_error.clone(),
-            host: self.host.clone(),
-            labels: self.labels.clone(),
-            samples: state.total.samples,
-            partial_rss_samples: state.total.partial_rss_samples,
-            peak_process_count: state.total.peak_process_count,
-            peaks: state.total.peaks.clone(),
-            high_water: state.total.high_water.clone(),
-            high_water_marks: self.high_water_marks.clone(),
-            cgroup: state.cgroup.clone(),
-            peak_rss_stage: state.peak_rss_stage.clone(),
-            peak_rss_elapsed_seconds: state.peak_rss_elapsed_seconds,
+            sampling_attempts: health.attempts,
+            sampling_seconds: health.seconds,
+            max_sampling_seconds: health.max_seconds,
+            max_sample_gap_seconds: health.max_gap_seconds,
+            sampling_error: state.failures.sampling.clone(),
+            output_error: state.failures.output.clone(),
+            export_error: state.failures.export.clone(),
+            host: self.info.host.clone(),
+            labels: self.info.labels.clone(),
+            samples: total.stats.samples,
+            partial_rss_samples: total.stats.partial_rss_samples,
+            peak_process_count: total.stats.peak_process_count,
+            peaks: total.stats.peaks.clone(),
+            high_water: total.stats.high_water.clone(),
+            high_water_marks: self.info.marks.clone(),
+            cgroup: state.samples.cgroup.clone(),
+            peak_rss_stage: total.peak_rss_stage.clone(),
+            peak_rss_elapsed_seconds: total.peak_rss_elapsed_seconds,
             threads,
             stages,
-            latest_sample: state.latest.clone(),
-            recent_samples: state.trace.iter().cloned().collect(),
-            spans: state.spans.clone(),
-            timeline: state.timeline.points(),
+            latest_sample: state.samples.latest.clone(),
+            recent_samples: state.samples.recent.iter().cloned().collect(),
+            spans: state.spans.list.clone(),
+            timeline: state.samples.timeline.points(),
             ..Report::default()
         }
     }
