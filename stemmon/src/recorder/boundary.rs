@@ -105,6 +105,12 @@ impl Boundary {
     pub(super) fn sample_gave_intervals(&mut self) {
         self.intervals.clear();
     }
+
+    /// The newest reading, for tests.
+    #[cfg(test)]
+    pub(super) fn latest(&self) -> Option<ParentReading> {
+        self.latest
+    }
 }
 
 impl Recorder {
@@ -221,5 +227,136 @@ impl State {
         if self.records.get_mut(id).stats.apply_interval(interval) {
             self.boundary.pending.push(id);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Rig;
+    use super::*;
+
+    #[test]
+    fn a_reading_under_a_millisecond_old_is_reused_an_older_one_is_not() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(100 << 20, None);
+        let first = rig.recorder.enter(&main, "a".into());
+        assert_eq!(rig.self_reads(), 1, "the first entry reads");
+        rig.advance_micros(400);
+        rig.set_self(300 << 20, None);
+        rig.recorder.exit(&main, first);
+        let again = rig.recorder.enter(&main, "b".into());
+        rig.recorder.exit(&main, again);
+        assert_eq!(rig.self_reads(), 1, "0.4 ms later the reading is reused");
+        let report = rig.recorder.snapshot();
+        assert_eq!(
+            report.stage("b").unwrap().peaks.peak_parent_rss_bytes,
+            Some(100 << 20)
+        );
+        rig.advance_micros(1_100);
+        let fresh = rig.recorder.enter(&main, "c".into());
+        assert_eq!(rig.self_reads(), 2, "1.5 ms after the reading, a fresh one");
+        rig.recorder.exit(&main, fresh);
+        let report = rig.recorder.snapshot();
+        assert_eq!(
+            report.stage("c").unwrap().peaks.peak_parent_rss_bytes,
+            Some(300 << 20)
+        );
+        assert_eq!(report.peaks.peak_parent_rss_bytes, Some(300 << 20));
+        assert_eq!(report.peak_rss_stage.as_deref(), Some("c"));
+        let at = rig.recorder.lock().boundary.latest().unwrap().at;
+        assert_eq!(rig.recorder.elapsed(at), 1.5e-3);
+    }
+
+    #[test]
+    fn a_fresh_reading_counts_toward_every_stage_on_the_threads_stack() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(10 << 20, Some(10 << 20));
+        let outer = rig.recorder.enter(&main, "outer".into());
+        rig.advance_micros(2_000);
+        rig.set_self(20 << 20, Some(50 << 20));
+        let inner = rig.recorder.enter(&main, "inner".into());
+        let report = rig.recorder.snapshot();
+        let hwm = |path: &str| report.stage(path).unwrap().high_water.peak_parent_hwm_bytes;
+        assert_eq!(hwm("outer"), Some(50 << 20), "the interval since its entry");
+        assert_eq!(hwm("outer/inner"), None, "entered as the interval closed");
+        assert_eq!(
+            report.stage("outer").unwrap().peaks.peak_parent_rss_bytes,
+            Some(20 << 20)
+        );
+        rig.recorder.exit(&main, inner);
+        rig.recorder.exit(&main, outer);
+    }
+
+    #[test]
+    fn an_interval_another_thread_closed_counts_for_a_stage_open_meanwhile() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let worker = rig.thread();
+        rig.set_self(10 << 20, Some(10 << 20));
+        let long = rig.recorder.enter(&main, "long".into());
+        rig.advance_micros(2_000);
+        // The worker's reading closes an interval with a spike in it, while `long`
+        // is open on the main thread, whose stack the worker cannot see.
+        rig.set_self(10 << 20, Some(900 << 20));
+        let short = rig.recorder.enter(&worker, "short".into());
+        rig.advance_micros(2_000);
+        rig.set_self(10 << 20, Some(10 << 20));
+        rig.recorder.exit(&worker, short);
+        let hwm = |report: &crate::Report, path: &str| {
+            report.stage(path).unwrap().high_water.peak_parent_hwm_bytes
+        };
+        assert_eq!(hwm(&rig.recorder.snapshot(), "long"), None, "not yet");
+        // The next sample gives the interval to the stages open on other threads.
+        rig.sample(TreeReading {
+            parent_rss: Some(10 << 20),
+            tree_rss: Some(10 << 20),
+            process_count: 1,
+            ..TreeReading::default()
+        });
+        let report = rig.recorder.snapshot();
+        assert_eq!(hwm(&report, "long"), Some(900 << 20));
+        assert_eq!(
+            hwm(&report, "long/short"),
+            Some(10 << 20),
+            "its own interval only"
+        );
+        assert_eq!(report.high_water.peak_parent_hwm_bytes, Some(900 << 20));
+        // And the same interval is not counted again for a stage entered after it.
+        rig.advance_micros(2_000);
+        let later = rig.recorder.enter(&worker, "later".into());
+        rig.advance_micros(2_000);
+        rig.recorder.exit(&worker, later);
+        let report = rig.recorder.snapshot();
+        assert_eq!(hwm(&report, "long/later"), Some(10 << 20));
+        rig.recorder.exit(&main, long);
+    }
+
+    #[test]
+    fn an_exited_child_is_left_out_of_the_next_boundary() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(10 << 20, None);
+        rig.sample(TreeReading {
+            parent_rss: Some(10 << 20),
+            children_rss: Some(40 << 20),
+            tree_rss: Some(50 << 20),
+            process_count: 2,
+            descendants: vec![crate::memory::Descendant {
+                pid: 7,
+                rss: 40 << 20,
+                peak: 40 << 20,
+            }],
+            ..TreeReading::default()
+        });
+        rig.advance_micros(2_000);
+        rig.set_children_changed((0, Some(40 << 20)));
+        let call = rig.recorder.enter(&main, "after_exit".into());
+        rig.recorder.exit(&main, call);
+        let report = rig.recorder.snapshot();
+        let stage = report.stage("after_exit").unwrap();
+        assert_eq!(stage.peaks.peak_children_rss_bytes, Some(0));
+        assert_eq!(stage.peaks.peak_tree_rss_bytes, Some(10 << 20));
     }
 }

@@ -13,7 +13,7 @@ pub(crate) enum Parent {
     /// on the monitor's own thread (fork-join); at the top level if neither.
     Here,
     /// Under this record, whatever this thread has open (a span's parent span).
-    #[allow(dead_code)] // for the `tracing` layer
+    #[cfg_attr(not(test), allow(dead_code))] // for the `tracing` layer
     Record(u32),
 }
 
@@ -142,8 +142,114 @@ impl Recorder {
 
 impl ThreadSlot {
     /// Whether a call of `record` (or a poll of it) is on this thread's stack now.
-    #[allow(dead_code)] // for the `tracing` layer
+    #[cfg_attr(not(test), allow(dead_code))] // for the `tracing` layer
     pub(crate) fn has_open(&self, record: u32) -> bool {
         self.lock().stack.iter().any(|frame| frame.record == record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Rig;
+    use super::*;
+
+    #[test]
+    fn an_async_call_is_open_until_closed_and_counts_its_whole_length() {
+        let rig = Rig::new();
+        let (main, worker) = (rig.thread(), rig.thread());
+        let call = rig.recorder.open_async(&main, "fetch".into(), Parent::Here);
+        rig.advance_micros(3_000);
+        let report = rig.recorder.snapshot();
+        let fetch = report.stage("fetch").unwrap();
+        assert_eq!(fetch.calls, 1);
+        assert_eq!(fetch.wall_seconds, 3e-3, "open, counted up to now");
+        // Polled on another thread: a stage there nests under the call.
+        let poll = rig.recorder.push_poll(&worker, call.record).unwrap();
+        assert!(worker.has_open(call.record) && !main.has_open(call.record));
+        let parse = rig.recorder.enter(&worker, "parse".into());
+        rig.advance_micros(1_000);
+        rig.recorder.exit(&worker, parse);
+        rig.recorder.pop_poll(&worker, poll);
+        assert!(!worker.has_open(call.record));
+        rig.advance_micros(1_000);
+        rig.recorder.close_async(call, None);
+        let report = rig.recorder.snapshot();
+        let fetch = report.stage("fetch").unwrap();
+        assert_eq!((fetch.calls, fetch.errors), (1, 0));
+        assert_eq!(fetch.wall_seconds, 5e-3);
+        assert_eq!(report.stage("fetch/parse").unwrap().calls, 1);
+        assert!(rig.recorder.lock().calls.open.is_empty());
+        // A call dropped before it completed counts as a failed one.
+        let cancelled = rig
+            .recorder
+            .open_async(&worker, "fetch".into(), Parent::Here);
+        rig.recorder
+            .close_async(cancelled, Some("cancelled".into()));
+        let fetch = rig.recorder.snapshot().stage("fetch").unwrap().clone();
+        assert_eq!((fetch.calls, fetch.errors), (2, 1));
+        assert_eq!(fetch.error.as_deref(), Some("cancelled"));
+    }
+
+    #[test]
+    fn an_async_call_nests_where_its_parent_says() {
+        let rig = Rig::new();
+        let (main, worker) = (rig.thread(), rig.thread());
+        let fit = rig.recorder.enter(&main, "fit".into());
+        let forked = rig
+            .recorder
+            .open_async(&worker, "task".into(), Parent::Here);
+        let load = rig.recorder.enter(&worker, "load".into());
+        let here = rig
+            .recorder
+            .open_async(&worker, "read".into(), Parent::Here);
+        let under = rig
+            .recorder
+            .open_async(&worker, "span".into(), Parent::Record(forked.record));
+        rig.recorder.exit(&worker, load);
+        rig.recorder.exit(&main, fit);
+        let late = rig
+            .recorder
+            .open_async(&worker, "task".into(), Parent::Here);
+        for call in [forked, here, under, late] {
+            rig.recorder.close_async(call, None);
+        }
+        let report = rig.recorder.snapshot();
+        let paths: Vec<&str> = report.stages.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "fit",
+                "fit/task",
+                "fit/load",
+                "fit/load/read",
+                "fit/task/span",
+                "task"
+            ]
+        );
+        assert_eq!(report.stage("fit/task").unwrap().threads, 1);
+    }
+
+    #[test]
+    fn a_poll_frame_is_not_timed_and_nothing_opens_after_the_end() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let call = rig.recorder.open_async(&main, "fetch".into(), Parent::Here);
+        let poll = rig.recorder.push_poll(&main, call.record).unwrap();
+        rig.advance_micros(2_000);
+        let report = rig.recorder.snapshot();
+        assert_eq!(
+            report.stage("fetch").unwrap().wall_seconds,
+            2e-3,
+            "timed once"
+        );
+        rig.recorder.pop_poll(&main, poll);
+        rig.recorder.end(None);
+        assert_eq!(rig.recorder.push_poll(&main, call.record), None);
+        let late = rig.recorder.open_async(&main, "late".into(), Parent::Here);
+        rig.recorder.close_async(late, None);
+        rig.recorder.close_async(call, None);
+        let report = rig.recorder.snapshot();
+        assert!(report.stage("late").is_none());
+        assert_eq!(report.stage("fetch").unwrap().calls, 1);
     }
 }

@@ -113,3 +113,64 @@ impl OpenStage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Rig;
+    use super::*;
+    use std::sync::mpsc;
+
+    /// The lines a rig's recorder sent, as text against its snapshot now.
+    fn lines(rig: &Rig, received: &mpsc::Receiver<Event>) -> Vec<String> {
+        let report = rig.recorder.snapshot();
+        received
+            .try_iter()
+            .map(|event| match event {
+                Event::Log(line, stage) => {
+                    format!("{} @ {}", line.text(&report), stage.path(&report, "now"))
+                }
+                Event::Stop => "stop".to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_first_completion_the_first_failure_and_long_calls_are_logged() {
+        let rig = Rig::new();
+        let (events, received) = mpsc::channel();
+        rig.recorder.connect(events);
+        let main = rig.thread();
+        let fit = rig.recorder.enter(&main, "fit".into());
+        for micros in [10, 10, 150_000] {
+            let call = rig.recorder.enter(&main, "step".into());
+            rig.advance_micros(micros);
+            rig.recorder.exit(&main, call);
+            rig.advance_micros(2_000);
+        }
+        for _ in 0..2 {
+            let call = rig.recorder.enter(&main, "parse".into());
+            rig.recorder
+                .set_error(&main, call_seq(call), "my::ParseError");
+            rig.recorder.exit(&main, call);
+        }
+        rig.recorder.exit(&main, fit);
+        assert_eq!(
+            lines(&rig, &received),
+            [
+                "completed fit/step (0.00s) @ fit",
+                "completed fit/step (0.15s) @ fit",
+                "failed fit/parse (ParseError) @ fit",
+                "completed fit (0.16s) @ workflow",
+            ]
+        );
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stage("fit/parse").unwrap().errors, 2);
+    }
+
+    fn call_seq(entered: super::super::Entered) -> u32 {
+        match entered {
+            super::super::Entered::Pushed(seq) => seq,
+            other => panic!("not pushed: {other:?}"),
+        }
+    }
+}

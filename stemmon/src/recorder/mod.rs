@@ -16,6 +16,8 @@
 mod boundary;
 mod calls;
 mod events;
+#[cfg(test)]
+mod fake;
 mod records;
 mod sample;
 mod snapshot;
@@ -459,5 +461,103 @@ impl Recorder {
             error,
         });
         self.ended.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fake::Rig;
+
+    #[test]
+    fn direct_recursion_folds_into_the_open_call() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let outer = rig.recorder.enter(&main, "walk".into());
+        rig.advance_micros(10);
+        let inner = rig.recorder.enter(&main, "walk".into());
+        let innermost = rig.recorder.enter(&main, "walk".into());
+        rig.advance_micros(10);
+        rig.recorder.exit(&main, innermost);
+        rig.recorder.exit(&main, inner);
+        // A different stage below the folded calls nests under the one open call.
+        let step = rig.recorder.enter(&main, "step".into());
+        rig.recorder.exit(&main, step);
+        rig.advance_micros(10);
+        rig.recorder.exit(&main, outer);
+        let report = rig.recorder.snapshot();
+        let walk = report.stage("walk").expect("one record for the recursion");
+        assert_eq!(walk.calls, 3);
+        assert!(report.stage("walk/walk").is_none(), "{:?}", report.stages);
+        assert!(
+            (walk.wall_seconds - 30e-6).abs() < 1e-9,
+            "timed once: {}",
+            walk.wall_seconds
+        );
+        assert_eq!(report.stage("walk/step").unwrap().calls, 1);
+        assert!(rig.recorder.open_calls().is_empty());
+    }
+
+    #[test]
+    fn a_stage_on_an_idle_thread_nests_under_the_owner_threads_open_stage() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let worker = rig.thread();
+        let before = rig.recorder.enter(&worker, "predict".into());
+        rig.recorder.exit(&worker, before);
+        let fit = rig.recorder.enter(&main, "fit".into());
+        let during = rig.recorder.enter(&worker, "predict".into());
+        // Nested on the worker's own stack from there on.
+        let inner = rig.recorder.enter(&worker, "score".into());
+        rig.recorder.exit(&worker, inner);
+        rig.recorder.exit(&worker, during);
+        rig.recorder.exit(&main, fit);
+        let after = rig.recorder.enter(&worker, "predict".into());
+        rig.recorder.exit(&worker, after);
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stage("predict").unwrap().calls, 2);
+        let nested = report.stage("fit/predict").expect("fork-join nesting");
+        assert_eq!(nested.calls, 1);
+        assert_eq!(nested.threads, 1);
+        assert_eq!(report.stage("fit/predict/score").unwrap().calls, 1);
+        // The owner's own idle stack is the top level, never another thread's stage.
+        let top = rig.recorder.enter(&main, "load".into());
+        rig.recorder.exit(&main, top);
+        assert!(rig.recorder.snapshot().stage("load").is_some());
+    }
+
+    #[test]
+    fn calls_of_one_path_from_two_threads_are_one_record() {
+        let rig = Rig::new();
+        let (a, b) = (rig.thread(), rig.thread());
+        for slot in [&a, &b, &a] {
+            let call = rig.recorder.enter(slot, "load".into());
+            rig.advance_micros(100);
+            rig.recorder.exit(slot, call);
+        }
+        let report = rig.recorder.snapshot();
+        let load = report.stage("load").unwrap();
+        assert_eq!((load.calls, load.threads), (3, 2));
+        assert!(
+            (load.wall_seconds - 300e-6).abs() < 1e-9,
+            "{}",
+            load.wall_seconds
+        );
+        assert!((load.max_wall_seconds - 100e-6).abs() < 1e-9);
+    }
+
+    #[test]
+    fn nothing_is_recorded_after_the_end() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let open = rig.recorder.enter(&main, "fit".into());
+        rig.recorder.end(Some("SIGTERM".into()));
+        rig.recorder.exit(&main, open);
+        let late = rig.recorder.enter(&main, "late".into());
+        rig.recorder.exit(&main, late);
+        let report = rig.recorder.snapshot();
+        assert!(!report.running);
+        assert_eq!(report.error.as_deref(), Some("SIGTERM"));
+        assert!(report.stage("late").is_none());
+        assert_eq!(report.stage("fit").unwrap().calls, 1);
     }
 }

@@ -196,3 +196,80 @@ impl State {
         self.boundary.sampled(reading, done);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Rig;
+    use super::*;
+
+    fn tree(mib: u64) -> TreeReading {
+        TreeReading {
+            tree_rss: Some(mib << 20),
+            parent_rss: Some(mib << 20),
+            children_rss: Some(0),
+            process_count: 1,
+            rss_processes: 1,
+            rss_complete: true,
+            ..TreeReading::default()
+        }
+    }
+
+    #[test]
+    fn a_sample_counts_toward_every_stage_open_on_any_thread() {
+        let rig = Rig::new();
+        let (main, worker) = (rig.thread(), rig.thread());
+        let fit = rig.recorder.enter(&main, "fit".into());
+        let predict = rig.recorder.enter(&worker, "predict".into());
+        let idle = rig.recorder.enter(&worker, "idle".into());
+        rig.recorder.exit(&worker, idle);
+        let call = rig
+            .recorder
+            .open_async(&worker, "fetch".into(), super::super::Parent::Here);
+        rig.advance_micros(5_000);
+        rig.sample(tree(700));
+        let report = rig.recorder.snapshot();
+        for path in ["fit", "fit/predict", "fit/predict/fetch"] {
+            let stage = report.stage(path).unwrap();
+            assert_eq!(stage.samples, 1, "{path}");
+            assert_eq!(stage.peaks.peak_tree_rss_bytes, Some(700 << 20), "{path}");
+        }
+        assert_eq!(report.stage("fit/predict/idle").unwrap().samples, 0);
+        assert_eq!(report.samples, 1);
+        assert_eq!(report.peak_rss_stage.as_deref(), Some("fit"));
+        assert_eq!(report.peak_rss_elapsed_seconds, Some(5e-3));
+        let latest = report.latest_sample.unwrap();
+        assert_eq!(
+            (latest.stage.as_str(), latest.tree_rss_bytes),
+            ("fit", Some(700 << 20))
+        );
+        rig.recorder.close_async(call, None);
+        rig.recorder.exit(&worker, predict);
+        rig.recorder.exit(&main, fit);
+        rig.advance_micros(5_000);
+        rig.sample(tree(100));
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stage("fit").unwrap().samples, 1, "closed before");
+        assert_eq!(report.samples, 2);
+        assert_eq!(report.max_sample_gap_seconds, 5e-3);
+        assert_eq!(report.timeline.len(), 2);
+    }
+
+    #[test]
+    fn a_failed_sample_is_kept_as_data() {
+        struct Failing;
+        impl TreeReader for Failing {
+            fn name(&self) -> &'static str {
+                "failing"
+            }
+            fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
+                Err(std::io::Error::other("no /proc"))
+            }
+        }
+        let rig = Rig::new();
+        let error = rig.recorder.take_sample(&mut Failing).unwrap_err();
+        assert_eq!(error, "could not read the process tree: no /proc");
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.sampling_error.as_deref(), Some(error.as_str()));
+        assert_eq!((report.sampling_attempts, report.samples), (1, 0));
+    }
+}
