@@ -309,4 +309,26 @@ mod tests {
         assert!(work.wall_seconds >= 0.03);
         assert!(work.peaks.peak_parent_rss_bytes.is_some());
     }
+
+    #[test]
+    fn finish_returns_the_failure_of_the_final_write() {
+        // A report path under a regular file: no directory can be made there.
+        let blocker = std::env::temp_dir().join(format!("stemmon-blocker-{}", std::process::id()));
+        std::fs::write(&blocker, b"not a directory").unwrap();
+        let monitor = Monitor::builder()
+            .log_interval(None)
+            .current_thread_only()
+            .output(blocker.join("report.json"))
+            .start()
+            .unwrap();
+        let report = monitor.finish();
+        std::fs::remove_file(&blocker).unwrap();
+        // With logging off the final write is the only one: its failure is in the report.
+        let error = report.output_error.as_deref().expect("the failed write");
+        assert!(
+            error.starts_with("could not write the report to"),
+            "{error}"
+        );
+        assert_eq!(report.error, None);
+    }
 }

@@ -70,7 +70,7 @@ impl Publisher {
 
     /// Rewrites the report and prints a line for each event, in one ordered step; the
     /// `moment` says whether the metrics go out first and whether the write is synced.
-    /// Returns the report written.
+    /// Returns the report, with any failure of this very write in it.
     pub(crate) fn publish(
         &self,
         recorder: &Recorder,
@@ -87,6 +87,7 @@ impl Publisher {
         }
         if let Err(message) = self.write(&report, moment.durable()) {
             recorder.output_failed(&message);
+            report.output_error.get_or_insert(message.clone());
             warn_once(&self.warned_output, &message);
         }
         if recorder.config.log_interval.is_some() {

@@ -80,7 +80,7 @@ pub(crate) struct RunInfo {
 pub(crate) struct Failures {
     /// The latest failed tree sample.
     pub(crate) sampling: Option<String>,
-    /// The latest failed report write.
+    /// The first failed report write.
     pub(crate) output: Option<String>,
     /// The latest failed export.
     pub(crate) export: Option<String>,
@@ -438,9 +438,12 @@ impl Recorder {
         }
     }
 
-    /// Records a failed report write.
+    /// Records a failed report write (the first one is kept).
     pub(crate) fn output_failed(&self, message: &str) {
-        self.lock().failures.output = Some(message.to_owned());
+        self.lock()
+            .failures
+            .output
+            .get_or_insert_with(|| message.to_owned());
     }
 
     /// Records the outcome of an export; returns the export error now on record.
