@@ -134,3 +134,63 @@ impl Recorder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Rig;
+
+    #[test]
+    fn open_calls_count_up_to_now_and_the_end_stops_the_clock() {
+        let rig = Rig::new();
+        // Two threads other than the monitor's own, so neither nests under the other.
+        let (_main, reader, worker) = (rig.thread(), rig.thread(), rig.thread());
+        let first = rig.recorder.enter(&reader, "load".into());
+        rig.advance_micros(3_000);
+        let second = rig.recorder.enter(&worker, "load".into());
+        rig.advance_micros(2_000);
+        let report = rig.recorder.snapshot();
+        assert!(report.running);
+        let load = report.stage("load").unwrap();
+        assert_eq!(load.calls, 2);
+        assert!(
+            (load.wall_seconds - 7e-3).abs() < 1e-12,
+            "{}",
+            load.wall_seconds
+        );
+        assert!(
+            (load.min_wall_seconds - 2e-3).abs() < 1e-12,
+            "only open calls: theirs"
+        );
+        assert!((load.max_wall_seconds - 5e-3).abs() < 1e-12);
+        rig.recorder.exit(&worker, second);
+        let load = rig.recorder.snapshot().stage("load").unwrap().clone();
+        assert!(
+            (load.min_wall_seconds - 2e-3).abs() < 1e-12,
+            "completed calls decide"
+        );
+        assert!((load.max_wall_seconds - 2e-3).abs() < 1e-12);
+        assert!((load.wall_seconds - 7e-3).abs() < 1e-12);
+        rig.recorder.end(None);
+        rig.advance_micros(10_000);
+        let report = rig.recorder.snapshot();
+        assert!(!report.running);
+        assert!(
+            (report.wall_seconds - 5e-3).abs() < 1e-12,
+            "{}",
+            report.wall_seconds
+        );
+        let load = report.stage("load").unwrap();
+        assert!(
+            (load.wall_seconds - 7e-3).abs() < 1e-12,
+            "open at the end, counted to it"
+        );
+        assert_eq!(report.threads.len(), 3);
+        assert_eq!(report.sampler, "fake");
+        rig.recorder.exit(&reader, first);
+        assert_eq!(
+            rig.recorder.snapshot(),
+            report,
+            "nothing moves after the end"
+        );
+    }
+}
