@@ -48,6 +48,7 @@ pub(super) struct Boundary {
 }
 
 impl Boundary {
+    /// Nothing read yet; `reader` reads the parent at each fresh boundary.
     pub(super) fn new(reader: Box<dyn SelfReader>) -> Boundary {
         Boundary {
             reader,

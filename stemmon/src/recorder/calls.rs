@@ -20,6 +20,7 @@ pub(crate) enum Parent {
 /// An async call started and not yet closed.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OpenCall {
+    /// The record the call counts toward.
     pub(crate) record: u32,
     /// Numbers the recorder's async calls, so each closes its own.
     pub(crate) seq: u64,
@@ -30,6 +31,7 @@ pub(crate) struct OpenCall {
 /// A call open now, on a thread's stack or apart from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OpenFrame {
+    /// The record the call counts toward.
     pub(crate) record: u32,
     /// Clock ticks at entry; `POLL` for one poll of an async call (timed apart).
     pub(crate) entered: u64,
@@ -38,7 +40,9 @@ pub(crate) struct OpenFrame {
 /// The async calls open now.
 #[derive(Debug, Default)]
 pub(crate) struct AsyncCalls {
+    /// In the order they opened.
     pub(crate) open: Vec<OpenCall>,
+    /// The `seq` of the newest call.
     next: u64,
 }
 

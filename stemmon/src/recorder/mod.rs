@@ -97,6 +97,7 @@ pub(crate) struct Ended {
 
 /// State behind the recorder's one lock, one part per job.
 pub(crate) struct State {
+    /// Every stage path's aggregate.
     pub(crate) records: Records,
     /// The whole run's counters and peaks.
     pub(crate) total: Total,
@@ -108,6 +109,7 @@ pub(crate) struct State {
     boundary: Boundary,
     /// Calls kept one by one.
     pub(crate) spans: Spans,
+    /// The monitor's own failures.
     pub(crate) failures: Failures,
     /// Set once finished.
     pub(crate) ended: Option<Ended>,
@@ -115,12 +117,16 @@ pub(crate) struct State {
 
 /// One monitor's engine, shared by its handle, the sampler and every thread it covers.
 pub(crate) struct Recorder {
+    /// Tells this monitor's guards from those of an earlier one.
     pub(crate) epoch: u64,
     pub(crate) config: Config,
+    /// What the report says about the run.
     pub(crate) info: RunInfo,
+    /// Times every call: the TSC where reliable, a mock in tests.
     pub(crate) clock: quanta::Clock,
     /// Clock ticks in `BOUNDARY_REUSE_NANOS`: the hot path compares raw ticks.
     reuse_ticks: u64,
+    /// Clock ticks at the start.
     pub(crate) origin: u64,
     /// The root of the sampled tree.
     pub(crate) pid: u32,
@@ -137,6 +143,7 @@ pub(crate) struct Recorder {
     events: Mutex<Option<Sender<Event>>>,
 }
 
+/// Nanoseconds as seconds.
 pub(crate) fn seconds(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
@@ -145,8 +152,11 @@ pub(crate) fn seconds(nanos: u64) -> f64 {
 /// into its directly recursive parent.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Entered {
+    /// A frame of its own, with this sequence number.
     Pushed(u32),
+    /// Counted in the open frame `seq` of the same stage (direct recursion).
     Folded(u32),
+    /// Not recorded (no monitor, or it had ended).
     Ignored,
 }
 

@@ -14,15 +14,19 @@ use std::sync::atomic::Ordering;
 /// How the sampling itself went (the report's `sampling_*` and `max_sample_gap_*`).
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Health {
+    /// Samples tried, failed ones included.
     pub(crate) attempts: u64,
+    /// Time spent reading, in total and at most once.
     pub(crate) seconds: f64,
     pub(crate) max_seconds: f64,
+    /// The longest time between two samples.
     pub(crate) max_gap_seconds: f64,
 }
 
 /// What full samples leave for the report.
 #[derive(Debug)]
 pub(crate) struct Samples {
+    /// The newest sample.
     pub(crate) latest: Option<SampleReport>,
     /// The most recent ones, at most `max` (`max_samples`).
     pub(crate) recent: VecDeque<SampleReport>,
@@ -31,10 +35,12 @@ pub(crate) struct Samples {
     pub(crate) timeline: Timeline,
     /// The job's cgroup as last read.
     pub(crate) cgroup: Option<CgroupReport>,
+    /// How the sampling itself went.
     pub(crate) health: Health,
 }
 
 impl Samples {
+    /// None yet; at most `max` kept one by one.
     pub(super) fn new(max: usize) -> Samples {
         Samples {
             latest: None,

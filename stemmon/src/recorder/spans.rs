@@ -12,6 +12,7 @@ pub(crate) const MAX_SPANS: usize = 10_000;
 /// The kept calls, in the order they closed.
 #[derive(Debug, Default)]
 pub(crate) struct Spans {
+    /// At most [`MAX_SPANS`].
     pub(crate) list: Vec<Span>,
     /// Spans shorter than [`LONG_CALL_NANOS`] among `list`: the ones a long call may evict.
     short: usize,
