@@ -94,6 +94,7 @@ mod main_guard;
 mod memory;
 mod monitor;
 mod output;
+mod publish;
 mod recorder;
 pub mod report;
 mod sampler;
