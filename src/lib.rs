@@ -4,6 +4,7 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 
 /// One mebibyte.
 pub const MIB: u64 = 1 << 20;
@@ -144,4 +145,28 @@ pub fn wait_for_samples(monitor: &stemmon::Monitor, more: u64) {
         assert!(std::time::Instant::now() < deadline, "the sampler stalled");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+}
+
+/// Holds the tests of one test binary apart that must not overlap: one process-wide
+/// monitor at a time, the process's own high-water mark (every reading resets it), and
+/// counts of this process's children. A test that panicked while holding it does not
+/// fail the others.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Says that `test` cannot run here and why; the caller then returns. Under CI (`CI` set
+/// and not `false` or `0`), where every test must run, it fails the test instead, so a
+/// skip is never a silent pass.
+#[track_caller]
+pub fn cannot_run(test: &str, why: &str) {
+    use std::io::Write;
+    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+    if ci {
+        panic!("{test} cannot run under CI: {why}");
+    }
+    // Straight to the process's stderr: the test harness captures `eprintln!` of a test
+    // that passes.
+    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
 }

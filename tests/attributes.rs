@@ -321,6 +321,7 @@ fn methods_trait_impls_generics_impl_trait_and_unsafe_fns_are_stages() {
         assert_eq!(total([0.5f64, 0.25]), 0.75);
         assert_eq!(doubled([1, 2]).collect::<Vec<_>>(), [2, 4]);
         let value = 41u64;
+        // SAFETY: `&value` points to a live u64, as `read_raw` requires.
         assert_eq!(unsafe { read_raw(&value) }, 41);
         let mut out = Vec::new();
         log_into(&mut out, "a");
@@ -403,8 +404,10 @@ fn with_no_monitor_the_calls_behave_and_nothing_is_recorded() {
     assert_eq!((sleepy.calls, sleepy.errors), (1, 0));
 }
 
+/// `monitor` covers its own thread alone (`current_thread_only`); a process-wide monitor
+/// records every thread (tests/threads.rs).
 #[test]
-fn a_call_on_another_thread_is_a_no_op() {
+fn under_a_thread_only_monitor_a_call_on_another_thread_is_a_no_op() {
     let report = monitor(|| {
         let value = std::thread::spawn(|| {
             assert!(parse("x").is_err());
@@ -523,8 +526,9 @@ fn a_future_dropped_before_it_completes_is_cancelled() {
     assert!(stage.wall_seconds >= 0.020, "{}", stage.wall_seconds);
 }
 
+/// As above: a process-wide monitor records tokio workers too (tests/threads.rs).
 #[test]
-fn a_task_polled_on_a_worker_thread_records_nothing() {
+fn under_a_thread_only_monitor_a_task_polled_on_a_worker_thread_records_nothing() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_time()

@@ -7,18 +7,11 @@
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::Duration;
 use stemmon::Monitor;
-use stemmon_suite::MIB;
+use stemmon_suite::{cannot_run, serial, MIB};
 
 const HOLD: &str = env!("CARGO_BIN_EXE_stemmon-hold");
-
-static SERIAL: Mutex<()> = Mutex::new(());
-
-fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -56,13 +49,17 @@ fn this_machines_cgroup_reads_as_its_files_say() {
     {
         let _stage = monitor.stage("hold").unwrap();
         let block = stemmon_suite::touched_mib(64);
-        std::thread::sleep(Duration::from_millis(150));
+        // Full samples read the cgroup: two of them inside the stage.
+        stemmon_suite::wait_for_samples(&monitor, 2);
         drop(std::hint::black_box(block));
     }
     let report = monitor.finish();
     let Some(dir) = v1_memory_dir() else {
-        eprintln!("skipped the v1 comparison: no cgroup v1 memory controller here");
         assert!(report.cgroup.is_none() || report.cgroup.as_ref().unwrap().version == 2);
+        cannot_run(
+            "this_machines_cgroup_reads_as_its_files_say",
+            "no cgroup v1 memory controller here to compare the report with",
+        );
         return;
     };
     let cgroup = report.cgroup.clone().expect("the v1 cgroup is read");
@@ -85,17 +82,20 @@ fn this_machines_cgroup_reads_as_its_files_say() {
     assert!(procs
         .lines()
         .any(|l| l.trim() == std::process::id().to_string()));
-    assert!(cgroup.processes >= Some(1));
+    assert!(cgroup.processes.expect("the cgroup's process count") >= 1);
     let peak = cgroup.memory_peak_bytes.unwrap();
     assert!(cgroup.memory_current_bytes.unwrap() <= peak);
     // Our own memory is charged to the cgroup: its charge covers what we held.
     let hold = report.stage("hold").unwrap();
-    assert!(
-        hold.high_water.peak_cgroup_memory_bytes >= hold.peaks.peak_parent_rss_bytes,
-        "{:?} vs {:?}",
-        hold.high_water.peak_cgroup_memory_bytes,
-        hold.peaks.peak_parent_rss_bytes
-    );
+    let charged = hold
+        .high_water
+        .peak_cgroup_memory_bytes
+        .expect("the stage's cgroup peak");
+    let held = hold
+        .peaks
+        .peak_parent_rss_bytes
+        .expect("the stage's RSS peak");
+    assert!(charged >= held, "{charged} vs {held}");
     assert_eq!(hold.high_water.oom_kills, Some(0));
 }
 
@@ -111,13 +111,17 @@ impl Drop for LimitedCgroup {
 #[test]
 fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
     let _serial = serial();
+    let test = "an_oom_kill_in_a_limited_v1_cgroup_is_recorded";
     let Some(parent) = v1_memory_dir() else {
-        eprintln!("skipped: no cgroup v1 memory controller here");
+        cannot_run(test, "no cgroup v1 memory controller here");
         return;
     };
     let dir = parent.join(format!("stemmon-test-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir(&dir) {
-        eprintln!("skipped: cannot make a cgroup ({e}); this needs root");
+        cannot_run(
+            test,
+            &format!("cannot make a cgroup ({e}); this needs root"),
+        );
         return;
     }
     let cgroup = LimitedCgroup(dir.clone());
@@ -158,14 +162,17 @@ fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
     assert_eq!(read_back.memory_limit_bytes, Some(64 * MIB));
     assert_eq!(read_back.oom_kills, Some(1));
     assert!(
-        read_back.memory_peak_bytes >= Some(60 * MIB),
+        read_back.memory_peak_bytes.expect("the cgroup's peak") >= 60 * MIB,
         "{read_back:?}"
     );
     let hog = report.stage("hog").unwrap();
     assert_eq!(hog.high_water.oom_kills, Some(1), "{hog:?}");
     assert_eq!(report.high_water.oom_kills, Some(1));
     assert!(
-        hog.high_water.peak_cgroup_memory_bytes >= Some(60 * MIB),
+        hog.high_water
+            .peak_cgroup_memory_bytes
+            .expect("the stage's cgroup peak")
+            >= 60 * MIB,
         "{hog:?}"
     );
     drop(cgroup);

@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 use stemmon::Report;
-use stemmon_suite::read_report;
-use stemmon_suite::{temp_dir, TempDir};
+use stemmon_suite::{cannot_run, read_report, temp_dir, TempDir};
 
 const ENDINGS: &str = env!("CARGO_BIN_EXE_fixture-main-endings");
 const OUTPUT: &str = env!("CARGO_BIN_EXE_fixture-output");
@@ -45,6 +44,30 @@ fn wait_at_most(child: &mut Child, limit: Duration) -> ExitStatus {
             let _ = child.wait();
             panic!("the process did not end within {limit:?}: it hangs");
         }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Polls the report `child` writes at `path` until `done` holds for it (writes are
+/// atomic: what reads is whole); fails if `child` ends first or after 20 s.
+fn wait_for_report(
+    child: &mut Child,
+    path: &Path,
+    what: &str,
+    done: impl Fn(&Report) -> bool,
+) -> Report {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the program ended ({status}) before {what}");
+        }
+        let report = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Report>(&text).ok());
+        if let Some(report) = report.filter(&done) {
+            return report;
+        }
+        assert!(Instant::now() < deadline, "not within 20 s: {what}");
         std::thread::sleep(Duration::from_millis(10));
     }
 }
@@ -180,13 +203,14 @@ fn a_signal_ignored_at_the_start_stays_ignored() {
         .spawn()
         .unwrap();
     wait_ready(&mut child);
+    let before = wait_for_report(&mut child, &report_path, "a first report", |_| true);
     send("INT", child.id());
-    std::thread::sleep(Duration::from_millis(500));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "SIGINT ended the program"
-    );
-    assert!(read_report(&report_path).running);
+    // The program goes on well past the signal: its report is rewritten half a second on.
+    let later = before.wall_seconds + 0.5;
+    let after = wait_for_report(&mut child, &report_path, "a report after SIGINT", |r| {
+        r.wall_seconds >= later
+    });
+    assert!(after.running, "SIGINT finalized the report");
     send("TERM", child.id());
     let status = wait_at_most(&mut child, Duration::from_secs(20));
     assert_eq!(status.signal(), Some(SIGTERM));
@@ -264,15 +288,22 @@ fn mknod(path: &Path, major: u32, minor: u32) -> bool {
 
 #[test]
 fn device_nodes_are_written_into_never_replaced() {
+    let test = "device_nodes_are_written_into_never_replaced";
     if !is_root() {
-        eprintln!("skipped: making device nodes (mknod) needs root; run the tests as root");
+        cannot_run(
+            test,
+            "making device nodes (mknod) needs root; run the tests as root",
+        );
         return;
     }
     let dir = temp_dir("devices");
     let null = dir.join("null");
     let full = dir.join("full");
     if !(mknod(&null, 1, 3) && mknod(&full, 1, 7)) {
-        eprintln!("skipped: mknod is not permitted here (a container without CAP_MKNOD?)");
+        cannot_run(
+            test,
+            "mknod is not permitted here (a container without CAP_MKNOD?)",
+        );
         return;
     }
     // Without the fix, root's rename replaced the node with a regular file.
@@ -337,7 +368,7 @@ fn a_relative_output_stays_where_it_was_at_the_start_after_set_current_dir() {
 }
 
 /// Starts `fixture-output <path> spin` (a rewrite every millisecond) and kills it with
-/// SIGKILL after `after`; returns its pid.
+/// SIGKILL `after` its first report with the stage; returns its pid.
 fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
     let mut child = command(OUTPUT)
         .arg(path)
@@ -348,6 +379,9 @@ fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
         .spawn()
         .unwrap();
     wait_ready(&mut child);
+    wait_for_report(&mut child, path, "a report with the stage `spin`", |r| {
+        r.stage("spin").is_some()
+    });
     std::thread::sleep(after);
     let pid = child.id();
     send("KILL", pid);
@@ -363,7 +397,7 @@ fn after_kill_9_the_next_run_removes_the_dead_writers_temporaries_only() {
     let mut left = 0;
     let mut last_pid = 0;
     for kill in 0..5u64 {
-        last_pid = spin_and_kill(&dir, &path, Duration::from_millis(150 + 37 * kill));
+        last_pid = spin_and_kill(&dir, &path, Duration::from_millis(50 + 37 * kill));
         left += names(&dir).iter().filter(|n| n.ends_with(".tmp")).count();
         // The last periodic report is whole.
         let report = read_report(&path);

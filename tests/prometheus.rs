@@ -1,8 +1,8 @@
 //! Export to Prometheus against the real engines (SPEC §10): Debian's `prometheus`,
 //! `prometheus-pushgateway` and `prometheus-node-exporter` on loopback ports, two ranks
 //! of a monitored program through each path, and Prometheus's HTTP API asked for what
-//! the reports say. Skipped, with a message, only where the binaries are missing
-//! (`.ci/deps` installs them).
+//! the reports say. Skipped, with a `SKIPPED:` line, only where the binaries are missing
+//! (`.ci/deps` installs them); under CI a missing one fails the test.
 
 #[path = "support/prom.rs"]
 mod prom;
@@ -32,13 +32,15 @@ const CLEARED: [&str; 11] = [
     "STEMMON_LOG_INTERVAL",
 ];
 
-fn skip_without(binaries: &[&'static str]) -> bool {
+/// Whether `test` cannot run for want of `binaries` (it says so: see `cannot_run`).
+fn skip_without(test: &str, binaries: &[&'static str]) -> bool {
     let missing = prom::missing(binaries);
     if !missing.is_empty() {
-        eprintln!(
-            "skipping: {} not installed (run `.ci/deps` as root to install them)",
+        let why = format!(
+            "{} not installed (run `.ci/deps` as root to install them)",
             missing.join(", ")
         );
+        stemmon_suite::cannot_run(test, &why);
     }
     !missing.is_empty()
 }
@@ -115,7 +117,10 @@ fn one(prometheus: &Server, query: &str) -> prom::Series {
 
 #[test]
 fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_figures() {
-    if skip_without(&[prom::PROMETHEUS, prom::PUSHGATEWAY, prom::NODE_EXPORTER]) {
+    if skip_without(
+        "two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_figures",
+        &[prom::PROMETHEUS, prom::PUSHGATEWAY, prom::NODE_EXPORTER],
+    ) {
         return;
     }
     let dir = TempDir::new("prom-e2e");
@@ -304,18 +309,20 @@ fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_
     );
 }
 
-/// The fixture's stages sleep 300 ms (`load`) and 100 ms per `fit` call.
+/// The fixture's stages sleep 300 ms (`load`) and 100 ms per `fit` call. A push to a
+/// gateway that never answers, made on a stage's own thread, would add its 2 s timeout
+/// to the stage: the bounds leave a busy machine everything below that.
 fn assert_stages_unharmed(run: &Run) {
     let stdout = String::from_utf8_lossy(&run.output.stdout);
     let expected_sum = 2 * 16 * 256; // one byte per page of 16 MiB, twice
     let result: Vec<&str> = stdout.lines().filter(|l| l.starts_with("rank ")).collect();
     assert_eq!(result, [format!("rank 0: {expected_sum}")]);
     let load = run.report.stage("load").unwrap().wall_seconds;
-    assert!((0.3..0.6).contains(&load), "load took {load} s");
+    assert!((0.3..2.3).contains(&load), "load took {load} s");
     let fit = run.report.stage("fit").unwrap();
     assert_eq!(fit.calls, 2);
     assert!(
-        (0.2..0.4).contains(&fit.wall_seconds),
+        (0.2..2.2).contains(&fit.wall_seconds),
         "fit took {} s",
         fit.wall_seconds
     );
@@ -351,8 +358,10 @@ fn a_pushgateway_that_is_down_costs_nothing_and_is_an_export_error() {
         1,
         "warned once: {stderr}"
     );
+    // Refused at once: less than one push timeout (2 s) in all, however busy the
+    // machine makes either run.
     assert!(
-        down.elapsed < bare.elapsed + Duration::from_millis(500),
+        down.elapsed < bare.elapsed + Duration::from_secs(2),
         "down {:?} vs bare {:?}",
         down.elapsed,
         bare.elapsed
@@ -382,8 +391,9 @@ fn a_pushgateway_that_never_answers_costs_at_most_its_timeout_per_push() {
         "{error}"
     );
     // The pushes run on the sampler thread: at most one in flight when main returns,
-    // then the final one, each cut at 2 s.
-    let limit = bare.elapsed + Duration::from_secs(4) + Duration::from_millis(700);
+    // then the final one, each cut at 2 s; a third would make it 6 s. The rest is what a
+    // busy machine adds to one run and not the other.
+    let limit = bare.elapsed + Duration::from_secs(4) + Duration::from_millis(1500);
     assert!(
         hung.elapsed < limit,
         "hung {:?} vs bare {:?}",
@@ -410,7 +420,10 @@ fn a_builder_label_that_prometheus_would_reject_fails_start() {
 
 #[test]
 fn builder_settings_write_the_textfile_and_push_to_a_real_pushgateway() {
-    if skip_without(&[prom::PUSHGATEWAY]) {
+    if skip_without(
+        "builder_settings_write_the_textfile_and_push_to_a_real_pushgateway",
+        &[prom::PUSHGATEWAY],
+    ) {
         return;
     }
     let dir = TempDir::new("prom-builder");

@@ -3,9 +3,9 @@
 
 use serde_json::Value;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use stemmon::{Error, Monitor, Report};
 use stemmon_suite::temp_dir;
 
@@ -188,7 +188,8 @@ fn without_logging_the_report_is_written_at_the_end_only() {
         .start()
         .unwrap();
     drop(monitor.stage("s").unwrap());
-    std::thread::sleep(Duration::from_millis(100));
+    // Samples come and go, a stage completed: still no file.
+    stemmon_suite::wait_for_samples(&monitor, 5);
     assert!(!path.exists(), "nothing is written before the end");
     monitor.finish();
     assert!(path.exists());
@@ -208,32 +209,42 @@ fn a_reader_never_sees_a_half_written_report() {
         .start()
         .unwrap();
     let stop = Arc::new(AtomicBool::new(false));
+    let parsed = Arc::new(AtomicU32::new(0));
     let reader = {
-        let (stop, path) = (Arc::clone(&stop), path.clone());
+        let (stop, parsed, path) = (Arc::clone(&stop), Arc::clone(&parsed), path.clone());
         std::thread::spawn(move || {
-            let mut parsed = 0u32;
             while !stop.load(Ordering::Relaxed) {
                 match std::fs::read_to_string(&path) {
                     Ok(text) => {
                         let report: Report = serde_json::from_str(&text)
-                            .unwrap_or_else(|e| panic!("invalid report after {parsed}: {e}"));
+                            .unwrap_or_else(|e| panic!("invalid report after {parsed:?}: {e}"));
                         assert!(report.pid > 0);
-                        parsed += 1;
+                        parsed.fetch_add(1, Ordering::Relaxed);
                     }
                     Err(e) => assert_eq!(e.kind(), std::io::ErrorKind::NotFound),
                 }
             }
-            parsed
         })
     };
-    for i in 0..400 {
+    // Rewrites go on until the reader has read 20 reports whole (at least 400 stages),
+    // however slowly a busy machine lets it read.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut i = 0;
+    while i < 400 || parsed.load(Ordering::Relaxed) < 20 {
+        if reader.is_finished() {
+            break; // it panicked: the join below says why
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the reader read {parsed:?} reports in 30 s"
+        );
         let _stage = monitor.stage(format!("stage-{}", i % 40)).unwrap();
         std::thread::sleep(Duration::from_micros(500));
+        i += 1;
     }
     monitor.finish();
     stop.store(true, Ordering::Relaxed);
-    let parsed = reader.join().unwrap();
-    assert!(parsed > 20, "only {parsed} reads overlapped the rewrites");
+    reader.join().unwrap();
     let names: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())

@@ -1,13 +1,11 @@
 //! Stages through the explicit API: nesting, aggregation, failures, and the memory a
 //! stage holds, measured from the real `/proc`.
 
-use std::sync::Mutex;
 use std::time::Duration;
 use stemmon::{Error, Monitor};
+// Tests that assert on this process's memory must not overlap one another.
+use stemmon_suite::serial;
 use stemmon_suite::{touched_mib, MIB};
-
-/// Tests that assert on this process's memory must not overlap one another.
-static MEMORY: Mutex<()> = Mutex::new(());
 
 fn quiet() -> stemmon::MonitorBuilder {
     Monitor::builder().current_thread_only().log_interval(None)
@@ -15,7 +13,7 @@ fn quiet() -> stemmon::MonitorBuilder {
 
 #[test]
 fn a_stage_holding_a_known_allocation_shows_it_in_its_peak() {
-    let _serial = MEMORY.lock().unwrap_or_else(|e| e.into_inner());
+    let _serial = serial();
     let monitor = quiet()
         .sample_interval(Duration::from_millis(20))
         .start()
@@ -27,7 +25,7 @@ fn a_stage_holding_a_known_allocation_shows_it_in_its_peak() {
     {
         let _big = monitor.stage("big").unwrap();
         let block = touched_mib(256);
-        std::thread::sleep(Duration::from_millis(200));
+        stemmon_suite::wait_for_samples(&monitor, 3);
         drop(block);
     }
     let report = monitor.finish();
@@ -42,11 +40,7 @@ fn a_stage_holding_a_known_allocation_shows_it_in_its_peak() {
         big_peak / MIB,
         small_peak / MIB
     );
-    assert!(
-        big.samples >= 3,
-        "{} samples in 200 ms at 20 ms",
-        big.samples
-    );
+    assert!(big.samples >= 3, "{} samples, 3 waited for", big.samples);
     assert_eq!(report.peak_rss_stage.as_deref(), Some("big"));
     assert!(report.peaks.peak_tree_rss_bytes.unwrap() >= big_peak);
 }

@@ -73,7 +73,7 @@ fn main() {
     for size in [10u32, 100] {
         let tree = Tree::spawn(size).expect("the tree starts");
         let root = tree.root();
-        let mut reader = stemmon::__private::default_reader(false);
+        let mut reader = stemmon::__bench::default_reader(false);
         let marks = reader.configure_marks(true, root);
         assert!(
             marks.parent && marks.descendants,

@@ -157,7 +157,7 @@ fn render(rows: &[Row], args: &Args) -> String {
             Verdict::OnlyInNew => "only in new".to_owned(),
         };
         table.add_row(vec![
-            row.name.clone(),
+            crate::format::clean(&row.name).into_owned(),
             wall(row.base),
             wall(row.new),
             time_change,

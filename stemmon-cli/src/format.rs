@@ -1,17 +1,15 @@
 //! Figures as a person writes them: `812.4 MiB`, `1.52s`, `+12.5 %`.
 
-const KIB: f64 = 1024.0;
-const MIB: f64 = KIB * 1024.0;
-const GIB: f64 = MIB * 1024.0;
-
-/// `812.4 MiB`, `1.1 GiB`, `512 KiB`, or `-` for a reading that was not taken.
+/// `812.4 MiB`, `1.1 GiB`, `512 KiB` (the runtime's log line writes them the same way),
+/// or `-` for a reading that was not taken.
 pub(crate) fn bytes(value: Option<u64>) -> String {
-    match value {
-        None => "-".to_owned(),
-        Some(b) if b as f64 >= GIB => format!("{:.2} GiB", b as f64 / GIB),
-        Some(b) if b as f64 >= MIB => format!("{:.1} MiB", b as f64 / MIB),
-        Some(b) => format!("{:.0} KiB", b as f64 / KIB),
-    }
+    value.map_or_else(|| "-".to_owned(), stemmon::__cli::format_bytes)
+}
+
+/// `text` with control characters (and anything else that would break a line or
+/// reorder a terminal's text) escaped as `\n`, `\u{1b}`: a report may come from anyone.
+pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
+    stemmon::__cli::escape(text)
 }
 
 /// `1.523s`, `12.3ms`, `40µs`: three significant figures or so.
@@ -66,7 +64,7 @@ mod tests {
     fn figures_read_like_a_person_writes_them() {
         assert_eq!(bytes(None), "-");
         assert_eq!(bytes(Some(812 * (1 << 20) + 400 * 1024)), "812.4 MiB");
-        assert_eq!(bytes(Some(3 << 30)), "3.00 GiB");
+        assert_eq!(bytes(Some(3 << 30)), "3.0 GiB");
         assert_eq!(bytes(Some(2048)), "2 KiB");
         assert_eq!(seconds(1.5234), "1.523s");
         assert_eq!(seconds(0.0123), "12.3ms");
@@ -75,6 +73,7 @@ mod tests {
         assert_eq!(percent(change(2.0, 2.5)), "+25.0 %");
         assert_eq!(percent(change(0.0, 2.5)), "-");
         assert_eq!(percent(change(100.0, 99.99)), "0.0 %");
+        assert_eq!(clean("fit\n\u{1b}[2J"), "fit\\n\\u{1b}[2J");
         let argv = ["sh", "-c", "echo 'hi' there"].map(String::from);
         assert_eq!(command_line(&argv), "sh -c 'echo '\\''hi'\\'' there'");
     }

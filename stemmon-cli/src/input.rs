@@ -6,17 +6,31 @@
 
 use crate::Failure;
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 use stemmon::Report;
 
 /// Keys written by every stemmon version since 0.1.
 const REQUIRED_KEYS: [&str; 4] = ["pid", "wall_seconds", "sampler", "stages"];
 
+/// The largest report read: a 100 000-stage report is far smaller; a 1 GiB or endless
+/// file (`/dev/zero`, a FIFO that never closes) is refused here, not held in memory.
+const MAX_REPORT_BYTES: u64 = 256 << 20;
+
 /// Reads and checks the report at `path`.
 pub(crate) fn load(path: &Path) -> Result<Report, Failure> {
+    use std::io::Read;
     let shown = path.display();
-    let text = fs::read(path).map_err(|e| Failure::input(format!("cannot read {shown}: {e}")))?;
+    let cannot = |e: std::io::Error| Failure::input(format!("cannot read {shown}: {e}"));
+    let mut text = Vec::new();
+    fs::File::open(path)
+        .and_then(|file| file.take(MAX_REPORT_BYTES + 1).read_to_end(&mut text))
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_REPORT_BYTES {
+        return Err(Failure::input(format!(
+            "{shown}: larger than {} MiB, not a stemmon report",
+            MAX_REPORT_BYTES >> 20
+        )));
+    }
     parse(&text).map_err(|why| Failure::input(format!("{shown}: {why}")))
 }
 
@@ -51,27 +65,12 @@ pub(crate) fn parse(text: &[u8]) -> Result<Report, String> {
     serde_json::from_value(value).map_err(|e| format!("not a stemmon report: {e}"))
 }
 
-/// Writes `bytes` to `path` through a temporary file beside it, so that a reader sees the
-/// old file or the new one, never a part.
+/// Writes `bytes` to `path` with the runtime's writer (SPEC §4): atomically, and never
+/// through a link or into a FIFO that another user planted at the name.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let fail = |e: std::io::Error| Failure::input(format!("cannot write {}: {e}", path.display()));
-    let name = path
-        .file_name()
-        .ok_or_else(|| Failure::input(format!("{} does not name a file", path.display())))?;
-    let mut temporary_name = std::ffi::OsString::from(".");
-    temporary_name.push(name);
-    temporary_name.push(format!(".{}.tmp", std::process::id()));
-    let temporary = path.with_file_name(temporary_name);
-    let written = (|| {
-        let mut file = fs::File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_data()?;
-        fs::rename(&temporary, path)
-    })();
-    if written.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    written.map_err(fail)
+    stemmon::__cli::Output::resolve(path)
+        .and_then(|output| output.write(bytes, true))
+        .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))
 }
 
 /// Refuses an output that is one of the inputs: a report is never overwritten by
@@ -97,6 +96,7 @@ pub(crate) fn write_or_print(path: Option<&Path>, bytes: &[u8]) -> Result<(), Fa
     match path {
         Some(path) => write_file(path, bytes),
         None => {
+            use std::io::Write;
             let mut out = std::io::stdout().lock();
             match out.write_all(bytes).and_then(|()| out.flush()) {
                 // The reader went away (`| head`): what it wanted, it has.

@@ -4,6 +4,7 @@
 //! Exit codes: 0 on success; 2 with one line on stderr for bad input (a missing or
 //! truncated file, JSON that is not a report, a command that does not exist); `compare`
 //! exits 1 on a regression; `run` exits with the command's own code.
+#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 mod compare;
 mod export;
@@ -78,11 +79,22 @@ impl Failure {
     }
 }
 
-/// Prints to stdout; a closed pipe (`stemmon show r.json | head -1`) is not an error.
+/// Prints to stdout, every line with its control characters escaped (a report's names
+/// never reach the terminal raw); a closed pipe (`stemmon show r.json | head -1`) is not
+/// an error.
 pub(crate) fn print_out(text: &str) {
     use std::io::Write;
+    let mut clean = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        clean.push_str(&format::clean(body));
+        clean.push_str(end);
+    }
     let mut out = std::io::stdout().lock();
-    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+    let _ = out.write_all(clean.as_bytes()).and_then(|()| out.flush());
 }
 
 /// Prints one line to stderr, ignoring a stderr that cannot be written.
@@ -116,8 +128,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
             // One line, whatever the message holds.
-            let message = failure.message.replace('\n', " ");
-            print_err(&format!("stemmon: {message}"));
+            print_err(&format!("stemmon: {}", format::clean(&failure.message)));
             ExitCode::from(failure.code)
         }
     }

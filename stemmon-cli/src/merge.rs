@@ -187,7 +187,7 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
         bytes(peak.max),
         peak.max_rank
             .as_ref()
-            .map(|r| format!(" on rank {r}"))
+            .map(|r| format!(" on rank {}", crate::format::clean(r)))
             .unwrap_or_default(),
         bytes(peak.sum),
     ));

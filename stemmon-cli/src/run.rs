@@ -21,7 +21,6 @@ use std::time::Duration;
 /// stemmon is a child subreaper: processes COMMAND leaves behind are re-parented to
 /// stemmon instead of init, and reaped when they exit.
 #[derive(Debug, clap::Args)]
-#[command(trailing_var_arg = true)]
 pub(crate) struct Args {
     /// Write the JSON report here (replaced atomically at each log line and at the end).
     /// Without it no report file is written.
@@ -40,7 +39,13 @@ pub(crate) struct Args {
     #[arg(long, value_name = "K=V", value_parser = label)]
     label: Vec<(String, String)>,
     /// The command to run, with its arguments (after `--`).
-    #[arg(required = true, num_args = 1.., value_name = "COMMAND")]
+    #[arg(
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
     command: Vec<OsString>,
 }
 
@@ -65,21 +70,13 @@ fn log_interval(text: &str) -> Result<LogInterval, String> {
         .map_err(|e| format!("{e}, or `none`"))
 }
 
-/// `key=value`, the key a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`).
+/// `key=value`, checked as the runtime checks a builder's label (a Prometheus label
+/// name it does not reserve, a printable value).
 fn label(text: &str) -> Result<(String, String), String> {
     let (key, value) = text
         .split_once('=')
         .ok_or_else(|| format!("expected KEY=VALUE, not `{text}`"))?;
-    let mut chars = key.chars();
-    let valid = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !valid {
-        return Err(format!(
-            "label name `{key}` must match [a-zA-Z_][a-zA-Z0-9_]*"
-        ));
-    }
+    stemmon::__cli::check_label(key, value)?;
     Ok((key.to_owned(), value.to_owned()))
 }
 

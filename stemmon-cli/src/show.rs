@@ -1,6 +1,6 @@
 //! `stemmon show REPORT`: the stage tree as an aligned table under a header.
 
-use crate::format::{bytes, command_line, seconds};
+use crate::format::{bytes, clean, command_line, seconds};
 use crate::{input, Failure};
 use comfy_table::{presets, CellAlignment, Table};
 use std::fmt::Write as _;
@@ -35,7 +35,7 @@ pub(crate) fn render(report: &Report) -> String {
 fn header(report: &Report) -> String {
     let mut out = String::new();
     let what = match &report.command {
-        Some(argv) => format!("{} (pid {})", command_line(argv), report.pid),
+        Some(argv) => format!("{} (pid {})", clean(&command_line(argv)), report.pid),
         None => format!("pid {}", report.pid),
     };
     let state = if report.running {
@@ -46,21 +46,21 @@ fn header(report: &Report) -> String {
     let host = if report.host.is_empty() {
         String::new()
     } else {
-        format!(" on {}", report.host)
+        format!(" on {}", clean(&report.host))
     };
     let _ = writeln!(out, "run:        {what}{host}{state}");
     if !report.labels.is_empty() {
         let labels: Vec<String> = report
             .labels
             .iter()
-            .map(|(k, v)| format!("{k}={v}"))
+            .map(|(k, v)| format!("{}={}", clean(k), clean(v)))
             .collect();
         let _ = writeln!(out, "labels:     {}", labels.join(", "));
     }
     let _ = writeln!(out, "wall time:  {}", seconds(report.wall_seconds));
     let mut peak = format!("{} tree RSS", bytes(report.peaks.peak_tree_rss_bytes));
     if let Some(stage) = &report.peak_rss_stage {
-        let _ = write!(peak, " in {stage}");
+        let _ = write!(peak, " in {}", clean(stage));
     }
     if let Some(at) = report.peak_rss_elapsed_seconds {
         let _ = write!(peak, " at {}", seconds(at));
@@ -130,7 +130,7 @@ fn header(report: &Report) -> String {
         ("export", &report.export_error),
     ]
     .into_iter()
-    .filter_map(|(what, error)| error.as_ref().map(|e| format!("{what}: {e}")))
+    .filter_map(|(what, error)| error.as_ref().map(|e| format!("{what}: {}", clean(e))))
     .collect();
     let _ = writeln!(
         out,
@@ -201,11 +201,11 @@ fn table(report: &Report) -> Table {
         let indent = "  ".repeat(depth(report, stage.parent_id));
         let errors = match (&stage.error, stage.errors) {
             (_, 0) => "0".to_owned(),
-            (Some(last), n) => format!("{n} ({last})"),
+            (Some(last), n) => format!("{n} ({})", clean(last)),
             (None, n) => n.to_string(),
         };
         table.add_row(vec![
-            format!("{indent}{}", stage.name),
+            format!("{indent}{}", clean(&stage.name)),
             stage.calls.to_string(),
             errors,
             seconds(stage.wall_seconds),

@@ -2,24 +2,34 @@
 
 mod common;
 
-use common::{measured_report, run_sh, stemmon, write_report, TempDir};
+use common::{read_report, run_sh, staged_report, stemmon, TempDir, Workload};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// The colours the chart fills parent and children RSS with (see `src/plot.rs`).
+/// The colours the chart fills parent and children RSS with (see `src/plot/svg.rs`).
 const PARENT: [u8; 3] = [0x4c, 0x72, 0xb0];
 const CHILDREN: [u8; 3] = [0xdd, 0x84, 0x52];
 
-fn chromium() -> Option<PathBuf> {
-    [
-        "/usr/bin/chromium",
-        "/usr/bin/chromium-browser",
-        "/usr/bin/google-chrome",
-    ]
-    .into_iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists())
+/// A Chromium on the `PATH` (or `CHROMIUM`, a path to one).
+fn chromium() -> Result<PathBuf, String> {
+    if let Some(path) = std::env::var_os("CHROMIUM").map(PathBuf::from) {
+        return match path.is_file() {
+            true => Ok(path),
+            false => Err(format!("CHROMIUM={} is not a file", path.display())),
+        };
+    }
+    let names = ["chromium", "chromium-browser", "google-chrome"];
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.map(|name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            format!(
+                "no {} on the PATH and no CHROMIUM set (apt-get install chromium)",
+                names.join(" / ")
+            )
+        })
 }
 
 /// Runs headless Chromium on `page` with `extra` arguments; returns (stdout, stderr).
@@ -104,14 +114,23 @@ fn count_colour(png: &Path, colour: [u8; 3]) -> usize {
 
 #[test]
 fn the_html_page_renders_in_chromium_with_the_chart_and_no_console_error() {
-    let Some(browser) = chromium() else {
-        eprintln!("SKIPPED: no Chromium at /usr/bin/chromium (apt-get install chromium)");
-        return;
+    let browser = match chromium() {
+        Ok(browser) => browser,
+        // CI has Chromium: its absence there is a failure, not a pass.
+        Err(why) if std::env::var_os("CI").is_some() => panic!("CI is set, but {why}"),
+        Err(why) => {
+            // Straight to stderr, not `eprintln!`, which the test harness would swallow.
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIPPED: the_html_page_renders_in_chromium... did not run ({why}) ***\n"
+            );
+            return;
+        }
     };
     let dir = TempDir::new("plot-html");
-    let report_path = dir.path().join("report.json");
-    let report = measured_report();
-    write_report(&report_path, &report);
+    let report_path = staged_report(dir.path(), "report.json", Workload::default(), 0);
+    let report = read_report(&report_path);
     let page = dir.path().join("plot.html");
     let output = stemmon()
         .args(["plot"])
@@ -126,6 +145,8 @@ fn the_html_page_renders_in_chromium_with_the_chart_and_no_console_error() {
         !html.contains("https://"),
         "no network reference in the page"
     );
+    assert!(report.timeline.len() >= 20, "{}", report.timeline.len());
+    assert!(!report.spans.is_empty(), "the runtime writes spans");
     for stage in ["load", "fit", "inner", "predict"] {
         assert!(
             html.contains(&format!(">{stage}</text>")),
@@ -168,7 +189,7 @@ fn the_html_page_renders_in_chromium_with_the_chart_and_no_console_error() {
     assert!(console.is_empty(), "console messages: {console:#?}");
     let parent = count_colour(&shot, PARENT);
     let children = count_colour(&shot, CHILDREN);
-    // The parent held 64-192 MiB for a good part of the run, a dd child 100 MiB for ~1 s.
+    // The parent held 64-192 MiB for a good part of the run, a dd child 100 MiB for a while.
     assert!(
         parent > 5_000,
         "parent RSS area on the screenshot: {parent} px"
@@ -182,9 +203,8 @@ fn the_html_page_renders_in_chromium_with_the_chart_and_no_console_error() {
 #[test]
 fn the_svg_is_the_same_picture_standalone() {
     let dir = TempDir::new("plot-svg");
-    let report_path = dir.path().join("report.json");
-    let report = measured_report();
-    write_report(&report_path, &report);
+    let report_path = staged_report(dir.path(), "report.json", Workload::default(), 0);
+    let report = read_report(&report_path);
     let svg_path = dir.path().join("plot.svg");
     let status = stemmon()
         .arg("plot")
@@ -195,6 +215,7 @@ fn the_svg_is_the_same_picture_standalone() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
     let svg = std::fs::read_to_string(&svg_path).unwrap();
+    roxmltree::Document::parse(&svg).expect("well-formed XML");
     assert!(svg.starts_with("<?xml"));
     assert!(svg.contains("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(!svg.contains("<script"), "static");
@@ -250,7 +271,7 @@ fn a_stemmon_run_report_plots_its_children_and_exports_its_counters() {
         "sleep 0.3; dd if=/dev/zero of=/dev/null bs=100M count=150 2>/dev/null; sleep 0.3",
     );
     assert_eq!(status, Some(0));
-    let report = common::read_report(&report_path);
+    let report = read_report(&report_path);
     assert!(report.timeline.len() >= 5, "{}", report.timeline.len());
     let svg_path = dir.path().join("plot.svg");
     let status = stemmon()
@@ -280,4 +301,55 @@ fn a_stemmon_run_report_plots_its_children_and_exports_its_counters() {
         children_mib > 95.0,
         "dd's 100 MiB buffer: {children_mib} MiB"
     );
+}
+
+#[test]
+fn control_characters_and_markup_in_a_command_leave_the_svg_well_formed() {
+    let dir = TempDir::new("plot-hostile");
+    let report_path = dir.path().join("report.json");
+    // The command line is the chart's title: `sh -c 'sleep 0.2' NAME` with NAME hostile.
+    let hostile = "x\u{1}</text></svg>\u{1b}[2J\u{7}&\u{fffe}\"'";
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&report_path)
+        .args(["--", "sh", "-c", "sleep 0.2", hostile])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let report = read_report(&report_path);
+    assert_eq!(report.command.as_ref().unwrap()[3], hostile);
+    for out in ["plot.svg", "plot.html"] {
+        let path = dir.path().join(out);
+        let status = stemmon()
+            .arg("plot")
+            .arg(&report_path)
+            .arg("-o")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(0));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let raw: Vec<char> = text
+            .chars()
+            .filter(|c| c.is_control() && *c != '\n')
+            .collect();
+        assert!(raw.is_empty(), "{out}: raw control characters {raw:?}");
+        if out.ends_with(".svg") {
+            let svg = roxmltree::Document::parse(&text).expect("well-formed XML");
+            let title = svg
+                .descendants()
+                .find(|n| n.has_tag_name("text"))
+                .and_then(|n| n.text())
+                .unwrap();
+            assert!(title.contains("</text></svg>"), "shown as text: {title}");
+            assert!(title.contains("\\u{1b}[2J"), "spelled out: {title}");
+        }
+    }
 }

@@ -1,9 +1,9 @@
-//! show, compare, export and merge on real reports: from `stemmon run`, from a monitor
-//! measured in this process, and from stemmon 0.1 (the fixtures).
+//! show, compare, export and merge on real reports: from `stemmon run`, from a program
+//! with stages whose monitor wrote its own report, and from stemmon 0.1 (the fixtures).
 
 mod common;
 
-use common::{measured_report, read_report, run_sh, stemmon, write_report, TempDir, MIB};
+use common::{read_report, run_sh, staged_report, stemmon, TempDir, Workload, MIB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use stemmon::Report;
@@ -38,9 +38,8 @@ fn stdout_of(args: &[&str], paths: &[&Path]) -> (Option<i32>, String) {
 #[test]
 fn show_prints_the_header_and_an_indented_stage_table() {
     let dir = TempDir::new("show");
-    let path = dir.path().join("report.json");
-    let report = measured_report();
-    write_report(&path, &report);
+    let path = staged_report(dir.path(), "report.json", Workload::default(), 0);
+    let report = read_report(&path);
     let (code, out) = stdout_of(&["show"], &[&path]);
     assert_eq!(code, Some(0), "{out}");
     for header in [
@@ -111,49 +110,58 @@ fn compare_passes_the_same_workload_and_fails_more_memory() {
 #[test]
 fn compare_judges_each_stage_and_ignores_short_ones() {
     let dir = TempDir::new("compare-stages");
-    let base = measured_report();
-    let base_path = dir.path().join("base.json");
-    write_report(&base_path, &base);
-    // The same run, with `fit/inner` 50 % slower: the whole run is only ~10 % slower.
-    let slower = |factor: f64, path: &str| {
-        let mut new = base.clone();
-        let inner = new
-            .stages
-            .iter_mut()
-            .find(|s| s.path == "fit/inner")
-            .unwrap();
-        inner.wall_seconds *= factor;
-        let path = dir.path().join(path);
-        write_report(&path, &new);
-        path
+    // Two runs of one program, the second with `fit/inner` twice as long.
+    let base_path = staged_report(dir.path(), "base.json", Workload::default(), 0);
+    let slower = Workload {
+        inner_ms: 400,
+        ..Workload::default()
     };
-    let new_path = slower(1.5, "new.json");
+    let new_path = staged_report(dir.path(), "new.json", slower, 0);
+    let (base, new) = (read_report(&base_path), read_report(&new_path));
     let (code, out) = stdout_of(&["compare"], &[&base_path, &new_path]);
     assert_eq!(code, Some(1), "{out}");
-    let inner_row = out.lines().find(|l| l.contains("fit/inner")).unwrap();
-    assert!(inner_row.contains("REGRESSED: time +50.0 %"), "{out}");
+    let row = |out: &str, path: &str| {
+        out.lines()
+            .find(|l| l.split(['│', '┆']).nth(1).is_some_and(|c| c.trim() == path))
+            .unwrap_or_else(|| panic!("no row {path} in\n{out}"))
+            .to_owned()
+    };
+    assert!(
+        row(&out, "fit/inner").contains("REGRESSED: time +"),
+        "{out}"
+    );
     // Within a looser threshold it passes.
     let (code, out) = stdout_of(
-        &["compare", "--max-time-increase", "60"],
+        &[
+            "compare",
+            "--max-time-increase",
+            "400",
+            "--max-memory-increase",
+            "50",
+        ],
         &[&base_path, &new_path],
     );
     assert_eq!(code, Some(0), "{out}");
-    // A stage shorter than --min-seconds in both is not judged.
-    let inner_wall = base.stage("fit/inner").unwrap().wall_seconds;
-    let (code, out) = stdout_of(
-        &["compare", "--min-seconds", &format!("{}", inner_wall * 2.0)],
+    // A stage shorter than --min-seconds in both is not judged; a longer one still is.
+    let longest = new.stage("fit/inner").unwrap().wall_seconds;
+    assert!(base.stage("fit/inner").unwrap().wall_seconds < longest);
+    let (_, out) = stdout_of(
+        &["compare", "--min-seconds", &format!("{}", longest * 1.01)],
         &[&base_path, &new_path],
     );
-    assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("ignored"), "{out}");
+    assert!(row(&out, "fit/inner").contains("ignored"), "{out}");
+    assert!(
+        row(&out, "fit").contains("REGRESSED: time +"),
+        "fit lasts longer than --min-seconds: {out}"
+    );
 }
 
 #[test]
 fn export_chrome_has_a_track_per_thread_slices_and_counters() {
     let dir = TempDir::new("export");
-    let report = measured_report();
-    let path = dir.path().join("report.json");
-    write_report(&path, &report);
+    let path = staged_report(dir.path(), "report.json", Workload::default(), 0);
+    let report = read_report(&path);
+    assert!(!report.spans.is_empty() && !report.timeline.is_empty());
     let trace_path = dir.path().join("trace.json");
     let (code, _) = stdout_of(
         &["export", "--format", "chrome", "-o"],
@@ -238,18 +246,20 @@ fn export_of_a_0_1_report_uses_its_stages_and_samples() {
 #[test]
 fn merge_sums_calls_and_spreads_walls_and_peaks_with_the_rank_of_the_max() {
     let dir = TempDir::new("merge");
-    // Three ranks: real runs holding 50, 150 and 100 MiB.
+    // Three ranks of one program (the runtime takes `rank` from RANK), `fit/inner`
+    // holding 16, 160 and 96 MiB.
     let mut paths = Vec::new();
-    for (rank, mib) in [(0, 50), (1, 150), (2, 100)] {
-        let path = run_dd(dir.path(), &format!("rank{rank}.json"), mib);
-        let mut report: Report = read_report(&path);
-        // What the runtime writes from SLURM_PROCID / RANK once labels are merged.
-        report.labels.insert("rank".into(), rank.to_string());
-        report.host = format!("node{}", rank / 2);
-        let stages = measured_report().stages;
-        report.stages = stages;
-        write_report(&path, &report);
-        paths.push(path);
+    for (rank, inner_mib) in [(0, 16), (1, 160), (2, 96)] {
+        let workload = Workload {
+            inner_mib,
+            ..Workload::default()
+        };
+        paths.push(staged_report(
+            dir.path(),
+            &format!("rank{rank}.json"),
+            workload,
+            rank,
+        ));
     }
     let out = dir.path().join("merged.json");
     let output = stemmon()
@@ -263,10 +273,13 @@ fn merge_sums_calls_and_spreads_walls_and_peaks_with_the_rank_of_the_max() {
     let merged: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(merged["format"], "stemmon-merged");
     assert_eq!(merged["reports"].as_array().unwrap().len(), 3);
+    let reports: Vec<Report> = paths.iter().map(|p| read_report(p)).collect();
+    for (rank, report) in reports.iter().enumerate() {
+        assert_eq!(report.labels["rank"], rank.to_string());
+    }
     let peak = &merged["peak_tree_rss_bytes"];
     assert_eq!(peak["max_rank"], "1");
-    assert_eq!(peak["max_host"], "node0");
-    let reports: Vec<Report> = paths.iter().map(|p| read_report(p)).collect();
+    assert_eq!(peak["max_host"], reports[1].host.as_str());
     let peaks: Vec<f64> = reports
         .iter()
         .map(|r| r.peaks.peak_tree_rss_bytes.unwrap() as f64)
@@ -275,7 +288,10 @@ fn merge_sums_calls_and_spreads_walls_and_peaks_with_the_rank_of_the_max() {
     assert_eq!(peak["min"].as_f64().unwrap(), peaks[0]);
     assert_eq!(peak["sum"].as_f64().unwrap(), peaks.iter().sum::<f64>());
     assert!((peak["mean"].as_f64().unwrap() - peaks.iter().sum::<f64>() / 3.0).abs() < 1.0);
-    assert!(peaks[1] > 140.0 * MIB as f64, "rank 1 held 150 MiB");
+    assert!(
+        peaks[1] > (128 + 150) as f64 * MIB as f64,
+        "rank 1 held 128 + 160 MiB"
+    );
     let stage = merged["stages"]
         .as_array()
         .unwrap()
@@ -284,16 +300,25 @@ fn merge_sums_calls_and_spreads_walls_and_peaks_with_the_rank_of_the_max() {
         .unwrap();
     assert_eq!(stage["reports"], 3);
     assert_eq!(stage["calls"], 3);
-    let wall = reports[0].stage("fit/inner").unwrap().wall_seconds;
-    assert_eq!(stage["wall_seconds"]["min"].as_f64().unwrap(), wall);
+    let walls = reports
+        .iter()
+        .map(|r| r.stage("fit/inner").unwrap().wall_seconds);
+    let shortest = walls.fold(f64::INFINITY, f64::min);
+    assert_eq!(stage["wall_seconds"]["min"].as_f64().unwrap(), shortest);
     assert_eq!(stage["wall_seconds"]["count"], 3);
+    let chunk = merged["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["path"] == "predict/chunk")
+        .unwrap();
+    assert_eq!(chunk["calls"], 6, "two threads a rank");
 }
 
 #[test]
 fn bad_input_is_exit_2_with_one_line_for_every_subcommand() {
     let dir = TempDir::new("bad-input");
-    let good = dir.path().join("good.json");
-    write_report(&good, &measured_report());
+    let good = staged_report(dir.path(), "good.json", Workload::default(), 0);
     let text = std::fs::read_to_string(&good).unwrap();
     let truncated = dir.path().join("truncated.json");
     std::fs::write(&truncated, &text[..text.len() / 2]).unwrap();
@@ -370,4 +395,83 @@ fn a_reader_that_goes_away_is_not_a_panic() {
         assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn an_output_link_another_user_planted_is_replaced_and_one_of_mine_followed() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("planted");
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious").unwrap();
+    let planted = dir.path().join("trace.json");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let name = std::ffi::CString::new(planted.as_os_str().as_bytes()).unwrap();
+    // SAFETY: `name` is NUL-terminated and outlives the call, which only reads it; a
+    // gid of all ones leaves the group unchanged.
+    if unsafe { libc::lchown(name.as_ptr(), 65534, libc::gid_t::MAX) } != 0 {
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "*** SKIPPED: a link of another uid needs root to make (lchown) ***"
+        );
+        return;
+    }
+    let export = |out: &Path| {
+        stemmon()
+            .args(["export", "--format", "chrome", "-o"])
+            .arg(out)
+            .arg(fixture("report-0.1-samples.json"))
+            .status()
+            .unwrap()
+            .code()
+    };
+    assert_eq!(export(&planted), Some(0));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+    let meta = std::fs::symlink_metadata(&planted).unwrap();
+    assert!(meta.file_type().is_file(), "the planted link was replaced");
+    let trace: Value = serde_json::from_str(&std::fs::read_to_string(&planted).unwrap()).unwrap();
+    assert!(trace["traceEvents"].is_array());
+    // A link of this user's is followed: the file it names gets the trace.
+    let mine = dir.path().join("mine.json");
+    std::os::unix::fs::symlink(&victim, &mine).unwrap();
+    assert_eq!(export(&mine), Some(0));
+    assert!(std::fs::symlink_metadata(&mine)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&victim)
+        .unwrap()
+        .contains("traceEvents"));
+}
+
+#[test]
+fn show_prints_no_raw_control_character_of_a_report() {
+    let dir = TempDir::new("show-hostile");
+    let path = dir.path().join("report.json");
+    // The command line is in the header: `sh -c true NAME` with NAME clearing the screen.
+    let output = stemmon()
+        .args(["run", "--log-interval", "none", "-o"])
+        .arg(&path)
+        .args(["--", "sh", "-c", "true", "x\u{1b}[2J\u{7}\ny"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let (code, out) = stdout_of(&["show"], &[&path]);
+    assert_eq!(code, Some(0), "{out}");
+    let raw: Vec<char> = out
+        .chars()
+        .filter(|c| c.is_control() && *c != '\n')
+        .collect();
+    assert!(raw.is_empty(), "raw control characters {raw:?} in\n{out}");
+    assert!(out.contains("x\\u{1b}[2J\\u{7}\\ny"), "{out}");
+}
+
+#[test]
+fn an_endless_file_is_refused_past_the_size_limit() {
+    let started = std::time::Instant::now();
+    let output = stemmon().args(["show", "/dev/zero"]).output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("larger than 256 MiB"), "{stderr}");
 }

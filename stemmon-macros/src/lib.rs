@@ -11,7 +11,8 @@ mod item;
 
 use proc_macro::TokenStream;
 
-/// Records each call of a fn as a stage of the thread's active monitor.
+/// Records each call of a fn as a stage of the running monitor, on whichever thread
+/// the call runs.
 ///
 /// `#[monitored]` names the stage after the fn; `#[monitored("name")]` names it
 /// explicitly. It applies to free fns, methods (`&self`, `&mut self`, `self`), fns in
@@ -20,14 +21,18 @@ use proc_macro::TokenStream;
 ///
 /// - A call nested in another monitored call is a child stage (`"fit/inner"`); repeated
 ///   calls of one path are aggregated (`calls`, total / min / max wall time, peaks).
+/// - Every thread of the process is recorded: a call on a spawned or scoped thread, a
+///   rayon worker or a tokio worker nests under the stage open on the monitor's own
+///   thread, and `threads` counts the threads a stage's calls ran on.
 /// - `return`, `?` and panics all close the stage. A call that panics is recorded with
 ///   `error: "panic"`; one that returns `Err(e)` with the short type name of `e`
 ///   (`"ParseIntError"`). The panic or the `Err` reaches the caller unchanged.
 /// - An `async fn` is one stage from its first poll to its completion, across awaits,
 ///   entered on every poll; a future dropped before it completes is recorded with
 ///   `error: "cancelled"`.
-/// - With no active monitor on the thread (none started, or the call runs on another
-///   thread) the call records nothing and costs one thread-local check.
+/// - With no monitor running the call records nothing and costs one relaxed atomic load
+///   and a branch. A monitor started with `current_thread_only` records the calls of its
+///   own thread alone: calls on other threads then record nothing.
 /// - On a `const fn` it is a compile error: a stage reads the clock at run time.
 /// - For a fn returning `impl Trait`, the stage covers the call that builds the value,
 ///   not work the value does later (an iterator's items, for example).
@@ -178,9 +183,10 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
-/// With tokio, write `#[monitor_main]` above `#[tokio::main]`: the monitor then runs on
-/// the thread that blocks on `main`'s future, where its `#[monitored]` calls are
-/// recorded.
+/// With tokio, write `#[monitor_main]` above `#[tokio::main]`: the monitor then starts
+/// inside the runtime, on the thread that blocks on `main`'s future, and ends when that
+/// future does. `#[monitored]` calls on tokio's worker threads are recorded too, nested
+/// under the stage open on that thread.
 ///
 /// ```no_run
 /// #[stemmon::monitor_main(log_interval = None)]

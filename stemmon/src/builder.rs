@@ -96,7 +96,7 @@ impl MonitorBuilder {
     }
 
     /// Writes the metrics, in Prometheus text format, to one `.prom` file in `dir` for
-    /// node_exporter's textfile collector, at each log line and at the end:
+    /// node_exporter's textfile collector, at each `running` log line and at the end:
     /// `stemmon-<host>-<pid>.prom`, replaced atomically. `STEMMON_PROMETHEUS_TEXTFILE_DIR`
     /// overrides it. A failed write is the report's `export_error`, never the program's.
     pub fn prometheus_textfile(mut self, dir: impl Into<PathBuf>) -> Self {
@@ -106,8 +106,8 @@ impl MonitorBuilder {
 
     /// Pushes the metrics to the Pushgateway at `url` (`http://host:9091`; `https://`
     /// with the `pushgateway-tls` feature), grouped by job (`stemmon`), host and labels,
-    /// at each log line and at the end, from the sampler thread with a 2 s timeout.
-    /// `STEMMON_PUSHGATEWAY_URL` overrides it. A failed push is the report's
+    /// at each `running` log line and at the end, from the sampler thread with a 2 s
+    /// timeout. `STEMMON_PUSHGATEWAY_URL` overrides it. A failed push is the report's
     /// `export_error`, never the program's.
     pub fn pushgateway(mut self, url: impl Into<String>) -> Self {
         self.config.pushgateway = Some(url.into());

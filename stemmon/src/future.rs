@@ -3,7 +3,7 @@
 //! completes or, as `"cancelled"`, when it is dropped before.
 
 use crate::context;
-use crate::recorder::{short_type_name, Recorder};
+use crate::recorder::{short_type_name, OpenCall, Parent, Recorder, StageName, ThreadSlot};
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,9 +21,38 @@ pub struct AsyncStage {
 
 struct OpenAsync {
     recorder: Arc<Recorder>,
-    record: u32,
-    seq: u64,
-    started: u64,
+    call: OpenCall,
+}
+
+/// The stage entered for one poll on the polling thread: dropped when the poll
+/// returns or unwinds, so a panicking poll leaves nothing open on that thread.
+struct PollFrame<'a> {
+    recorder: &'a Recorder,
+    slot: Arc<ThreadSlot>,
+    seq: u32,
+}
+
+impl PollFrame<'_> {
+    /// Enters `open` for one poll, if the calling thread records to its monitor.
+    fn enter(open: &OpenAsync) -> Option<PollFrame<'_>> {
+        context::with_attachment(|a| {
+            if !Arc::ptr_eq(&a.recorder, &open.recorder) {
+                return None;
+            }
+            let seq = a.recorder.push_poll(&a.slot, open.call.record)?;
+            Some(PollFrame {
+                recorder: &open.recorder,
+                slot: Arc::clone(&a.slot),
+                seq,
+            })
+        })?
+    }
+}
+
+impl Drop for PollFrame<'_> {
+    fn drop(&mut self) {
+        self.recorder.pop_poll(&self.slot, self.seq);
+    }
 }
 
 impl AsyncStage {
@@ -45,8 +74,7 @@ impl Drop for AsyncStage {
             } else {
                 self.error.map(|e| Cow::Owned(short_type_name(e)))
             };
-            open.recorder
-                .close_async(open.record, open.seq, open.started, error);
+            open.recorder.close_async(open.call, error);
         }
     }
 }
@@ -86,32 +114,17 @@ impl<F: Future> Future for Instrumented<F> {
         };
         if stage.open.is_none() {
             // The path is fixed here, at the first poll, and kept across threads.
-            stage.open = context::with_attachment(|a| {
-                let (record, seq, started) = a.recorder.open_async(&a.slot, stage.name);
-                OpenAsync {
-                    recorder: Arc::clone(&a.recorder),
-                    record,
-                    seq,
-                    started,
-                }
+            stage.open = context::with_attachment(|a| OpenAsync {
+                recorder: Arc::clone(&a.recorder),
+                call: a
+                    .recorder
+                    .open_async(&a.slot, StageName::Borrowed(stage.name), Parent::Here),
             });
         }
         // Enter the stage for this poll when the polling thread records to its monitor.
-        let frame = stage.open.as_ref().and_then(|open| {
-            context::with_attachment(|a| {
-                if Arc::ptr_eq(&a.recorder, &open.recorder) {
-                    a.recorder
-                        .push_poll(&a.slot, open.record)
-                        .map(|seq| (Arc::clone(&a.slot), seq))
-                } else {
-                    None
-                }
-            })?
-        });
+        let frame = stage.open.as_ref().and_then(PollFrame::enter);
         let polled = this.future.poll(cx);
-        if let (Some((slot, seq)), Some(open)) = (frame, stage.open.as_ref()) {
-            open.recorder.pop_poll(&slot, seq);
-        }
+        drop(frame);
         match polled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(output) => {

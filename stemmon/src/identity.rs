@@ -104,7 +104,7 @@ fn parse_labels(text: &str, warn: &mut dyn FnMut(&str)) -> Vec<(String, String)>
 
 /// Checks one label: a Prometheus label name that stemmon does not reserve, and a value
 /// that is non-empty, printable and at most 1 KiB.
-pub(crate) fn check_label(name: &str, value: &str) -> Result<(), String> {
+pub fn check_label(name: &str, value: &str) -> Result<(), String> {
     check_name(name)?;
     check_value(value).map_err(|reason| format!("label `{name}`: {reason}"))
 }

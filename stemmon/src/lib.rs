@@ -77,19 +77,24 @@
 //! Turn off the default feature `enabled` (`default-features = false`) and both
 //! attributes expand to the item exactly as written: no monitor, no thread, no cost.
 #![warn(missing_docs)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod builder;
 mod cadence;
 mod config;
 mod context;
+mod env;
 mod error;
 mod export;
 mod future;
 mod identity;
 mod log;
+mod main_guard;
 mod memory;
 mod monitor;
 mod output;
+mod publish;
 mod recorder;
 pub mod report;
 mod sampler;
@@ -99,6 +104,14 @@ mod stage;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+
+#[doc(hidden)]
+#[path = "cli.rs"]
+pub mod __cli;
+
+#[doc(hidden)]
+#[path = "bench.rs"]
+pub mod __bench;
 
 pub use builder::MonitorBuilder;
 pub use config::Reader;

@@ -10,12 +10,24 @@ use std::io::Write as _;
 
 /// `812.4 MiB`, `1.1 GiB`, or `unavailable`.
 pub(crate) fn human_bytes(bytes: Option<u64>) -> String {
-    const MIB: f64 = (1u64 << 20) as f64;
-    const GIB: f64 = (1u64 << 30) as f64;
-    match bytes {
-        None => "unavailable".to_owned(),
-        Some(b) if b as f64 >= GIB => format!("{:.1} GiB", b as f64 / GIB),
-        Some(b) => format!("{:.1} MiB", b as f64 / MIB),
+    bytes.map_or_else(|| "unavailable".to_owned(), format_bytes)
+}
+
+/// `812.4 MiB`, `1.1 GiB`, `512 KiB`, `0 B`: one decimal from a MiB up, as the log line
+/// of SPEC §4 writes them. The `stemmon` command prints its figures with it too.
+pub fn format_bytes(bytes: u64) -> String {
+    const KIB: f64 = 1024.0;
+    const MIB: f64 = KIB * 1024.0;
+    const GIB: f64 = MIB * 1024.0;
+    let b = bytes as f64;
+    if b >= GIB {
+        format!("{:.1} GiB", b / GIB)
+    } else if b >= MIB {
+        format!("{:.1} MiB", b / MIB)
+    } else if b >= KIB {
+        format!("{:.0} KiB", b / KIB)
+    } else {
+        format!("{bytes} B")
     }
 }
 
@@ -88,7 +100,7 @@ fn needs_escape(c: char) -> bool {
 
 /// `text` with every character of [`needs_escape`] written as Rust writes it in a
 /// string literal: `\n`, `\r`, `\t`, `\0`, `\u{1b}`.
-pub(crate) fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(needs_escape) {
         return text.into();
     }
@@ -122,6 +134,10 @@ mod tests {
         assert_eq!(human_bytes(None), "unavailable");
         assert_eq!(human_bytes(Some(812 * (1 << 20) + 400 * 1024)), "812.4 MiB");
         assert_eq!(human_bytes(Some(1181116006)), "1.1 GiB");
+        assert_eq!(human_bytes(Some(3 << 30)), "3.0 GiB");
+        assert_eq!(human_bytes(Some(2048)), "2 KiB");
+        assert_eq!(human_bytes(Some(0)), "0 B");
+        assert_eq!(human_bytes(None), "unavailable");
     }
 
     #[test]

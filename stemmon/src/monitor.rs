@@ -4,7 +4,8 @@ use crate::config::Config;
 use crate::context;
 use crate::error::Error;
 use crate::memory::{self, TreeReader};
-use crate::recorder::{Event, Line, OpenStage, Recorder, StageName};
+use crate::publish::{Moment, Publisher};
+use crate::recorder::{Event, Line, OpenStage, Recorder, RunInfo, StageName};
 use crate::report::Report;
 use crate::sampler;
 use crate::stage::Stage;
@@ -49,6 +50,7 @@ type SamplerThread = (Sender<Event>, JoinHandle<Box<dyn TreeReader>>);
 #[must_use = "the monitor finishes when dropped: bind it, e.g. `let monitor = ...`"]
 pub struct Monitor {
     recorder: Arc<Recorder>,
+    publisher: Arc<Publisher>,
     /// Makes a tree reader on this monitor's ledger for a last sample without the
     /// sampler's own.
     spare: memory::ReaderHandle,
@@ -66,7 +68,7 @@ impl std::fmt::Debug for Monitor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Monitor")
             .field("config", &self.recorder.config)
-            .field("sampler", &self.recorder.sampler)
+            .field("sampler", &self.recorder.info.sampler)
             .finish_non_exhaustive()
     }
 }
@@ -78,31 +80,34 @@ impl Monitor {
     }
 
     fn start_with(config: Config, readers: memory::Readers) -> Result<Monitor, Error> {
-        let identity = crate::identity::collect(&config)?;
-        let exporter = crate::export::Exporter::from_config(&config, &identity.0, &identity.1)?;
+        let (host, labels) = crate::identity::collect(&config)?;
+        let exporter = crate::export::Exporter::from_config(&config, &host, &labels)?;
         let memory::Readers {
             tree: mut reader,
             boundary,
             marks,
             spare,
         } = readers;
-        let recorder = Arc::new(Recorder::new(
-            config,
-            reader.name(),
+        let info = RunInfo {
+            sampler: reader.name(),
             marks,
-            identity,
-            exporter,
-            boundary,
-        ));
+            platform: platform(),
+            host,
+            labels,
+        };
+        let publisher = Arc::new(Publisher::new(&config, exporter));
+        let clock = quanta::Clock::new();
+        let recorder = Arc::new(Recorder::new(config, info, boundary, clock));
         context::install(&recorder)?;
-        recorder.take_sample(&mut *reader);
+        publisher.sample(&recorder, &mut *reader);
         let (events, received) = mpsc::channel();
         recorder.connect(events.clone());
         let thread = {
             let recorder = Arc::clone(&recorder);
+            let publisher = Arc::clone(&publisher);
             std::thread::Builder::new()
                 .name("stemmon-sampler".into())
-                .spawn(move || sampler::run(&recorder, reader, &received))
+                .spawn(move || sampler::run(&recorder, &publisher, reader, &received))
         };
         let thread = match thread {
             Ok(thread) => thread,
@@ -115,6 +120,7 @@ impl Monitor {
         recorder.log_event(Line::Text("started".to_owned()), OpenStage::Workflow);
         Ok(Monitor {
             recorder,
+            publisher,
             spare,
             sampler: Some((events, thread)),
             finished: false,
@@ -161,8 +167,11 @@ impl Monitor {
     /// Makes this the monitor that SIGINT, SIGTERM and `process::exit` finalize
     /// (`#[monitor_main]` calls it, with `signals::install(finalize_process_monitor)`).
     pub(crate) fn finalize_on_endings(&self) {
-        *ENDINGS.lock().unwrap_or_else(PoisonError::into_inner) =
-            Some((Arc::clone(&self.recorder), self.spare.clone()));
+        *ENDINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(Ending {
+            recorder: Arc::clone(&self.recorder),
+            publisher: Arc::clone(&self.publisher),
+            spare: self.spare.clone(),
+        });
     }
 
     fn finalize(&mut self, error: Option<String>) -> Report {
@@ -174,7 +183,7 @@ impl Monitor {
         let mut endings = ENDINGS.lock().unwrap_or_else(PoisonError::into_inner);
         if endings
             .as_ref()
-            .is_some_and(|(r, _)| Arc::ptr_eq(r, &self.recorder))
+            .is_some_and(|ending| Arc::ptr_eq(&ending.recorder, &self.recorder))
         {
             *endings = None;
         }
@@ -186,7 +195,7 @@ impl Monitor {
             None => None,
         }
         .unwrap_or_else(|| self.spare.tree_reader());
-        self.recorder.take_sample(&mut *reader);
+        self.publisher.sample(&self.recorder, &mut *reader);
         let event = match &error {
             None => "finished".to_owned(),
             Some(error) => format!("failed ({error})"),
@@ -194,42 +203,57 @@ impl Monitor {
         self.recorder.end(error);
         context::uninstall(&self.recorder);
         let _endings = endings;
-        sampler::publish(
-            &self.recorder,
-            &[(Line::Text(event), OpenStage::OwnerNow)],
-            true,
-            true,
-        )
+        let last = [(Line::Text(event), OpenStage::OwnerNow)];
+        self.publisher.publish(&self.recorder, &last, Moment::Final)
     }
 }
 
-/// The monitor `#[monitor_main]` started, until it finishes, with a maker of tree
-/// readers on its ledger.
-static ENDINGS: Mutex<Option<(Arc<Recorder>, memory::ReaderHandle)>> = Mutex::new(None);
+/// What a signal or `process::exit` finalizes.
+struct Ending {
+    recorder: Arc<Recorder>,
+    publisher: Arc<Publisher>,
+    /// Makes a tree reader on the monitor's ledger (the sampler still holds its own).
+    spare: memory::ReaderHandle,
+}
+
+/// The monitor `#[monitor_main]` started, until it finishes.
+static ENDINGS: Mutex<Option<Ending>> = Mutex::new(None);
+
+/// `<os>-<kernel>-<arch>`, for the report's `platform`.
+fn platform() -> String {
+    let kernel = sysinfo::System::kernel_version().unwrap_or_else(|_| "unknown".into());
+    format!(
+        "{}-{}-{}",
+        std::env::consts::OS,
+        kernel,
+        std::env::consts::ARCH
+    )
+}
 
 /// The finalizer `signals` calls: from the `stemmon-signals` thread with the signal's
 /// name, or from the exit hook with `None`. Does nothing once `finish` ran.
 pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
-    let recorder = ENDINGS
+    let ending = ENDINGS
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .take();
-    if let Some((recorder, spare)) = recorder {
+    if let Some(Ending {
+        recorder,
+        publisher,
+        spare,
+    }) = ending
+    {
         // The sampler still holds its reader: another on the same ledger continues
         // from its last sample, so the final interval keeps its reaped peaks.
         let mut reader = spare.tree_reader();
-        recorder.take_sample(&mut *reader);
+        publisher.sample(&recorder, &mut *reader);
         let line = match error {
             Some(error) => format!("failed ({error})"),
             None => "finished".to_owned(),
         };
         recorder.end(error.map(str::to_owned));
-        sampler::publish(
-            &recorder,
-            &[(Line::Text(line), OpenStage::OwnerNow)],
-            true,
-            true,
-        );
+        let last = [(Line::Text(line), OpenStage::OwnerNow)];
+        publisher.publish(&recorder, &last, Moment::Final);
     }
 }
 
@@ -292,5 +316,27 @@ mod tests {
         let work = report.stage("work").unwrap();
         assert!(work.wall_seconds >= 0.03);
         assert!(work.peaks.peak_parent_rss_bytes.is_some());
+    }
+
+    #[test]
+    fn finish_returns_the_failure_of_the_final_write() {
+        // A report path under a regular file: no directory can be made there.
+        let blocker = std::env::temp_dir().join(format!("stemmon-blocker-{}", std::process::id()));
+        std::fs::write(&blocker, b"not a directory").unwrap();
+        let monitor = Monitor::builder()
+            .log_interval(None)
+            .current_thread_only()
+            .output(blocker.join("report.json"))
+            .start()
+            .unwrap();
+        let report = monitor.finish();
+        std::fs::remove_file(&blocker).unwrap();
+        // With logging off the final write is the only one: its failure is in the report.
+        let error = report.output_error.as_deref().expect("the failed write");
+        assert!(
+            error.starts_with("could not write the report to"),
+            "{error}"
+        );
+        assert_eq!(report.error, None);
     }
 }

@@ -1,42 +1,44 @@
-//! Where the report goes: a path resolved once at start, written so that nothing the
-//! user owns is clobbered.
+//! Every file stemmon writes (the report, the Prometheus textfile, the command's `-o`)
+//! goes through [`Output`], so that on a shared machine nothing planted at the name is
+//! followed or written into (SPEC §4, 0.3).
 //!
-//! - A regular file (or a new one) is replaced atomically: the report is written to a
-//!   temporary file beside it, `.<name>.stemmon-<pid>-<n>.tmp`, which is then renamed
-//!   over it. A reader never sees half a report.
-//! - A character device (`/dev/null`, `/dev/stderr`) or a FIFO is written into as it is,
-//!   never replaced; a FIFO is opened without blocking, so a missing reader is an
-//!   error, not a hang. A directory, a socket or a block device is an error.
-//! - A symbolic link is followed: the file it names is the one replaced.
+//! - A regular file (or a new one) is replaced atomically: the bytes go to a temporary
+//!   file beside it, created by the `tempfile` crate with an unpredictable name
+//!   (`.<name>.stemmon-<pid>-<random>.tmp`), exclusively (`O_EXCL`, so no link is
+//!   followed), which is then renamed over the name. A reader never sees half a file,
+//!   and the replaced file keeps its mode.
+//! - Something else at the name (a symbolic link, a FIFO, a device, a socket) is trusted
+//!   only if it belongs to this user or to root: a link is then followed, a FIFO or a
+//!   character device (`/dev/null`, `/dev/stdout`, a terminal) written into; a FIFO is
+//!   opened without blocking, so a missing reader is an error, not a hang. Planted by
+//!   anyone else, it is replaced like a file, never followed nor written into.
+//! - A directory is an error; so is a trusted block device or socket.
 //! - Temporary files left by a writer that was killed (`kill -9`) are removed by the
-//!   next writer of the same report, once their process is gone.
-//! - `fsync` is for the final report only (`durable`); the periodic rewrites skip it.
+//!   next writer of the same file, once their process is gone.
+//! - `fsync` only when `durable` (the final report, the command's outputs).
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a write into a FIFO waits for its reader to make room.
 const FIFO_PATIENCE: Duration = Duration::from_secs(1);
 
-/// The report's destination, resolved once.
+/// A file's destination, resolved once.
 #[derive(Debug)]
-pub(crate) struct Output {
+pub struct Output {
     /// Absolute: a later `set_current_dir` does not move it.
     path: PathBuf,
-    /// Numbers this process's temporary files, so two writers never share one.
-    counter: AtomicU64,
 }
 
 impl Output {
     /// Anchors a relative `path` at the current directory, now, and removes temporary
     /// files that dead writers left beside it. Fails only if `path` is relative and the
     /// current directory cannot be read, or if `path` names no file.
-    pub(crate) fn resolve(path: &Path) -> io::Result<Output> {
+    pub fn resolve(path: &Path) -> io::Result<Output> {
         if path.file_name().is_none() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -48,90 +50,60 @@ impl Output {
         } else {
             std::env::current_dir()?.join(path)
         };
-        let output = Output {
-            path,
-            counter: AtomicU64::new(0),
-        };
+        let output = Output { path };
         output.remove_stale_temporaries();
         Ok(output)
     }
 
-    /// The absolute path of the report.
-    pub(crate) fn path(&self) -> &Path {
+    /// The absolute path written.
+    pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// Writes `bytes` as the whole report. `durable`: flushed to the disk before the
-    /// rename (and the directory after it), for the final report.
-    pub(crate) fn write(&self, bytes: &[u8], durable: bool) -> io::Result<()> {
-        let target = match fs::symlink_metadata(&self.path) {
-            Ok(meta) if meta.file_type().is_symlink() => match fs::canonicalize(&self.path) {
-                Ok(target) => target,
-                // A link to a file not there yet: create that file through the link.
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return write_into(&self.path, bytes, true);
-                }
-                Err(e) => return Err(e),
-            },
-            _ => self.path.clone(),
-        };
-        match fs::metadata(&target) {
+    /// Writes `bytes` as the whole file. `durable`: flushed to the disk before the
+    /// rename (and the directory after it).
+    pub fn write(&self, bytes: &[u8], durable: bool) -> io::Result<()> {
+        let meta = match fs::symlink_metadata(&self.path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                self.replace(&target, bytes, durable, None)
+                return replace(&self.path, bytes, durable, None);
             }
-            Err(e) => Err(e),
-            Ok(meta) => match Kind::of(&meta) {
-                Kind::File => self.replace(&target, bytes, durable, Some(meta.permissions())),
-                Kind::Stream => write_into(&target, bytes, false),
-                Kind::Refused(what) => Err(io::Error::other(format!(
-                    "it is {what}: stemmon writes its report to a regular file, a character \
-                     device or a FIFO"
-                ))),
-            },
+            Err(e) => return Err(e),
+            Ok(meta) => meta,
+        };
+        if meta.file_type().is_dir() {
+            return Err(refused("a directory"));
+        }
+        if meta.file_type().is_file() {
+            return replace(&self.path, bytes, durable, Some(meta.permissions()));
+        }
+        if !trusted(&meta) {
+            // Planted by someone else: replaced, never followed nor written into.
+            return replace(&self.path, bytes, durable, None);
+        }
+        if !meta.file_type().is_symlink() {
+            return write_trusted(&self.path, &meta, bytes);
+        }
+        // A link of this user's or root's (`/dev/stdout`): the file it names is written.
+        let target = match fs::canonicalize(&self.path) {
+            Ok(target) => target,
+            // A link to a file not there yet: create that file through the link.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return write_into(&self.path, None, bytes, true);
+            }
+            Err(e) => return Err(e),
+        };
+        let meta = fs::symlink_metadata(&target)?;
+        if meta.file_type().is_dir() {
+            Err(refused("a directory"))
+        } else if meta.file_type().is_file() {
+            replace(&target, bytes, durable, Some(meta.permissions()))
+        } else {
+            write_trusted(&target, &meta, bytes)
         }
     }
 
-    /// The atomic replacement of a regular file (or a new one) at `target`.
-    fn replace(
-        &self,
-        target: &Path,
-        bytes: &[u8],
-        durable: bool,
-        permissions: Option<fs::Permissions>,
-    ) -> io::Result<()> {
-        let parent = parent_of(target);
-        fs::create_dir_all(parent)?;
-        let name = target.file_name().unwrap_or(OsStr::new("report"));
-        let temporary = parent.join(temporary_name(
-            name,
-            std::process::id(),
-            self.counter.fetch_add(1, Ordering::Relaxed),
-        ));
-        let written = (|| {
-            let mut file = File::create(&temporary)?;
-            if let Some(permissions) = permissions {
-                // The replaced file keeps its mode.
-                file.set_permissions(permissions)?;
-            }
-            file.write_all(bytes)?;
-            if durable {
-                file.sync_all()?;
-            }
-            drop(file);
-            fs::rename(&temporary, target)?;
-            if durable {
-                // The rename itself reaches the disk with the directory.
-                File::open(parent).and_then(|dir| dir.sync_all())?;
-            }
-            Ok(())
-        })();
-        if written.is_err() {
-            let _ = fs::remove_file(&temporary);
-        }
-        written
-    }
-
-    /// Removes `.<name>.stemmon-<pid>-<n>.tmp` beside the report whose process is gone.
+    /// Removes `.<name>.stemmon-<pid>-<random>.tmp` files of this user beside the
+    /// output whose process is gone.
     fn remove_stale_temporaries(&self) {
         let (Some(name), parent) = (self.path.file_name(), parent_of(&self.path)) else {
             return;
@@ -143,48 +115,112 @@ impl Output {
             let Some(pid) = temporary_pid(name, &entry.file_name()) else {
                 continue;
             };
-            let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-            if is_file && pid != std::process::id() && !process_alive(pid) {
+            let mine = entry
+                .metadata()
+                .is_ok_and(|meta| meta.is_file() && owner(&meta) == Some(user()));
+            if mine && pid != std::process::id() && !process_alive(pid) {
                 let _ = fs::remove_file(entry.path());
             }
         }
     }
 }
 
-/// What a path that exists is, for the writer.
-enum Kind {
-    /// Replaced atomically.
-    File,
-    /// Written into as it is: a character device or a FIFO.
-    Stream,
-    /// Never written: a directory, a socket, a block device (a disk).
-    Refused(&'static str),
+fn refused(what: &str) -> io::Error {
+    io::Error::other(format!(
+        "it is {what}: stemmon writes to a regular file, a character device or a FIFO"
+    ))
 }
 
-impl Kind {
-    fn of(meta: &fs::Metadata) -> Kind {
-        let kind = meta.file_type();
-        if kind.is_file() {
-            return Kind::File;
-        }
-        if kind.is_dir() {
-            return Kind::Refused("a directory");
-        }
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::FileTypeExt;
-            if kind.is_char_device() || kind.is_fifo() {
-                return Kind::Stream;
-            }
-            if kind.is_block_device() {
-                return Kind::Refused("a block device");
-            }
-            if kind.is_socket() {
-                return Kind::Refused("a socket");
-            }
-        }
-        Kind::Refused("not a regular file")
+/// The atomic replacement of whatever is at `target` (never followed: `rename` replaces
+/// the name itself). `permissions`: those of the regular file replaced, kept.
+fn replace(
+    target: &Path,
+    bytes: &[u8],
+    durable: bool,
+    permissions: Option<fs::Permissions>,
+) -> io::Result<()> {
+    let parent = parent_of(target);
+    fs::create_dir_all(parent)?;
+    let name = target.file_name().unwrap_or(OsStr::new("output"));
+    let prefix = temporary_prefix(name, std::process::id());
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        // A new file gets the mode `File::create` gives (0666 less the umask); a replaced
+        // one is created no wider than its own and set to it exactly below.
+        let mode = permissions.as_ref().map_or(0o666, |p| p.mode() & 0o777);
+        builder.permissions(fs::Permissions::from_mode(mode));
     }
+    let mut file = builder.tempfile_in(parent)?;
+    if let Some(permissions) = permissions {
+        file.as_file().set_permissions(permissions)?;
+    }
+    file.write_all(bytes)?;
+    if durable {
+        file.as_file().sync_all()?;
+    }
+    // On failure the temporary file is dropped, which removes it.
+    file.persist(target).map_err(|e| e.error)?;
+    if durable {
+        // The rename itself reaches the disk with the directory.
+        File::open(parent).and_then(|dir| dir.sync_all())?;
+    }
+    Ok(())
+}
+
+/// Writes into a FIFO or a character device that this user or root owns, as it is.
+fn write_trusted(path: &Path, meta: &fs::Metadata, bytes: &[u8]) -> io::Result<()> {
+    let kind = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_char_device() || kind.is_fifo() {
+            return write_into(path, Some(meta), bytes, false);
+        }
+        if kind.is_block_device() {
+            return Err(refused("a block device"));
+        }
+        if kind.is_socket() {
+            return Err(refused("a socket"));
+        }
+    }
+    let _ = (path, kind, bytes);
+    Err(refused("not a regular file"))
+}
+
+/// The user whose files are trusted: the effective uid.
+fn user() -> u32 {
+    #[cfg(unix)]
+    {
+        // SAFETY: `geteuid` has no preconditions and cannot fail.
+        unsafe { libc::geteuid() }
+    }
+    #[cfg(not(unix))]
+    {
+        0
+    }
+}
+
+/// The uid that owns what `meta` describes (`None` where the OS has no owners).
+fn owner(meta: &fs::Metadata) -> Option<u32> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(meta.uid())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// Whether something that is not a regular file may be followed or written into: it
+/// belongs to this user or to root.
+fn trusted(meta: &fs::Metadata) -> bool {
+    owner(meta).is_none_or(|uid| uid == 0 || uid == user())
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -193,15 +229,16 @@ fn parent_of(path: &Path) -> &Path {
         .unwrap_or(Path::new("."))
 }
 
-/// `.report.json.stemmon-4242-0.tmp` for `report.json`.
-fn temporary_name(name: &OsStr, pid: u32, n: u64) -> OsString {
-    let mut temporary = OsString::from(".");
-    temporary.push(name);
-    temporary.push(format!(".stemmon-{pid}-{n}.tmp"));
-    temporary
+/// `.report.json.stemmon-4242-`: the temporary files' prefix; `tempfile` adds random
+/// characters and `.tmp`.
+fn temporary_prefix(name: &OsStr, pid: u32) -> std::ffi::OsString {
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(format!(".stemmon-{pid}-"));
+    prefix
 }
 
-/// The pid in a temporary name of the report `name`; `None` for any other file.
+/// The pid in a temporary name of the file `name`; `None` for any other file.
 fn temporary_pid(name: &OsStr, file: &OsStr) -> Option<u32> {
     let file = file.to_str()?;
     let rest = file
@@ -209,11 +246,10 @@ fn temporary_pid(name: &OsStr, file: &OsStr) -> Option<u32> {
         .strip_prefix(name.to_str()?)?
         .strip_prefix(".stemmon-")?
         .strip_suffix(".tmp")?;
-    let (pid, n) = rest.split_once('-')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    (digits(pid) && digits(n))
-        .then(|| pid.parse().ok())
-        .flatten()
+    let (pid, random) = rest.split_once('-')?;
+    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    let random = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
+    (digits && random).then(|| pid.parse().ok()).flatten()
 }
 
 /// Whether a process `pid` exists (when unsure, it does: its file is kept).
@@ -236,9 +272,15 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
-/// Writes `bytes` into what is at `path` without replacing it. `create`: a missing file
-/// may be created (through a dangling symbolic link).
-fn write_into(path: &Path, bytes: &[u8], create: bool) -> io::Result<()> {
+/// Writes `bytes` into what is at `path` without replacing it. `expected`: what was
+/// checked there, which the opened file must still be (nothing swapped in between).
+/// `create`: a missing file may be created (through a dangling link of this user's).
+fn write_into(
+    path: &Path,
+    expected: Option<&fs::Metadata>,
+    bytes: &[u8],
+    create: bool,
+) -> io::Result<()> {
     let mut options = OpenOptions::new();
     options.write(true);
     if create {
@@ -247,8 +289,14 @@ fn write_into(path: &Path, bytes: &[u8], create: bool) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        // A FIFO with no reader fails at once (ENXIO) instead of blocking the open.
-        options.custom_flags(libc::O_NONBLOCK);
+        // A FIFO with no reader fails at once (ENXIO) instead of blocking the open; a
+        // link swapped in since the check is not followed.
+        let nofollow = if expected.is_some() {
+            libc::O_NOFOLLOW
+        } else {
+            0
+        };
+        options.custom_flags(libc::O_NONBLOCK | nofollow);
     }
     let mut file = options.open(path).map_err(|e| {
         #[cfg(unix)]
@@ -257,6 +305,14 @@ fn write_into(path: &Path, bytes: &[u8], create: bool) -> io::Result<()> {
         }
         e
     })?;
+    #[cfg(unix)]
+    if let Some(expected) = expected {
+        use std::os::unix::fs::MetadataExt;
+        let opened = file.metadata()?;
+        if (opened.dev(), opened.ino()) != (expected.dev(), expected.ino()) {
+            return Err(io::Error::other("the file was replaced while being opened"));
+        }
+    }
     let deadline = Instant::now() + FIFO_PATIENCE;
     let mut rest = bytes;
     while !rest.is_empty() {
@@ -270,7 +326,6 @@ fn write_into(path: &Path, bytes: &[u8], create: bool) -> io::Result<()> {
     }
     Ok(())
 }
-
 /// Waits until `file` (a FIFO) takes more bytes, or fails at `deadline`.
 fn wait_writable(file: &File, deadline: Instant) -> io::Result<()> {
     let left = deadline.saturating_duration_since(Instant::now());
@@ -304,36 +359,80 @@ fn wait_writable(file: &File, deadline: Instant) -> io::Result<()> {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 
-    fn dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("stemmon-output-{}-{name}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A directory of its own, removed when dropped.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let dir =
+                std::env::temp_dir().join(format!("stemmon-output-{}-{name}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            Dir(dir)
+        }
+
+        fn join(&self, name: &str) -> PathBuf {
+            self.0.join(name)
+        }
+
+        fn names(&self) -> Vec<String> {
+            let mut names: Vec<String> = fs::read_dir(&self.0)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            names.sort();
+            names
+        }
     }
 
-    fn names(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    /// Makes `path` (a link, not what it names) belong to `uid`; `false` when this
+    /// process may not (not root).
+    fn lchown(path: &Path, uid: u32) -> bool {
+        use std::os::unix::ffi::OsStrExt;
+        let path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `path` is a NUL-terminated string that lives across the call; `lchown`
+        // only reads it. A gid of `-1` (all bits set) leaves the group as it is.
+        unsafe { libc::lchown(path.as_ptr(), uid, libc::gid_t::MAX) == 0 }
+    }
+
+    /// Says so on stderr itself: the harness swallows `eprintln!` of a passing test.
+    fn skipped(why: &str) {
+        let _ = writeln!(io::stderr(), "*** SKIPPED: {why} ***");
     }
 
     #[test]
     fn temporary_names_are_recognised_and_nothing_else() {
         let name = OsStr::new("report.json");
-        let made = temporary_name(name, 4242, 7);
-        assert_eq!(made, ".report.json.stemmon-4242-7.tmp");
-        assert_eq!(temporary_pid(name, &made), Some(4242));
+        let prefix = temporary_prefix(name, 4242);
+        assert_eq!(prefix, ".report.json.stemmon-4242-");
+        assert_eq!(
+            temporary_pid(name, OsStr::new(".report.json.stemmon-4242-a7Xq9Z.tmp")),
+            Some(4242)
+        );
         for other in [
             ".report.json.tmp",
             "report.json",
             ".report.json.stemmon-42.tmp",
             ".report.json.stemmon-x-1.tmp",
             ".report.json.stemmon--1.tmp",
+            ".report.json.stemmon-42-.tmp",
+            ".report.json.stemmon-42-a-b.tmp",
             ".other.json.stemmon-42-1.tmp",
             ".report.json.stemmon-42-1.tmp.bak",
         ] {
@@ -343,38 +442,52 @@ mod tests {
 
     #[test]
     fn atomic_write_creates_parents_keeps_the_mode_and_leaves_no_temporary() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = dir("atomic");
+        let dir = Dir::new("atomic");
         let path = dir.join("a/b/report.json");
         let output = Output::resolve(&path).unwrap();
         output.write(b"{}", false).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).unwrap();
         output.write(b"{\"x\":1}", true).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "{\"x\":1}");
-        assert_eq!(
-            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
-        assert_eq!(names(path.parent().unwrap()), ["report.json"]);
-        fs::remove_dir_all(dir).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o640)).unwrap();
+        output.write(b"again", false).unwrap();
+        assert_eq!(mode(&path), 0o640);
+        let names: Vec<_> = fs::read_dir(path.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["report.json"]);
+    }
+
+    #[test]
+    fn a_new_file_gets_the_usual_mode_not_the_temporary_files_0600() {
+        let dir = Dir::new("new-mode");
+        let path = dir.join("plot.html");
+        Output::resolve(&path).unwrap().write(b"x", false).unwrap();
+        let made = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        let plain = dir.join("plain");
+        File::create(&plain).unwrap();
+        let usual = fs::metadata(&plain).unwrap().permissions().mode() & 0o777;
+        assert_eq!(made, usual);
     }
 
     #[test]
     fn a_directory_is_refused_and_no_temporary_is_left() {
-        let dir = dir("refused");
+        let dir = Dir::new("refused");
         fs::create_dir_all(dir.join("taken")).unwrap();
         let error = Output::resolve(&dir.join("taken"))
             .unwrap()
             .write(b"{}", true)
             .unwrap_err();
         assert!(error.to_string().contains("it is a directory"), "{error}");
-        assert_eq!(names(&dir), ["taken"]);
-        fs::remove_dir_all(dir).unwrap();
+        assert_eq!(dir.names(), ["taken"]);
     }
 
     #[test]
-    fn a_symbolic_link_is_followed_not_replaced() {
-        let dir = dir("link");
+    fn a_link_of_this_user_is_followed_not_replaced() {
+        let dir = Dir::new("link");
         fs::write(dir.join("real.json"), "old").unwrap();
         std::os::unix::fs::symlink("real.json", dir.join("report.json")).unwrap();
         std::os::unix::fs::symlink("missing.json", dir.join("dangling.json")).unwrap();
@@ -396,21 +509,38 @@ mod tests {
             "made"
         );
         assert_eq!(
-            names(&dir),
+            dir.names(),
             ["dangling.json", "missing.json", "real.json", "report.json"]
         );
-        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_link_planted_by_another_user_is_replaced_never_followed() {
+        let dir = Dir::new("planted");
+        let victim = dir.join("victim");
+        fs::write(&victim, "precious").unwrap();
+        let planted = dir.join("report.json");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        if !lchown(&planted, 65534) {
+            skipped("a link of another uid needs root to make (lchown)");
+            return;
+        }
+        Output::resolve(&planted)
+            .unwrap()
+            .write(b"report", true)
+            .unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        let meta = fs::symlink_metadata(&planted).unwrap();
+        assert!(meta.file_type().is_file(), "the link itself was replaced");
+        assert_eq!(fs::read_to_string(&planted).unwrap(), "report");
+        assert_eq!(dir.names(), ["report.json", "victim"]);
     }
 
     #[test]
     fn a_fifo_without_a_reader_is_an_error_not_a_hang() {
-        let dir = dir("fifo");
+        let dir = Dir::new("fifo");
         let fifo = dir.join("report.json");
-        let status = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(status.success());
+        mkfifo(&fifo);
         let output = Output::resolve(&fifo).unwrap();
         let started = Instant::now();
         let error = output.write(b"{}", true).unwrap_err();
@@ -420,13 +550,14 @@ mod tests {
             "{error}"
         );
 
-        // With a reader, the report goes through the FIFO, which stays a FIFO.
+        // With a reader, the bytes go through the FIFO, which stays a FIFO.
         let reader = std::thread::spawn({
             let fifo = fifo.clone();
             move || fs::read(&fifo).unwrap()
         });
         let deadline = Instant::now() + Duration::from_secs(10);
         let big = vec![b'x'; 200_000];
+        // Retried until the reader's open lands: the write is what tells.
         while output.write(&big, true).is_err() {
             assert!(
                 Instant::now() < deadline,
@@ -435,9 +566,55 @@ mod tests {
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(reader.join().unwrap().len(), big.len());
-        use std::os::unix::fs::FileTypeExt;
         assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
-        fs::remove_dir_all(dir).unwrap();
+        assert_eq!(dir.names(), ["report.json"]);
+    }
+
+    #[test]
+    fn a_fifo_planted_by_another_user_is_replaced_not_written_into() {
+        let dir = Dir::new("planted-fifo");
+        let fifo = dir.join("metrics.prom");
+        mkfifo(&fifo);
+        if !lchown(&fifo, 65534) {
+            skipped("a FIFO of another uid needs root to make (lchown)");
+            return;
+        }
+        // No reader: written into, this would fail; replaced, it succeeds.
+        Output::resolve(&fifo)
+            .unwrap()
+            .write(b"metrics", false)
+            .unwrap();
+        assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_file());
+        assert_eq!(fs::read_to_string(&fifo).unwrap(), "metrics");
+        assert_eq!(dir.names(), ["metrics.prom"]);
+    }
+
+    #[test]
+    fn dev_null_is_written_into() {
+        Output::resolve(Path::new("/dev/null"))
+            .unwrap()
+            .write(b"discarded", true)
+            .unwrap();
+        assert!(fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device());
+    }
+
+    #[test]
+    fn a_dead_writers_temporary_is_removed_and_a_live_ones_kept() {
+        let dir = Dir::new("stale");
+        // A pid above the kernel's limit (4194304) is never alive.
+        let dead = dir.join(".report.json.stemmon-4194305-AbC123.tmp");
+        let live = dir.join(&format!(
+            ".report.json.stemmon-{}-XyZ789.tmp",
+            std::process::id()
+        ));
+        fs::write(&dead, "half").unwrap();
+        fs::write(&live, "mine").unwrap();
+        Output::resolve(&dir.join("report.json")).unwrap();
+        assert!(!dead.exists());
+        assert!(live.exists());
     }
 
     #[test]

@@ -13,7 +13,6 @@
 //!
 //! `install` also registers an exit hook (`atexit`): `std::process::exit` anywhere
 //! calls the finalizer with no error, so that ending leaves a final report too.
-#![deny(clippy::undocumented_unsafe_blocks)]
 
 use std::sync::{Once, OnceLock};
 use std::time::Duration;

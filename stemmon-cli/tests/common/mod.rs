@@ -1,11 +1,10 @@
 //! Shared by the tests: the built binary, temp dirs that clean up, /proc lookups, and
-//! reports measured for real.
+//! reports that the runtime wrote for a real program.
 #![allow(dead_code)] // Each test binary uses a part of this module.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
-use stemmon::report::{Span, TimelinePoint};
 use stemmon::Report;
 
 pub const MIB: u64 = 1 << 20;
@@ -68,10 +67,6 @@ pub fn read_report(path: &Path) -> Report {
     serde_json::from_str(&text).unwrap()
 }
 
-pub fn write_report(path: &Path, report: &Report) {
-    std::fs::write(path, serde_json::to_string_pretty(report).unwrap()).unwrap();
-}
-
 /// The direct children of `pid`, from every thread's `children` file.
 pub fn children_of(pid: u32) -> Vec<u32> {
     let mut children = Vec::new();
@@ -126,30 +121,75 @@ fn touched(mib: u64) -> Vec<u8> {
     buffer
 }
 
-/// A report measured for real: a monitor on this thread, stages that hold known memory
-/// (`load` 64 MiB, `fit` 192 MiB with `fit/inner`, `predict` with a `dd` child holding
-/// 100 MiB), sampled every 20 ms.
-///
-/// Until the runtime writes `timeline` and `spans` itself, they are filled here from the
-/// same run's raw samples and stage records (one call each); once it does, its own are kept.
-///
-/// Measured once per test binary, before any test of it starts a child of its own
-/// (Chromium, say), since the monitor counts every child of this process.
-pub fn measured_report() -> Report {
-    static REPORT: std::sync::OnceLock<Report> = std::sync::OnceLock::new();
-    REPORT.get_or_init(measure).clone()
+/// What the staged fixture does: `fit/inner` holds `inner_mib` MiB for `inner_ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct Workload {
+    pub inner_mib: u64,
+    pub inner_ms: u64,
 }
 
-fn measure() -> Report {
+impl Default for Workload {
+    fn default() -> Workload {
+        Workload {
+            inner_mib: 64,
+            inner_ms: 200,
+        }
+    }
+}
+
+/// The report of a real program with stages, written by the runtime itself: this test
+/// binary run again with only [`staged_fixture`], whose monitor (20 ms samples, no log)
+/// writes `dir/name`. Stages: `load` holds 64 MiB; `fit` 128 MiB, with `fit/inner`
+/// holding `inner_mib` more; `predict` runs a `dd` child holding 100 MiB and two
+/// threads that each run `predict/chunk`. `rank` is set through the environment
+/// (`RANK`), as a job scheduler sets it.
+pub fn staged_report(dir: &Path, name: &str, workload: Workload, rank: u32) -> PathBuf {
+    let path = dir.join(name);
+    let mut command = Command::new(std::env::current_exe().unwrap());
+    // The fixture's own settings only: none of the caller's STEMMON_* reaches it.
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("STEMMON_") {
+            command.env_remove(key);
+        }
+    }
+    let output = command
+        .args([
+            "--ignored",
+            "--exact",
+            "common::staged_fixture",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("CLI_FIXTURE_REPORT", &path)
+        .env("CLI_FIXTURE_INNER_MIB", workload.inner_mib.to_string())
+        .env("CLI_FIXTURE_INNER_MS", workload.inner_ms.to_string())
+        .env("RANK", rank.to_string())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "the fixture failed: {output:?}");
+    assert!(path.exists(), "the fixture wrote no report: {output:?}");
+    path
+}
+
+/// The staged program of [`staged_report`]; without `CLI_FIXTURE_REPORT` it does nothing.
+#[test]
+#[ignore = "a fixture: run in a process of its own by common::staged_report"]
+fn staged_fixture() {
+    let Some(report) = std::env::var_os("CLI_FIXTURE_REPORT") else {
+        return;
+    };
+    let number = |name: &str| -> u64 { std::env::var(name).unwrap().parse().unwrap() };
+    let (inner_mib, inner_ms) = (
+        number("CLI_FIXTURE_INNER_MIB"),
+        number("CLI_FIXTURE_INNER_MS"),
+    );
     let monitor = stemmon::Monitor::builder()
-        .current_thread_only()
         .log_interval(None)
         .sample_interval(Duration::from_millis(20))
-        .max_samples(100_000)
-        .label("rank", "0")
+        .output(PathBuf::from(report))
         .start()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(150));
+    std::thread::sleep(Duration::from_millis(100));
     {
         let _load = monitor.stage("load").unwrap();
         let held = touched(64);
@@ -163,55 +203,33 @@ fn measure() -> Report {
         std::thread::sleep(Duration::from_millis(200));
         {
             let _inner = monitor.stage("inner").unwrap();
-            let more = touched(64);
-            std::thread::sleep(Duration::from_millis(200));
+            let more = touched(inner_mib);
+            std::thread::sleep(Duration::from_millis(inner_ms));
             std::hint::black_box(&more);
         }
         std::hint::black_box(&held);
     }
     {
         let _predict = monitor.stage("predict").unwrap();
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    let _chunk = stemmon::stage("chunk");
+                    std::thread::sleep(Duration::from_millis(50));
+                });
+            }
+        });
         let status = Command::new("sh")
             .args([
                 "-c",
                 "dd if=/dev/zero of=/dev/null bs=100M count=1 2>/dev/null; sleep 0.1; \
-                 dd if=/dev/zero of=/dev/null bs=100M count=120 2>/dev/null",
+                 dd if=/dev/zero of=/dev/null bs=100M count=30 2>/dev/null",
             ])
             .status()
             .unwrap();
         assert!(status.success());
         std::thread::sleep(Duration::from_millis(100));
     }
-    let mut report = monitor.finish();
-    if report.timeline.is_empty() {
-        report.timeline = report
-            .recent_samples
-            .iter()
-            .map(|sample| {
-                let mut point = TimelinePoint::default();
-                point.elapsed_seconds = sample.elapsed_seconds;
-                point.end_seconds = sample.elapsed_seconds;
-                point.tree_rss_bytes = sample.tree_rss_bytes;
-                point.parent_rss_bytes = sample.parent_rss_bytes;
-                point.children_rss_bytes = sample.children_rss_bytes;
-                point.process_count = sample.process_count;
-                point.samples = 1;
-                point
-            })
-            .collect();
-    }
-    if report.spans.is_empty() {
-        report.spans = report
-            .stages
-            .iter()
-            .map(|stage| {
-                let mut span = Span::default();
-                span.stage_id = stage.id;
-                span.start_seconds = stage.start_seconds;
-                span.wall_seconds = stage.wall_seconds;
-                span
-            })
-            .collect();
-    }
-    report
+    let report = monitor.finish();
+    assert!(report.output_error.is_none(), "{:?}", report.output_error);
 }

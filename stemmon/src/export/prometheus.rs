@@ -200,9 +200,10 @@ pub(crate) fn textfile_name(host: &str, pid: u32) -> String {
     format!("stemmon-{host}-{pid}.prom")
 }
 
-/// Replaces `path` (a `.prom` file) atomically with `text`, as the report is replaced
-/// ([`Output`](crate::output::Output)). The temporary file,
-/// `.<name>.stemmon-<pid>-<n>.tmp` beside it, is one node_exporter ignores (it reads
+/// Replaces `path` (a `.prom` file) atomically with `text`, with the writer of the report
+/// ([`Output`](crate::output::Output)): a link or FIFO another user planted in a shared
+/// textfile directory is replaced, never followed. The temporary file,
+/// `.<name>.stemmon-<pid>-<random>.tmp` beside it, is one node_exporter ignores (it reads
 /// `*.prom`), and is removed if the write fails or its writer was killed.
 pub(crate) fn write_textfile(path: &Path, text: &str) -> Result<(), String> {
     crate::output::Output::resolve(path)

@@ -3,77 +3,55 @@
 //!
 //! Data flows one way: threads own their stacks and counters ([`thread`]); a merge
 //! moves counters into the shared [`records`] at most about once a millisecond per
-//! thread, at a boundary reading, on an error or a long call; log lines and report
-//! writes are handed to the sampler thread as [`Event`]s; [`snapshot`] turns it all
-//! into a report. Nothing here does I/O but the parent's boundary reading.
+//! thread, at a boundary reading ([`boundary`]), on an error or a long call; full
+//! samples ([`sample`]) count toward every open stage; async calls ([`calls`]) are
+//! open apart from any thread's stack; log lines are handed to the sampler thread as
+//! [`Event`]s; [`snapshot`] turns it all into a report. This file is the hot path:
+//! `enter`, `exit` and the merge.
+//!
+//! The engine does no I/O of its own: the boundary reader and the tree reader are
+//! given to it, and reports, metrics and warnings leave through
+//! [`Publisher`](crate::publish::Publisher). A failure is kept here as data.
 
+mod boundary;
+mod calls;
+mod events;
+#[cfg(test)]
+mod fake;
 mod records;
+mod sample;
 mod snapshot;
+mod spans;
 mod thread;
 mod timeline;
 
+pub(crate) use calls::{OpenCall, Parent};
+pub(crate) use events::{Event, Line, OpenStage};
 pub(crate) use records::{short_type_name, StageName};
 pub(crate) use thread::ThreadSlot;
 
 use crate::config::Config;
-use crate::export::Exporter;
-use crate::memory::{SelfReader, TreeReading};
-use crate::output::Output;
-use crate::report::{CgroupReport, HighWaterMarks, SampleReport, Span, TimelinePoint};
-use records::{BoundaryInterval, Records, Stats};
+use crate::memory::SelfReader;
+use crate::report::HighWaterMarks;
+use boundary::Boundary;
+use calls::AsyncCalls;
+use records::{Records, Total};
+use sample::Samples;
+use spans::Spans;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Instant;
 use thread::{ThreadState, NO_PARENT, POLL};
-use timeline::Timeline;
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
 const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
 /// Stage completions are logged the first time and then only when this long or longer;
 /// calls this long are always kept in `spans`.
 const LONG_CALL_NANOS: u64 = 100_000_000;
-/// At most this many spans are kept.
-const MAX_SPANS: usize = 10_000;
 
 static NEXT_EPOCH: AtomicU64 = AtomicU64::new(1);
-
-/// The event of a log line, formatted by the sampler thread (names are looked up
-/// there, so an instrumented thread neither formats nor copies a path).
-#[derive(Debug)]
-pub(crate) enum Line {
-    /// Free text: `started`, `running`, `finished`, `failed (panic)`.
-    Text(String),
-    /// `completed <path> (<s>s)`.
-    Completed { record: u32, nanos: u64 },
-    /// `failed <path> (<error>)`.
-    Failed {
-        record: u32,
-        error: Cow<'static, str>,
-    },
-}
-
-/// Which stage a log line names as open.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum OpenStage {
-    /// This record was open on the thread when the event happened.
-    Record(u32),
-    /// Nothing was open.
-    Workflow,
-    /// Whatever is open on the monitor's own thread when the line is printed.
-    OwnerNow,
-}
-
-/// What instrumented threads hand to the sampler thread, which does all the I/O.
-#[derive(Debug)]
-pub(crate) enum Event {
-    /// Print this line and rewrite the report.
-    Log(Line, OpenStage),
-    /// Stop sampling and hand the reader back.
-    Stop,
-}
 
 /// A value on a cache line of its own, so that writing it does not slow readers of
 /// the values beside it.
@@ -81,76 +59,77 @@ pub(crate) enum Event {
 #[repr(align(128))]
 struct Padded<T>(T);
 
-/// State behind the recorder's one lock.
-pub(crate) struct State {
-    pub(crate) records: Records,
-    /// Async calls started and not yet closed: (seq, record, started ticks).
-    open_async: Vec<(u64, u32, u64)>,
-    next_async: u64,
-    pub(crate) total: Stats,
-    pub(crate) peak_rss_stage: Option<String>,
-    pub(crate) peak_rss_elapsed_seconds: Option<f64>,
-    pub(crate) latest: Option<SampleReport>,
-    pub(crate) trace: VecDeque<SampleReport>,
-    max_samples: usize,
-    /// The whole run, bounded.
-    pub(crate) timeline: Timeline,
-    /// Descendants and process count of the latest full sample, for boundary readings.
-    last_tree: TreeReading,
-    /// The newest reading of the parent alone: (ticks, bytes).
-    boundary: Option<(u64, u64)>,
-    /// The live descendants' RSS at that reading, those found exited left out.
-    boundary_children: Option<u64>,
-    /// Which of `last_tree.descendants` were found exited since the last sample.
-    gone: Vec<bool>,
-    /// The job's cgroup as last read.
-    pub(crate) cgroup: Option<CgroupReport>,
-    /// Records that saw only a reused boundary reading: the next interval is theirs.
-    awaiting: Vec<u32>,
-    /// Records whose bound waits for the next sample's descendant marks.
-    pending: Vec<u32>,
-    /// The intervals boundary readings closed since the last sample, by end ticks: the
-    /// sample gives them to stages open on other threads meanwhile.
-    intervals: Vec<(u64, BoundaryInterval)>,
-    self_rss: Box<dyn SelfReader>,
-    pub(crate) spans: Vec<Span>,
-    /// Spans shorter than [`LONG_CALL_NANOS`] among `spans`: the ones a long call may evict.
-    short_spans: usize,
-    pub(crate) sampling_attempts: u64,
-    pub(crate) sampling_seconds: f64,
-    pub(crate) max_sampling_seconds: f64,
-    pub(crate) max_sample_gap_seconds: f64,
-    pub(crate) sampling_error: Option<String>,
-    pub(crate) output_error: Option<String>,
-    pub(crate) export_error: Option<String>,
-    warned_sampling: bool,
-    warned_output: bool,
-    /// Ticks at the end, once finished.
-    pub(crate) ended: Option<u64>,
+/// What the report says about the run itself, fixed at the start.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RunInfo {
+    /// The name of the tree reader (`sampler`).
+    pub(crate) sampler: &'static str,
+    /// Which high-water marks are read.
+    pub(crate) marks: HighWaterMarks,
+    /// `<os>-<kernel>-<arch>`.
+    pub(crate) platform: String,
+    /// This machine's name.
+    pub(crate) host: String,
+    /// Who this process is in a larger job.
+    pub(crate) labels: BTreeMap<String, String>,
+}
+
+/// The monitor's own failures, kept as data for the report (SPEC §4): the publisher
+/// warns about them, once each.
+#[derive(Debug, Default)]
+pub(crate) struct Failures {
+    /// The latest failed tree sample.
+    pub(crate) sampling: Option<String>,
+    /// The first failed report write.
+    pub(crate) output: Option<String>,
+    /// The latest failed export.
+    pub(crate) export: Option<String>,
+}
+
+/// How recording ended.
+#[derive(Debug)]
+pub(crate) struct Ended {
+    /// Clock ticks at the end: snapshots stop the clock there.
+    pub(crate) at: u64,
+    /// The run's own failure, if any (`"panic"`, a signal, `main`'s error).
     pub(crate) error: Option<String>,
+}
+
+/// State behind the recorder's one lock, one part per job.
+pub(crate) struct State {
+    /// Every stage path's aggregate.
+    pub(crate) records: Records,
+    /// The whole run's counters and peaks.
+    pub(crate) total: Total,
+    /// Async calls started and not yet closed.
+    pub(crate) calls: AsyncCalls,
+    /// Full samples: the latest, the recent ones, the timeline and the sampler's health.
+    pub(crate) samples: Samples,
+    /// Stage-boundary readings and the intervals of the kernel's marks they close.
+    boundary: Boundary,
+    /// Calls kept one by one.
+    pub(crate) spans: Spans,
+    /// The monitor's own failures.
+    pub(crate) failures: Failures,
+    /// Set once finished.
+    pub(crate) ended: Option<Ended>,
 }
 
 /// One monitor's engine, shared by its handle, the sampler and every thread it covers.
 pub(crate) struct Recorder {
+    /// Tells this monitor's guards from those of an earlier one.
     pub(crate) epoch: u64,
     pub(crate) config: Config,
-    pub(crate) sampler: &'static str,
-    /// Which high-water marks are read.
-    pub(crate) high_water_marks: HighWaterMarks,
+    /// What the report says about the run.
+    pub(crate) info: RunInfo,
+    /// Times every call: the TSC where reliable, a mock in tests.
     pub(crate) clock: quanta::Clock,
     /// Clock ticks in `BOUNDARY_REUSE_NANOS`: the hot path compares raw ticks.
     reuse_ticks: u64,
+    /// Clock ticks at the start.
     pub(crate) origin: u64,
     /// The root of the sampled tree.
     pub(crate) pid: u32,
-    pub(crate) platform: String,
-    /// This machine's name, and who this process is in a larger job.
-    pub(crate) host: String,
-    pub(crate) labels: BTreeMap<String, String>,
-    /// Where the report goes, resolved once at start (or why it cannot go anywhere).
-    pub(crate) output: Option<Result<Output, String>>,
-    /// Metrics for Prometheus; used on the sampler thread and at the end only.
-    pub(crate) exporter: Mutex<Option<Exporter>>,
     /// Set once finished: every later call is a no-op.
     ended: AtomicBool,
     /// Ticks of the newest boundary reading.
@@ -164,21 +143,7 @@ pub(crate) struct Recorder {
     events: Mutex<Option<Sender<Event>>>,
 }
 
-fn platform() -> String {
-    let kernel = sysinfo::System::kernel_version().unwrap_or_else(|_| "unknown".into());
-    format!(
-        "{}-{}-{}",
-        std::env::consts::OS,
-        kernel,
-        std::env::consts::ARCH
-    )
-}
-
-pub(crate) fn warn(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
-}
-
+/// Nanoseconds as seconds.
 pub(crate) fn seconds(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
@@ -187,77 +152,49 @@ pub(crate) fn seconds(nanos: u64) -> f64 {
 /// into its directly recursive parent.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Entered {
+    /// A frame of its own, with this sequence number.
     Pushed(u32),
+    /// Counted in the open frame `seq` of the same stage (direct recursion).
     Folded(u32),
+    /// Not recorded (no monitor, or it had ended).
     Ignored,
 }
 
 impl Recorder {
+    /// A recorder that reads the parent at stage boundaries with `self_reader` and
+    /// times everything with `clock` (a mock one in tests).
     pub(crate) fn new(
         config: Config,
-        sampler: &'static str,
-        marks: HighWaterMarks,
-        (host, labels): (String, BTreeMap<String, String>),
-        exporter: Option<Exporter>,
-        self_rss: Box<dyn SelfReader>,
+        info: RunInfo,
+        self_reader: Box<dyn SelfReader>,
+        clock: quanta::Clock,
     ) -> Recorder {
-        let clock = quanta::Clock::new();
         let probe = 1u64 << 40;
         let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
         let ticks = |nanos: u64| (nanos as f64 * probe as f64 / nanos_per_probe) as u64;
+        let reuse_ticks = ticks(BOUNDARY_REUSE_NANOS);
+        let origin = clock.raw();
         Recorder {
             epoch: NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
-            sampler,
-            high_water_marks: marks.clone(),
-            reuse_ticks: ticks(BOUNDARY_REUSE_NANOS),
-            origin: clock.raw(),
+            info,
+            reuse_ticks,
+            origin,
             clock,
             pid: config.root.unwrap_or_else(std::process::id),
-            platform: platform(),
-            host,
-            labels,
-            output: config.output.as_deref().map(|path| {
-                Output::resolve(path)
-                    .map_err(|e| format!("could not write the report to {}: {e}", path.display()))
-            }),
-            exporter: Mutex::new(exporter),
             ended: AtomicBool::new(false),
-            boundary_at: Padded(AtomicU64::new(0)),
+            // No reading yet: one reuse window before the start, so the first is fresh.
+            boundary_at: Padded(AtomicU64::new(origin.wrapping_sub(reuse_ticks))),
             owner_top: Padded(AtomicU32::new(0)),
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),
-                open_async: Vec::new(),
-                next_async: 0,
-                total: Stats::default(),
-                peak_rss_stage: None,
-                peak_rss_elapsed_seconds: None,
-                latest: None,
-                trace: VecDeque::with_capacity(config.max_samples.min(4096)),
-                max_samples: config.max_samples,
-                timeline: Timeline::new(),
-                last_tree: TreeReading::default(),
-                boundary: None,
-                boundary_children: None,
-                gone: Vec::new(),
-                cgroup: None,
-                awaiting: Vec::new(),
-                pending: Vec::new(),
-                intervals: Vec::new(),
-                self_rss,
-                spans: Vec::new(),
-                short_spans: 0,
-                sampling_attempts: 0,
-                sampling_seconds: 0.0,
-                max_sampling_seconds: 0.0,
-                max_sample_gap_seconds: 0.0,
-                sampling_error: None,
-                output_error: None,
-                export_error: None,
-                warned_sampling: false,
-                warned_output: false,
+                total: Total::default(),
+                calls: AsyncCalls::default(),
+                samples: Samples::new(config.max_samples),
+                boundary: Boundary::new(self_reader),
+                spans: Spans::default(),
+                failures: Failures::default(),
                 ended: None,
-                error: None,
             }),
             events: Mutex::new(None),
             config,
@@ -286,21 +223,6 @@ impl Recorder {
 
     fn ticks_seconds(&self, ticks: u64) -> f64 {
         seconds(self.clock.delta_as_nanos(0, ticks))
-    }
-
-    /// Where log events go from now on.
-    pub(crate) fn connect(&self, events: Sender<Event>) {
-        *self.events.lock().unwrap_or_else(PoisonError::into_inner) = Some(events);
-    }
-
-    /// Hands a log line's event to the sampler thread; no I/O on the caller's thread.
-    pub(crate) fn log_event(&self, event: Line, stage: OpenStage) {
-        if self.config.log_interval.is_none() {
-            return;
-        }
-        if let Some(events) = &*self.events.lock().unwrap_or_else(PoisonError::into_inner) {
-            let _ = events.send(Event::Log(event, stage));
-        }
     }
 
     /// Registers the calling thread; the first one registered is the monitor's own.
@@ -365,6 +287,19 @@ impl Recorder {
             None if slot.id != 0 => self.owner_top.0.load(Ordering::Relaxed).wrapping_sub(1),
             None => NO_PARENT,
         };
+        self.record_under(thread, parent, name, now)
+    }
+
+    /// The record of `name` under `parent` (`NO_PARENT`: top level), learned by
+    /// `thread` if new to it.
+    #[inline]
+    fn record_under(
+        &self,
+        thread: &mut ThreadState,
+        parent: u32,
+        name: &StageName,
+        now: u64,
+    ) -> u32 {
         match thread.find(parent, name) {
             Some(record) => record,
             None => self.learn(thread, parent, name, now),
@@ -441,15 +376,8 @@ impl Recorder {
         self.boundary_reading(&mut state, &thread, now, frame.record, false);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
-        self.keep_span(
-            &mut state,
-            frame.record,
-            slot.id,
-            frame.entered,
-            nanos,
-            &error,
-        );
-        let message = finish_call(&mut state, frame.record, nanos, error);
+        self.keep_span(&mut state, &frame, slot.id, nanos, &error);
+        let message = state.finish_call(frame.record, nanos, error);
         if let Some(message) = message {
             // The stage open now on this thread, or where its calls nest.
             let stage = match thread.stack.last() {
@@ -465,9 +393,9 @@ impl Recorder {
 
     /// Moves `thread`'s counters into the shared records.
     pub(crate) fn merge(&self, state: &mut State, thread: &mut ThreadState) {
-        let boundary = state.boundary_tree();
+        let reading = state.boundary.tree();
         let State {
-            records, awaiting, ..
+            records, boundary, ..
         } = state;
         thread.drain(|id, delta, first| {
             let record = records.get_mut(id);
@@ -483,12 +411,10 @@ impl Recorder {
                     .max_wall_seconds
                     .max(self.ticks_seconds(delta.max_ticks));
             }
-            if let (true, Some(reading)) = (delta.saw_boundary, &boundary) {
+            if let (true, Some(reading)) = (delta.saw_boundary, &reading) {
                 record.stats.apply_boundary(reading);
                 // That reading's interval ended before the call: the next one counts.
-                if !std::mem::replace(&mut record.stats.awaiting_interval, true) {
-                    awaiting.push(id);
-                }
+                boundary.await_interval(id, &mut record.stats);
             }
         });
     }
@@ -512,479 +438,139 @@ impl Recorder {
         }
     }
 
-    /// Reads the parent (or reuses a reading under 1 ms old) and counts it toward
-    /// `record`. A fresh reading closes an interval of the kernel's marks: it counts
-    /// toward every stage on the thread's stack, the records waiting for it, and
-    /// `record` itself when it is `entering` no more (its call is ending).
-    fn boundary_reading(
-        &self,
-        state: &mut State,
-        thread: &ThreadState,
-        now: u64,
-        record: u32,
-        entering: bool,
-    ) {
-        let fresh = match state.boundary {
-            Some((at, _)) if self.clock.delta_as_nanos(at, now) < BOUNDARY_REUSE_NANOS => None,
-            _ => match state.self_rss.read() {
-                Some(mut reading) => {
-                    state.boundary = Some((now, reading.rss));
-                    self.boundary_at.0.store(now, Ordering::Relaxed);
-                    // A boundary never counts a descendant that has exited: when a child
-                    // was reaped or became a zombie, each last-sampled one is checked.
-                    let State {
-                        last_tree,
-                        gone,
-                        self_rss,
-                        ..
-                    } = &mut *state;
-                    if reading.children_changed && !last_tree.descendants.is_empty() {
-                        let (live, exited) = self_rss.live_children(&last_tree.descendants, gone);
-                        state.boundary_children = Some(live);
-                        // An exited child's peak counts in this interval (a sample may
-                        // have reset its mark before it exited).
-                        if reading.hwm.is_some() {
-                            reading.reaped = reading.reaped.max(exited);
-                        }
-                    }
-                    Some(reading)
-                }
-                None => return,
-            },
-        };
-        let Some(reading) = state.boundary_tree() else {
-            return;
-        };
-        state.records.get_mut(record).stats.apply_boundary(&reading);
-        let Some(fresh) = fresh else {
-            // A reused reading's interval ended before this call.
-            let stats = &mut state.records.get_mut(record).stats;
-            if !std::mem::replace(&mut stats.awaiting_interval, true) {
-                state.awaiting.push(record);
-            }
-            return;
-        };
-        let interval = BoundaryInterval {
-            parent_hwm: fresh.hwm,
-            reaped: fresh.reaped,
-            children_rss: state.boundary_children.unwrap_or(0),
-        };
-        if interval.parent_hwm.is_some() {
-            state.intervals.push((now, interval));
-        }
-        let mut closed = std::mem::take(&mut state.awaiting);
-        if !entering {
-            closed.push(record);
-        }
-        closed.extend(
-            thread
-                .stack
-                .iter()
-                .map(|frame| frame.record)
-                .filter(|r| *r != record),
-        );
-        for &id in &closed {
-            state.apply_interval(id, &interval);
-        }
-        closed.clear();
-        state.awaiting = closed;
-        state.total.apply_interval(&interval);
-        for frame in &thread.stack {
-            if frame.record != record {
-                state
-                    .records
-                    .get_mut(frame.record)
-                    .stats
-                    .apply_boundary(&reading);
-            }
-        }
-        if state.total.apply_boundary(&reading) {
-            state.peak_rss_stage = Some(state.records.get(record).path.clone());
-            state.peak_rss_elapsed_seconds = Some(self.elapsed(now));
-        }
-    }
-
-    /// Keeps the call in `spans`: every long call, and short ones while there is room.
-    fn keep_span(
-        &self,
-        state: &mut State,
-        record: u32,
-        thread: u32,
-        entered: u64,
-        nanos: u64,
-        error: &Option<Cow<'static, str>>,
-    ) {
-        let long = nanos >= LONG_CALL_NANOS;
-        let span = Span {
-            stage_id: record,
-            thread,
-            start_seconds: self.elapsed(entered),
-            wall_seconds: seconds(nanos),
-            error: error.as_ref().map(|e| e.to_string()),
-        };
-        if state.spans.len() < MAX_SPANS {
-            state.short_spans += usize::from(!long);
-            state.spans.push(span);
-        } else if long && state.short_spans > 0 {
-            if let Some(index) = state
-                .spans
-                .iter()
-                .rposition(|kept| kept.wall_seconds < seconds(LONG_CALL_NANOS))
-            {
-                state.spans.remove(index);
-                state.short_spans -= 1;
-                state.spans.push(span);
-            }
-        }
-    }
-
-    /// Starts the call of an async stage on `slot`'s thread, returns (record, seq, ticks).
-    pub(crate) fn open_async(&self, slot: &ThreadSlot, name: &'static str) -> (u32, u64, u64) {
-        let now = self.clock.raw();
-        let mut thread = slot.lock();
-        let name = StageName::Borrowed(name);
-        let record = self.record_here(slot, &mut thread, &name, now);
-        thread.delta(record).calls += 1;
-        let mut state = self.lock();
-        self.merge(&mut state, &mut thread);
-        state.next_async += 1;
-        let seq = state.next_async;
-        state.open_async.push((seq, record, now));
-        self.boundary_reading(&mut state, &thread, now, record, true);
-        (record, seq, now)
-    }
-
-    /// Enters an async stage for one poll on `slot`'s thread.
-    pub(crate) fn push_poll(&self, slot: &ThreadSlot, record: u32) -> Option<u32> {
-        let mut thread = slot.lock();
-        if self.is_ended() {
-            return None;
-        }
-        Some(thread.push(record, POLL))
-    }
-
-    pub(crate) fn pop_poll(&self, slot: &ThreadSlot, seq: u32) {
-        let mut thread = slot.lock();
-        if let Some(index) = thread.position(seq) {
-            thread.stack.remove(index);
-        }
-    }
-
-    /// Closes the call of an async stage; any thread.
-    pub(crate) fn close_async(
-        &self,
-        record: u32,
-        seq: u64,
-        started: u64,
-        error: Option<Cow<'static, str>>,
-    ) {
-        let now = self.clock.raw();
-        let nanos = self.clock.delta_as_nanos(started, now);
-        let mut state = self.lock();
-        if state.ended.is_some() {
-            return;
-        }
-        state.open_async.retain(|(s, _, _)| *s != seq);
-        state.records.get_mut(record).complete(seconds(nanos));
-        let message = finish_call(&mut state, record, nanos, error);
-        drop(state);
-        if let Some(message) = message {
-            self.log_event(message, OpenStage::OwnerNow);
-        }
-    }
-
-    /// The records open on any thread now (each once), and open calls with their entry
-    /// ticks for summaries: `(record, entered)`; poll frames count as open, not timed.
-    pub(crate) fn open_calls(&self) -> Vec<(u32, u64)> {
-        let threads = self.lock_threads().clone();
-        let mut open = Vec::new();
-        for slot in threads {
-            let thread = slot.lock();
-            open.extend(
-                thread
-                    .stack
-                    .iter()
-                    .map(|frame| (frame.record, frame.entered)),
-            );
-        }
-        open
-    }
-
     /// The stage path open on the monitor's own thread, or `"workflow"`.
-    pub(crate) fn owner_stage(&self, state: &State) -> String {
+    pub(crate) fn owner_stage(&self, records: &Records) -> String {
         match self.owner_top.0.load(Ordering::Relaxed).checked_sub(1) {
-            Some(record) if (record as usize) < state.records.list.len() => {
-                state.records.get(record).path.clone()
+            Some(record) if (record as usize) < records.list.len() => {
+                records.get(record).path.clone()
             }
             _ => "workflow".to_owned(),
         }
     }
 
-    /// Takes one full tree sample with `reader` and applies it.
-    pub(crate) fn take_sample(&self, reader: &mut dyn crate::memory::TreeReader) {
-        // The stages open when the reading starts overlap its interval too.
-        let open_before = self.open_calls();
-        let started = Instant::now();
-        let reading = reader.read_tree(self.pid);
-        let took = started.elapsed().as_secs_f64();
-        let done = self.clock.raw();
-        let open = self.open_calls();
-        let mut state = self.lock();
-        state.sampling_attempts += 1;
-        state.sampling_seconds += took;
-        state.max_sampling_seconds = state.max_sampling_seconds.max(took);
-        match reading {
-            Ok(reading) => {
-                let kills = reading.oom_kills.unwrap_or(0);
-                let stage = self.owner_stage(&state);
-                let async_open: Vec<(u32, u64)> = state
-                    .open_async
-                    .iter()
-                    .map(|(_, record, at)| (*record, *at))
-                    .collect();
-                let open: Vec<(u32, u64)> = open.into_iter().chain(async_open).collect();
-                state.apply_sample(reading, &open, &open_before, stage, self.elapsed(done));
-                state.boundary = state
-                    .latest
-                    .as_ref()
-                    .and_then(|s| s.parent_rss_bytes)
-                    .map(|p| (done, p));
-                self.boundary_at.0.store(done, Ordering::Relaxed);
-                if kills > 0 {
-                    drop(state);
-                    self.log_event(
-                        Line::Text(format!("OOM kill in the job's cgroup ({kills})")),
-                        OpenStage::OwnerNow,
-                    );
-                }
-            }
-            Err(error) => {
-                let message = format!("could not read the process tree: {error}");
-                state.sampling_error = Some(message.clone());
-                if !std::mem::replace(&mut state.warned_sampling, true) {
-                    drop(state);
-                    warn(&message);
-                }
-            }
-        }
+    /// Records a failed report write (the first one is kept).
+    pub(crate) fn output_failed(&self, message: &str) {
+        self.lock()
+            .failures
+            .output
+            .get_or_insert_with(|| message.to_owned());
     }
 
-    /// Records a failed report write, warned once.
-    pub(crate) fn output_failed(&self, message: String) {
+    /// Records the outcome of an export; returns the export error now on record.
+    pub(crate) fn exported(&self, outcome: Result<(), String>) -> Option<String> {
         let mut state = self.lock();
-        state.output_error = Some(message.clone());
-        if !std::mem::replace(&mut state.warned_output, true) {
-            drop(state);
-            warn(&message);
+        if let Err(error) = outcome {
+            state.failures.export = Some(error);
         }
-    }
-
-    /// Sends `report` to the configured Prometheus paths; a failure is kept in
-    /// `export_error` (the exporter warns once). Sampler thread and finish only.
-    /// Returns the export error now on record.
-    pub(crate) fn export(&self, report: &crate::Report) -> Option<String> {
-        let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(exporter) = exporter.as_mut() {
-            if let Err(error) = exporter.export(report) {
-                self.lock().export_error = Some(error);
-            }
-        }
-        self.lock().export_error.clone()
+        state.failures.export.clone()
     }
 
     /// Ends recording: merges every thread, freezes the clock, sets the run's error.
     pub(crate) fn end(&self, error: Option<String>) {
         self.merge_all();
         let mut state = self.lock();
-        state.ended = Some(self.clock.raw());
-        state.error = error;
+        state.ended = Some(Ended {
+            at: self.clock.raw(),
+            error,
+        });
         self.ended.store(true, Ordering::Relaxed);
     }
 }
 
-/// Records how a call ended; returns the log line it deserves, if any.
-fn finish_call(
-    state: &mut State,
-    record: u32,
-    nanos: u64,
-    error: Option<Cow<'static, str>>,
-) -> Option<Line> {
-    let long = nanos >= LONG_CALL_NANOS;
-    let id = record;
-    let record = state.records.get_mut(id);
-    let first = !std::mem::replace(&mut record.logged, true);
-    match error {
-        None => (first || long).then_some(Line::Completed { record: id, nanos }),
-        Some(error) => {
-            record.errors += 1;
-            record.error = Some(error.to_string());
-            (record.errors == 1 || long).then_some(Line::Failed { record: id, error })
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::fake::Rig;
 
-impl Line {
-    /// The event text, with stage paths from `report`.
-    pub(crate) fn text(&self, report: &crate::Report) -> String {
-        let path = |record: &u32| {
-            report
-                .stages
-                .get(*record as usize)
-                .map_or("?", |stage| stage.path.as_str())
-        };
-        match self {
-            Line::Text(text) => text.clone(),
-            Line::Completed { record, nanos } => {
-                format!("completed {} ({:.2}s)", path(record), seconds(*nanos))
-            }
-            Line::Failed { record, error } => format!("failed {} ({error})", path(record)),
-        }
-    }
-}
-
-impl OpenStage {
-    /// The path this names in `report`; `now` is the stage open on the monitor's thread.
-    pub(crate) fn path<'a>(&self, report: &'a crate::Report, now: &'a str) -> &'a str {
-        match self {
-            OpenStage::Record(record) => report
-                .stages
-                .get(*record as usize)
-                .map_or("workflow", |stage| stage.path.as_str()),
-            OpenStage::Workflow => "workflow",
-            OpenStage::OwnerNow => now,
-        }
-    }
-}
-
-impl State {
-    /// The latest parent reading with the descendants as last sampled.
-    fn boundary_tree(&self) -> Option<TreeReading> {
-        let (_, parent) = self.boundary?;
-        let children = self.boundary_children;
-        Some(TreeReading {
-            parent_rss: Some(parent),
-            children_rss: children,
-            tree_rss: Some(parent + children.unwrap_or(0)),
-            process_count: self.last_tree.process_count.max(1),
-            ..TreeReading::default()
-        })
+    #[test]
+    fn direct_recursion_folds_into_the_open_call() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let outer = rig.recorder.enter(&main, "walk".into());
+        rig.advance_micros(10);
+        let inner = rig.recorder.enter(&main, "walk".into());
+        let innermost = rig.recorder.enter(&main, "walk".into());
+        rig.advance_micros(10);
+        rig.recorder.exit(&main, innermost);
+        rig.recorder.exit(&main, inner);
+        // A different stage below the folded calls nests under the one open call.
+        let step = rig.recorder.enter(&main, "step".into());
+        rig.recorder.exit(&main, step);
+        rig.advance_micros(10);
+        rig.recorder.exit(&main, outer);
+        let report = rig.recorder.snapshot();
+        let walk = report.stage("walk").expect("one record for the recursion");
+        assert_eq!(walk.calls, 3);
+        assert!(report.stage("walk/walk").is_none(), "{:?}", report.stages);
+        assert!(
+            (walk.wall_seconds - 30e-6).abs() < 1e-9,
+            "timed once: {}",
+            walk.wall_seconds
+        );
+        assert_eq!(report.stage("walk/step").unwrap().calls, 1);
+        assert!(rig.recorder.open_calls().is_empty());
     }
 
-    /// Counts toward record `id` every interval closed since `entered` (and since the
-    /// last sample, which gave it the earlier ones), whichever thread's reading closed it.
-    fn apply_intervals_since(&mut self, id: u32, entered: u64) {
-        let intervals = std::mem::take(&mut self.intervals);
-        for (end, interval) in intervals.iter().rev() {
-            if *end <= entered {
-                break;
-            }
-            self.apply_interval(id, interval);
-        }
-        self.intervals = intervals;
+    #[test]
+    fn a_stage_on_an_idle_thread_nests_under_the_owner_threads_open_stage() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let worker = rig.thread();
+        let before = rig.recorder.enter(&worker, "predict".into());
+        rig.recorder.exit(&worker, before);
+        let fit = rig.recorder.enter(&main, "fit".into());
+        let during = rig.recorder.enter(&worker, "predict".into());
+        // Nested on the worker's own stack from there on.
+        let inner = rig.recorder.enter(&worker, "score".into());
+        rig.recorder.exit(&worker, inner);
+        rig.recorder.exit(&worker, during);
+        rig.recorder.exit(&main, fit);
+        let after = rig.recorder.enter(&worker, "predict".into());
+        rig.recorder.exit(&worker, after);
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stage("predict").unwrap().calls, 2);
+        let nested = report.stage("fit/predict").expect("fork-join nesting");
+        assert_eq!(nested.calls, 1);
+        assert_eq!(nested.threads, 1);
+        assert_eq!(report.stage("fit/predict/score").unwrap().calls, 1);
+        // The owner's own idle stack is the top level, never another thread's stage.
+        let top = rig.recorder.enter(&main, "load".into());
+        rig.recorder.exit(&main, top);
+        assert!(rig.recorder.snapshot().stage("load").is_some());
     }
 
-    /// Counts a fresh boundary interval toward record `id`.
-    fn apply_interval(&mut self, id: u32, interval: &BoundaryInterval) {
-        if self.records.get_mut(id).stats.apply_interval(interval) {
-            self.pending.push(id);
+    #[test]
+    fn calls_of_one_path_from_two_threads_are_one_record() {
+        let rig = Rig::new();
+        let (a, b) = (rig.thread(), rig.thread());
+        for slot in [&a, &b, &a] {
+            let call = rig.recorder.enter(slot, "load".into());
+            rig.advance_micros(100);
+            rig.recorder.exit(slot, call);
         }
+        let report = rig.recorder.snapshot();
+        let load = report.stage("load").unwrap();
+        assert_eq!((load.calls, load.threads), (3, 2));
+        assert!(
+            (load.wall_seconds - 300e-6).abs() < 1e-9,
+            "{}",
+            load.wall_seconds
+        );
+        assert!((load.max_wall_seconds - 100e-6).abs() < 1e-9);
     }
 
-    /// Applies a full sample: `open` are the calls open now on every thread (record,
-    /// entry ticks), `open_before` those open when the reading started.
-    fn apply_sample(
-        &mut self,
-        reading: TreeReading,
-        open: &[(u32, u64)],
-        open_before: &[(u32, u64)],
-        stage: String,
-        elapsed: f64,
-    ) {
-        if let Some(latest) = &self.latest {
-            self.max_sample_gap_seconds = self
-                .max_sample_gap_seconds
-                .max(elapsed - latest.elapsed_seconds);
-        }
-        if self.total.apply_sample(&reading) {
-            self.peak_rss_stage = Some(stage.clone());
-            self.peak_rss_elapsed_seconds = Some(elapsed);
-        }
-        // A stage open on another thread saw the intervals other threads' boundary
-        // readings closed since it was entered: each counts for it now.
-        // (A poll frame is skipped: its async call is in `open` with its own start.)
-        for &(record, entered) in open.iter().chain(open_before) {
-            if entered != POLL {
-                self.apply_intervals_since(record, entered);
-            }
-        }
-        self.intervals.clear();
-        let mut seen: Vec<u32> = open.iter().map(|(record, _)| *record).collect();
-        seen.sort_unstable();
-        seen.dedup();
-        for &record in &seen {
-            if let Some(record) = self.records.list.get_mut(record as usize) {
-                record.stats.apply_sample(&reading);
-            }
-        }
-        // Records that closed during this interval, or saw only a reused reading, get
-        // the interval this sample closes; others only widen their pending bound.
-        let mut closed: Vec<u32> = open_before
-            .iter()
-            .map(|(record, _)| *record)
-            .chain(self.awaiting.drain(..))
-            .filter(|record| seen.binary_search(record).is_err())
-            .collect();
-        closed.sort_unstable();
-        closed.dedup();
-        for &record in &closed {
-            self.records
-                .get_mut(record)
-                .stats
-                .apply_sample_interval(&reading);
-        }
-        for record in std::mem::take(&mut self.pending) {
-            let stats = &mut self.records.get_mut(record).stats;
-            if stats.pending_local.is_some() {
-                stats.close_interval(reading.children_hwm);
-            }
-        }
-        self.boundary_children = reading.children_rss;
-        self.gone.clear();
-        if reading.cgroup.is_some() {
-            self.cgroup = reading.cgroup.clone();
-        }
-        let sample = SampleReport {
-            elapsed_seconds: elapsed,
-            stage,
-            tree_rss_bytes: reading.tree_rss,
-            parent_rss_bytes: reading.parent_rss,
-            children_rss_bytes: reading.children_rss,
-            tree_uss_bytes: reading.tree_uss,
-            tree_pss_bytes: reading.tree_pss,
-            tree_physical_footprint_bytes: reading.tree_physical_footprint,
-            process_count: reading.process_count,
-            rss_processes: reading.rss_processes,
-            rss_complete: reading.rss_complete,
-        };
-        if self.max_samples > 0 {
-            if self.trace.len() == self.max_samples {
-                self.trace.pop_front();
-            }
-            self.trace.push_back(sample.clone());
-        }
-        self.timeline.push(TimelinePoint {
-            elapsed_seconds: elapsed,
-            end_seconds: elapsed,
-            tree_rss_bytes: reading.tree_rss,
-            parent_rss_bytes: reading.parent_rss,
-            children_rss_bytes: reading.children_rss,
-            tree_rss_bound_bytes: reading.tree_rss_bound,
-            cgroup_memory_bytes: reading.cgroup_peak,
-            process_count: reading.process_count,
-            samples: 1,
-            ..TimelinePoint::default()
-        });
-        self.latest = Some(sample);
-        self.last_tree = reading;
+    #[test]
+    fn nothing_is_recorded_after_the_end() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let open = rig.recorder.enter(&main, "fit".into());
+        rig.recorder.end(Some("SIGTERM".into()));
+        rig.recorder.exit(&main, open);
+        let late = rig.recorder.enter(&main, "late".into());
+        rig.recorder.exit(&main, late);
+        let report = rig.recorder.snapshot();
+        assert!(!report.running);
+        assert_eq!(report.error.as_deref(), Some("SIGTERM"));
+        assert!(report.stage("late").is_none());
+        assert_eq!(report.stage("fit").unwrap().calls, 1);
     }
 }

@@ -135,6 +135,23 @@ impl Stats {
     }
 }
 
+/// The whole run's counters and peaks, and where its sampled peak fell.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Total {
+    pub(crate) stats: Stats,
+    /// The stage path open on the monitor's own thread at the tree RSS peak.
+    pub(crate) peak_rss_stage: Option<String>,
+    pub(crate) peak_rss_elapsed_seconds: Option<f64>,
+}
+
+impl Total {
+    /// Notes that the tree RSS peak rose at `elapsed`, in `stage`.
+    pub(crate) fn peaked(&mut self, stage: String, elapsed: f64) {
+        self.peak_rss_stage = Some(stage);
+        self.peak_rss_elapsed_seconds = Some(elapsed);
+    }
+}
+
 /// The aggregate of every call of one stage path, over every thread.
 #[derive(Debug)]
 pub(crate) struct Record {

@@ -47,20 +47,18 @@ impl Recorder {
             })
             .collect();
         let state = self.lock();
-        let now = state.ended.unwrap_or_else(|| self.clock.raw());
+        let now = state
+            .ended
+            .as_ref()
+            .map_or_else(|| self.clock.raw(), |ended| ended.at);
         let mut open = vec![Open::NONE; state.records.list.len()];
         let timed = calls
             .into_iter()
-            .filter(|(_, entered)| *entered != POLL)
-            .chain(
-                state
-                    .open_async
-                    .iter()
-                    .map(|(_, record, at)| (*record, *at)),
-            );
-        for (record, entered) in timed {
-            if let Some(slot) = open.get_mut(record as usize) {
-                slot.add(seconds(self.clock.delta_as_nanos(entered, now)));
+            .filter(|frame| frame.entered != POLL)
+            .chain(state.calls.frames());
+        for frame in timed {
+            if let Some(slot) = open.get_mut(frame.record as usize) {
+                slot.add(seconds(self.clock.delta_as_nanos(frame.entered, now)));
             }
         }
         let stages = state
@@ -97,41 +95,102 @@ impl Recorder {
                 }
             })
             .collect();
+        let (health, total) = (&state.samples.health, &state.total);
         Report {
             pid: self.pid,
             running: state.ended.is_none(),
-            error: state.error.clone(),
+            error: state.ended.as_ref().and_then(|ended| ended.error.clone()),
             wall_seconds: self.elapsed(now),
             sample_interval: self.config.sample_interval.as_secs_f64(),
-            platform: self.platform.clone(),
-            sampler: self.sampler.to_owned(),
+            platform: self.info.platform.clone(),
+            sampler: self.info.sampler.to_owned(),
             command: self.config.command.clone(),
             detailed_memory: self.config.detailed_memory,
-            sampling_attempts: state.sampling_attempts,
-            sampling_seconds: state.sampling_seconds,
-            max_sampling_seconds: state.max_sampling_seconds,
-            max_sample_gap_seconds: state.max_sample_gap_seconds,
-            sampling_error: state.sampling_error.clone(),
-            output_error: state.output_error.clone(),
-            export_error: state.export_error.clone(),
-            host: self.host.clone(),
-            labels: self.labels.clone(),
-            samples: state.total.samples,
-            partial_rss_samples: state.total.partial_rss_samples,
-            peak_process_count: state.total.peak_process_count,
-            peaks: state.total.peaks.clone(),
-            high_water: state.total.high_water.clone(),
-            high_water_marks: self.high_water_marks.clone(),
-            cgroup: state.cgroup.clone(),
-            peak_rss_stage: state.peak_rss_stage.clone(),
-            peak_rss_elapsed_seconds: state.peak_rss_elapsed_seconds,
+            sampling_attempts: health.attempts,
+            sampling_seconds: health.seconds,
+            max_sampling_seconds: health.max_seconds,
+            max_sample_gap_seconds: health.max_gap_seconds,
+            sampling_error: state.failures.sampling.clone(),
+            output_error: state.failures.output.clone(),
+            export_error: state.failures.export.clone(),
+            host: self.info.host.clone(),
+            labels: self.info.labels.clone(),
+            samples: total.stats.samples,
+            partial_rss_samples: total.stats.partial_rss_samples,
+            peak_process_count: total.stats.peak_process_count,
+            peaks: total.stats.peaks.clone(),
+            high_water: total.stats.high_water.clone(),
+            high_water_marks: self.info.marks.clone(),
+            cgroup: state.samples.cgroup.clone(),
+            peak_rss_stage: total.peak_rss_stage.clone(),
+            peak_rss_elapsed_seconds: total.peak_rss_elapsed_seconds,
             threads,
             stages,
-            latest_sample: state.latest.clone(),
-            recent_samples: state.trace.iter().cloned().collect(),
-            spans: state.spans.clone(),
-            timeline: state.timeline.points(),
+            latest_sample: state.samples.latest.clone(),
+            recent_samples: state.samples.recent.iter().cloned().collect(),
+            spans: state.spans.list.clone(),
+            timeline: state.samples.timeline.points(),
             ..Report::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Rig;
+
+    #[test]
+    fn open_calls_count_up_to_now_and_the_end_stops_the_clock() {
+        let rig = Rig::new();
+        // Two threads other than the monitor's own, so neither nests under the other.
+        let (_main, reader, worker) = (rig.thread(), rig.thread(), rig.thread());
+        let first = rig.recorder.enter(&reader, "load".into());
+        rig.advance_micros(3_000);
+        let second = rig.recorder.enter(&worker, "load".into());
+        rig.advance_micros(2_000);
+        let report = rig.recorder.snapshot();
+        assert!(report.running);
+        let load = report.stage("load").unwrap();
+        assert_eq!(load.calls, 2);
+        assert!(
+            (load.wall_seconds - 7e-3).abs() < 1e-12,
+            "{}",
+            load.wall_seconds
+        );
+        assert!(
+            (load.min_wall_seconds - 2e-3).abs() < 1e-12,
+            "only open calls: theirs"
+        );
+        assert!((load.max_wall_seconds - 5e-3).abs() < 1e-12);
+        rig.recorder.exit(&worker, second);
+        let load = rig.recorder.snapshot().stage("load").unwrap().clone();
+        assert!(
+            (load.min_wall_seconds - 2e-3).abs() < 1e-12,
+            "completed calls decide"
+        );
+        assert!((load.max_wall_seconds - 2e-3).abs() < 1e-12);
+        assert!((load.wall_seconds - 7e-3).abs() < 1e-12);
+        rig.recorder.end(None);
+        rig.advance_micros(10_000);
+        let report = rig.recorder.snapshot();
+        assert!(!report.running);
+        assert!(
+            (report.wall_seconds - 5e-3).abs() < 1e-12,
+            "{}",
+            report.wall_seconds
+        );
+        let load = report.stage("load").unwrap();
+        assert!(
+            (load.wall_seconds - 7e-3).abs() < 1e-12,
+            "open at the end, counted to it"
+        );
+        assert_eq!(report.threads.len(), 3);
+        assert_eq!(report.sampler, "fake");
+        rig.recorder.exit(&reader, first);
+        assert_eq!(
+            rig.recorder.snapshot(),
+            report,
+            "nothing moves after the end"
+        );
     }
 }

@@ -263,3 +263,60 @@ impl ThreadSlot {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_static_name_is_found_by_its_address_and_a_built_one_by_its_text() {
+        let mut thread = ThreadState::default();
+        let fit: &'static str = "fit";
+        thread.learn(NO_PARENT, &StageName::Borrowed(fit), 0);
+        thread.learn(0, &StageName::Owned("step".into()), 1);
+        assert_eq!(thread.find(NO_PARENT, &StageName::Borrowed(fit)), Some(0));
+        assert_eq!(thread.find(0, &StageName::Owned("step".into())), Some(1));
+        assert_eq!(
+            thread.find(1, &StageName::Owned("step".into())),
+            None,
+            "other parent"
+        );
+        // Another `&'static str` with the same text is another call site: looked up in
+        // the shared records once, then learned.
+        let elsewhere: &'static str = &"xfit"[1..];
+        assert_eq!(
+            thread.find(NO_PARENT, &StageName::Borrowed(elsewhere)),
+            None
+        );
+        assert!(thread.is_named(0, elsewhere) && thread.is_named(1, "step"));
+        assert!(!thread.is_named(2, "fit"));
+    }
+
+    #[test]
+    fn a_frame_is_found_out_of_order_and_counters_drain_once() {
+        let mut thread = ThreadState::default();
+        let outer = thread.push(0, 10);
+        let inner = thread.push(1, 20);
+        assert_eq!(thread.position(outer), Some(0));
+        assert_eq!(thread.position(inner), Some(1));
+        thread.stack.remove(0);
+        assert_eq!(thread.position(outer), None);
+        thread.delta(1).calls += 2;
+        thread.delta(1).calls += 1;
+        let mut drained = Vec::new();
+        thread.drain(|id, delta, first| drained.push((id, delta.calls, first)));
+        assert_eq!(drained, [(1, 3, true)]);
+        thread.delta(1).calls += 1;
+        drained.clear();
+        thread.drain(|id, delta, first| drained.push((id, delta.calls, first)));
+        assert_eq!(
+            drained,
+            [(1, 1, false)],
+            "this thread counts in `threads` once"
+        );
+        drained.clear();
+        thread.drain(|id, delta, first| drained.push((id, delta.calls, first)));
+        assert!(drained.is_empty());
+        assert_eq!(thread.calls, 4);
+    }
+}

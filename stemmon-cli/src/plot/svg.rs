@@ -1,0 +1,502 @@
+//! The picture, drawn from a [`Chart`]: tree RSS over the run as parent and children
+//! stacked, the tree line, the dashed high-water bound, stage bands and lanes with their
+//! names, the peak circled and labelled.
+//!
+//! Elements are written by [`Writer`](super::xml::Writer), which escapes every attribute
+//! value and text: nothing from a report reaches the SVG raw.
+
+use super::model::{Chart, Point};
+use super::xml::{Px, Writer};
+use crate::format::seconds;
+use std::fmt::{Display, Write as _};
+
+pub(crate) const WIDTH: f64 = 1100.0;
+const HEIGHT: f64 = 560.0;
+pub(crate) const LEFT: f64 = 80.0;
+pub(crate) const RIGHT: f64 = 30.0;
+/// Title, legend and the stage lanes sit above the plot area.
+const TOP: f64 = 110.0;
+const BOTTOM: f64 = 50.0;
+const LANE: f64 = 18.0;
+
+/// Colours, also what the Chromium test looks for in the screenshot.
+pub(crate) const PARENT_COLOUR: &str = "#4c72b0";
+pub(crate) const CHILDREN_COLOUR: &str = "#dd8452";
+const TREE_COLOUR: &str = "#222222";
+const BOUND_COLOUR: &str = "#c44e52";
+const PEAK_COLOUR: &str = "#8b0000";
+const BAND_COLOURS: [&str; 2] = ["#eef1f6", "#f7f3ea"];
+const LANE_COLOURS: [&str; 6] = [
+    "#8da0cb", "#66c2a5", "#e78ac3", "#a6d854", "#ffd92f", "#b3b3b3",
+];
+
+/// Where figures land on the picture.
+struct Frame {
+    duration: f64,
+    top: f64,
+    /// Bytes at the top of the plot area.
+    scale: f64,
+    /// Bytes per axis unit, and its name.
+    unit: (f64, &'static str),
+    step: f64,
+}
+
+impl Frame {
+    fn of(chart: &Chart) -> Frame {
+        let highest = chart.highest() as f64;
+        let unit = if highest >= (2u64 << 30) as f64 {
+            ((1u64 << 30) as f64, "GiB")
+        } else {
+            ((1u64 << 20) as f64, "MiB")
+        };
+        let step = nice_step(highest / unit.0 * 1.05, 6.0);
+        let scale = ((highest / unit.0 * 1.05 / step).ceil() * step).max(step) * unit.0;
+        Frame {
+            duration: chart.duration,
+            top: TOP + LANE * chart.lanes() as f64,
+            scale,
+            unit,
+            step,
+        }
+    }
+
+    fn x(&self, seconds: f64) -> f64 {
+        LEFT + seconds.clamp(0.0, self.duration) / self.duration * (WIDTH - LEFT - RIGHT)
+    }
+
+    fn y(&self, bytes: f64) -> f64 {
+        HEIGHT - BOTTOM - bytes.min(self.scale) / self.scale * (HEIGHT - BOTTOM - self.top)
+    }
+}
+
+/// A round step for about `count` ticks over `range`: 1, 2 or 5 times a power of ten.
+fn nice_step(range: f64, count: f64) -> f64 {
+    let raw = (range / count).max(f64::MIN_POSITIVE);
+    let power = 10f64.powf(raw.log10().floor());
+    let fraction = raw / power;
+    let nice = if fraction <= 1.0 {
+        1.0
+    } else if fraction <= 2.0 {
+        2.0
+    } else if fraction <= 5.0 {
+        5.0
+    } else {
+        10.0
+    };
+    nice * power
+}
+
+fn trim_number(value: f64) -> String {
+    let text = format!("{value:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// The whole picture; `standalone` adds the XML declaration and namespace for a file of
+/// its own (inline in HTML it needs neither).
+pub(crate) fn render(chart: &Chart, standalone: bool) -> String {
+    let frame = Frame::of(chart);
+    let mut w = Writer::default();
+    if standalone {
+        w.out
+            .push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    }
+    let view_box = format!("0 0 {WIDTH} {HEIGHT}");
+    let mut attributes: Vec<(&str, &dyn Display)> = vec![
+        ("id", &"chart"),
+        ("width", &WIDTH),
+        ("height", &HEIGHT),
+        ("viewBox", &view_box),
+        ("font-family", &"sans-serif"),
+        ("font-size", &12),
+        ("role", &"img"),
+        ("aria-label", &chart.title),
+    ];
+    if standalone {
+        attributes.insert(0, ("xmlns", &"http://www.w3.org/2000/svg"));
+    }
+    w.open("svg", &attributes);
+    w.out.push('\n');
+    w.empty(
+        "rect",
+        &[("width", &WIDTH), ("height", &HEIGHT), ("fill", &"#ffffff")],
+    );
+    w.text(
+        "text",
+        &[
+            ("x", &LEFT),
+            ("y", &24),
+            ("font-size", &16),
+            ("font-weight", &"bold"),
+        ],
+        &chart.title,
+    );
+    w.text(
+        "text",
+        &[("x", &LEFT), ("y", &44), ("fill", &"#444")],
+        &chart.subtitle,
+    );
+    legend(&mut w, chart);
+    bands(&mut w, chart, &frame);
+    axes(&mut w, &frame);
+    series(&mut w, chart, &frame);
+    if let Some(peak) = &chart.peak {
+        let (x, y) = (frame.x(peak.at), frame.y(peak.bytes as f64));
+        let (anchor, dx) = if x > WIDTH * 0.7 {
+            ("end", -10.0)
+        } else {
+            ("start", 10.0)
+        };
+        w.open("g", &[("id", &"peak")]);
+        w.empty(
+            "circle",
+            &[
+                ("cx", &Px(x)),
+                ("cy", &Px(y)),
+                ("r", &6),
+                ("fill", &"none"),
+                ("stroke", &PEAK_COLOUR),
+                ("stroke-width", &2.5),
+            ],
+        );
+        w.text(
+            "text",
+            &[
+                ("x", &Px(x + dx)),
+                ("y", &Px((y - 8.0).max(frame.top + 12.0))),
+                ("text-anchor", &anchor),
+                ("fill", &PEAK_COLOUR),
+                ("font-weight", &"bold"),
+            ],
+            &peak.label(),
+        );
+        w.close("g");
+    }
+    let plot_bottom = HEIGHT - BOTTOM;
+    w.empty(
+        "rect",
+        &[
+            ("x", &LEFT),
+            ("y", &Px(frame.top)),
+            ("width", &Px(WIDTH - LEFT - RIGHT)),
+            ("height", &Px(plot_bottom - frame.top)),
+            ("fill", &"none"),
+            ("stroke", &"#888"),
+        ],
+    );
+    w.close("svg");
+    w.out
+}
+
+fn legend(w: &mut Writer, chart: &Chart) {
+    let items = [
+        ("parent RSS", PARENT_COLOUR, None),
+        ("children RSS", CHILDREN_COLOUR, None),
+        ("tree RSS", TREE_COLOUR, Some("")),
+        ("high-water bound", BOUND_COLOUR, Some("6 4")),
+    ];
+    let mut x = LEFT;
+    for (name, colour, line) in items {
+        match line {
+            None => w.empty(
+                "rect",
+                &[
+                    ("x", &x),
+                    ("y", &60),
+                    ("width", &14),
+                    ("height", &12),
+                    ("fill", &colour),
+                ],
+            ),
+            Some(dash) => w.empty(
+                "line",
+                &[
+                    ("x1", &x),
+                    ("x2", &(x + 14.0)),
+                    ("y1", &66),
+                    ("y2", &66),
+                    ("stroke", &colour),
+                    ("stroke-width", &2),
+                    (
+                        "stroke-dasharray",
+                        &if dash.is_empty() { "none" } else { dash },
+                    ),
+                ],
+            ),
+        }
+        w.text("text", &[("x", &(x + 20.0)), ("y", &71)], name);
+        x += 30.0 + name.len() as f64 * 7.0;
+    }
+    w.empty(
+        "circle",
+        &[
+            ("cx", &(x + 6.0)),
+            ("cy", &66),
+            ("r", &5),
+            ("fill", &"none"),
+            ("stroke", &PEAK_COLOUR),
+            ("stroke-width", &2),
+        ],
+    );
+    w.text("text", &[("x", &(x + 16.0)), ("y", &71)], "sampled peak");
+    if !chart.bands.is_empty() {
+        w.text(
+            "text",
+            &[
+                ("x", &Px(LEFT - 6.0)),
+                ("y", &Px(TOP + LANE - 8.0)),
+                ("text-anchor", &"end"),
+                ("fill", &"#444"),
+            ],
+            "stages",
+        );
+    }
+}
+
+/// Full-height bands for the outermost stages, then a lane per depth with the names.
+fn bands(w: &mut Writer, chart: &Chart, frame: &Frame) {
+    let plot_bottom = HEIGHT - BOTTOM;
+    for (index, band) in chart.bands.iter().filter(|b| b.depth == 0).enumerate() {
+        let (x0, x1) = (frame.x(band.start), frame.x(band.end));
+        w.open(
+            "rect",
+            &[
+                ("class", &"band"),
+                ("x", &Px(x0)),
+                ("y", &Px(frame.top)),
+                ("width", &Px((x1 - x0).max(1.0))),
+                ("height", &Px(plot_bottom - frame.top)),
+                ("fill", &BAND_COLOURS[index % 2]),
+            ],
+        );
+        w.text("title", &[], &band.path);
+        w.close("rect");
+    }
+    let mut colour_of: std::collections::HashMap<&str, usize> = Default::default();
+    for band in &chart.bands {
+        let (x0, x1) = (frame.x(band.start), frame.x(band.end));
+        let lane_y = TOP + LANE * band.depth as f64 - 4.0;
+        let next = colour_of.len();
+        let colour = *colour_of.entry(band.path.as_str()).or_insert(next);
+        w.open(
+            "rect",
+            &[
+                ("class", &"lane"),
+                ("x", &Px(x0)),
+                ("y", &Px(lane_y)),
+                ("width", &Px((x1 - x0).max(1.0))),
+                ("height", &Px(LANE - 2.0)),
+                ("fill", &LANE_COLOURS[colour % LANE_COLOURS.len()]),
+                ("stroke", &"#ffffff"),
+            ],
+        );
+        let title = format!("{} ({})", band.path, seconds(band.end - band.start));
+        w.text("title", &[], &title);
+        w.close("rect");
+        // A name only where it fits (about 7 px a character).
+        let room = ((x1 - x0 - 6.0) / 7.0).floor();
+        if room >= 2.0 {
+            let mut name: String = band.name.chars().take(room as usize).collect();
+            if name.len() < band.name.len() {
+                name.pop();
+                name.push('…');
+            }
+            w.text(
+                "text",
+                &[
+                    ("x", &Px(x0 + 3.0)),
+                    ("y", &Px(lane_y + LANE - 6.0)),
+                    ("font-size", &11),
+                ],
+                &name,
+            );
+        }
+    }
+}
+
+/// The memory grid and labels, the time ticks.
+fn axes(w: &mut Writer, frame: &Frame) {
+    let plot_bottom = HEIGHT - BOTTOM;
+    let (unit, unit_name) = frame.unit;
+    let mut tick = 0.0;
+    while tick <= frame.scale / unit + 1e-9 {
+        let y = frame.y(tick * unit);
+        w.empty(
+            "line",
+            &[
+                ("x1", &LEFT),
+                ("x2", &Px(WIDTH - RIGHT)),
+                ("y1", &Px(y)),
+                ("y2", &Px(y)),
+                ("stroke", &"#dddddd"),
+            ],
+        );
+        w.text(
+            "text",
+            &[
+                ("x", &Px(LEFT - 6.0)),
+                ("y", &Px(y + 4.0)),
+                ("text-anchor", &"end"),
+            ],
+            &format!("{} {unit_name}", trim_number(tick)),
+        );
+        tick += frame.step;
+    }
+    let time_step = nice_step(frame.duration, 10.0);
+    let mut t = 0.0;
+    while t <= frame.duration * (1.0 + 1e-9) {
+        let x = frame.x(t);
+        w.empty(
+            "line",
+            &[
+                ("x1", &Px(x)),
+                ("x2", &Px(x)),
+                ("y1", &plot_bottom),
+                ("y2", &Px(plot_bottom + 5.0)),
+                ("stroke", &"#888"),
+            ],
+        );
+        w.text(
+            "text",
+            &[
+                ("x", &Px(x)),
+                ("y", &Px(plot_bottom + 18.0)),
+                ("text-anchor", &"middle"),
+            ],
+            &format!("{}s", trim_number(t)),
+        );
+        t += time_step;
+    }
+    w.text(
+        "text",
+        &[
+            ("x", &Px((LEFT + WIDTH - RIGHT) / 2.0)),
+            ("y", &Px(HEIGHT - 10.0)),
+            ("text-anchor", &"middle"),
+            ("fill", &"#444"),
+        ],
+        "seconds since start",
+    );
+}
+
+/// (seconds, bytes) corners of a step series: each point holds its maximum over its
+/// interval. A point without the reading breaks nothing: it is skipped.
+fn steps(points: &[Point], value: impl Fn(&Point) -> Option<u64>) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for point in points {
+        if let Some(v) = value(point) {
+            out.push((point.start, v as f64));
+            if point.end > point.start {
+                out.push((point.end, v as f64));
+            }
+        }
+    }
+    out
+}
+
+/// Parent, children stacked on it, the tree line and the dashed bound.
+fn series(w: &mut Writer, chart: &Chart, frame: &Frame) {
+    let parent = steps(&chart.points, |p| p.parent);
+    let stacked = steps(&chart.points, Point::stacked);
+    area(w, frame, &stacked, &parent, CHILDREN_COLOUR, "children");
+    area(w, frame, &parent, &[], PARENT_COLOUR, "parent");
+    let tree = steps(&chart.points, |p| p.tree);
+    line(w, frame, &tree, TREE_COLOUR, "none", "tree");
+    let bound = steps(&chart.points, |p| p.bound);
+    line(w, frame, &bound, BOUND_COLOUR, "6 4", "bound");
+}
+
+/// The area between `upper` and `lower` (the floor, unless they pair up point for point).
+fn area(
+    w: &mut Writer,
+    frame: &Frame,
+    upper: &[(f64, f64)],
+    lower: &[(f64, f64)],
+    colour: &str,
+    id: &str,
+) {
+    if upper.is_empty() {
+        return;
+    }
+    let mut path = String::new();
+    for (i, (t, v)) in upper.iter().enumerate() {
+        let corner = if i == 0 { 'M' } else { 'L' };
+        let _ = write!(path, "{corner}{},{} ", Px(frame.x(*t)), Px(frame.y(*v)));
+    }
+    if lower.len() == upper.len() {
+        for (t, v) in lower.iter().rev() {
+            let _ = write!(path, "L{},{} ", Px(frame.x(*t)), Px(frame.y(*v)));
+        }
+    } else {
+        for (t, _) in upper.iter().rev() {
+            let _ = write!(path, "L{},{} ", Px(frame.x(*t)), Px(frame.y(0.0)));
+        }
+    }
+    path.push('Z');
+    w.empty(
+        "path",
+        &[
+            ("id", &id),
+            ("d", &path),
+            ("fill", &colour),
+            ("stroke", &"none"),
+        ],
+    );
+}
+
+fn line(w: &mut Writer, frame: &Frame, series: &[(f64, f64)], colour: &str, dash: &str, id: &str) {
+    if series.is_empty() {
+        return;
+    }
+    let mut points = String::new();
+    for (t, v) in series {
+        let _ = write!(points, "{},{} ", Px(frame.x(*t)), Px(frame.y(*v)));
+    }
+    w.empty(
+        "polyline",
+        &[
+            ("id", &id),
+            ("points", &points.trim_end()),
+            ("fill", &"none"),
+            ("stroke", &colour),
+            ("stroke-width", &1.8),
+            ("stroke-dasharray", &dash),
+        ],
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plot::model::Band;
+
+    #[test]
+    fn a_hostile_stage_name_cannot_break_the_svg() {
+        let chart = Chart {
+            title: "stemmon: </svg><script>alert(1)</script>".into(),
+            subtitle: "host \u{7}".into(),
+            duration: 2.0,
+            points: vec![Point {
+                start: 0.0,
+                end: 2.0,
+                tree: Some(3 << 20),
+                parent: Some(2 << 20),
+                children: Some(1 << 20),
+                bound: Some(4 << 20),
+            }],
+            bands: vec![Band {
+                depth: 0,
+                name: "x\"/><script>".into(),
+                path: "x\"/><script>\u{1}".into(),
+                start: 0.0,
+                end: 2.0,
+            }],
+            peak: None,
+        };
+        let svg = render(&chart, true);
+        assert!(!svg.contains("<script"), "{svg}");
+        assert!(!svg.contains("</svg><"), "{svg}");
+        let controls = svg.chars().filter(|c| c.is_control() && *c != '\n').count();
+        assert_eq!(controls, 0);
+        assert!(svg.ends_with("</svg>\n"));
+    }
+}

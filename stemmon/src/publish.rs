@@ -1,0 +1,126 @@
+//! Everything a monitor shows the world, outside the engine: the report file, the
+//! metrics, the log lines and the warnings. Called from the sampler thread and from
+//! the monitor's final step, never from an instrumented thread.
+//!
+//! The recorder keeps each failure as data (`sampling_error`, `output_error`,
+//! `export_error`); the publisher warns about each kind once.
+
+use crate::config::Config;
+use crate::export::Exporter;
+use crate::log;
+use crate::memory::TreeReader;
+use crate::output::Output;
+use crate::recorder::{Line, OpenStage, Recorder};
+use crate::report::Report;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// When a report is published, which says what goes with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Moment {
+    /// A log event (a first completion, a failure): the report is rewritten.
+    Event,
+    /// A `running` line: the metrics are sent too.
+    Running,
+    /// The end: the metrics are sent and the report is synced to disk.
+    Final,
+}
+
+impl Moment {
+    fn exports(self) -> bool {
+        matches!(self, Moment::Running | Moment::Final)
+    }
+
+    fn durable(self) -> bool {
+        self == Moment::Final
+    }
+}
+
+/// Where one monitor's report, metrics and warnings go.
+pub(crate) struct Publisher {
+    /// Where the report goes, resolved once at start (or why it cannot go anywhere).
+    output: Option<Result<Output, String>>,
+    /// Metrics for Prometheus.
+    exporter: Mutex<Option<Exporter>>,
+    warned_sampling: AtomicBool,
+    warned_output: AtomicBool,
+}
+
+impl Publisher {
+    /// Resolves the report's path now (anchoring a relative one at the current
+    /// directory and removing temporary files that dead writers left beside it).
+    pub(crate) fn new(config: &Config, exporter: Option<Exporter>) -> Publisher {
+        Publisher {
+            output: config.output.as_deref().map(|path| {
+                Output::resolve(path)
+                    .map_err(|e| format!("could not write the report to {}: {e}", path.display()))
+            }),
+            exporter: Mutex::new(exporter),
+            warned_sampling: AtomicBool::new(false),
+            warned_output: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes a full sample; the first failure is warned about.
+    pub(crate) fn sample(&self, recorder: &Recorder, reader: &mut dyn TreeReader) {
+        if let Err(message) = recorder.take_sample(reader) {
+            warn_once(&self.warned_sampling, &message);
+        }
+    }
+
+    /// Rewrites the report and prints a line for each event, in one ordered step; the
+    /// `moment` says whether the metrics go out first and whether the write is synced.
+    /// Returns the report, with any failure of this very write in it.
+    pub(crate) fn publish(
+        &self,
+        recorder: &Recorder,
+        events: &[(Line, OpenStage)],
+        moment: Moment,
+    ) -> Report {
+        let mut report = recorder.snapshot();
+        if moment.exports() {
+            // A failure shows in the report written now (the exporter warns once).
+            let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(exporter) = exporter.as_mut() {
+                report.export_error = recorder.exported(exporter.export(&report));
+            }
+        }
+        if let Err(message) = self.write(&report, moment.durable()) {
+            recorder.output_failed(&message);
+            report.output_error.get_or_insert(message.clone());
+            warn_once(&self.warned_output, &message);
+        }
+        if recorder.config.log_interval.is_some() {
+            let now = recorder.owner_stage(&recorder.lock().records);
+            for (event, stage) in events {
+                log::print_line(&event.text(&report), stage.path(&report, &now), &report);
+            }
+        }
+        report
+    }
+
+    fn write(&self, report: &Report, durable: bool) -> Result<(), String> {
+        match &self.output {
+            None => Ok(()),
+            Some(Err(message)) => Err(message.clone()),
+            Some(Ok(output)) => serde_json::to_vec_pretty(report)
+                .map_err(std::io::Error::other)
+                .and_then(|bytes| output.write(&bytes, durable))
+                .map_err(|error| {
+                    format!(
+                        "could not write the report to {}: {error}",
+                        output.path().display()
+                    )
+                }),
+        }
+    }
+}
+
+/// One warning line on stderr, unless `warned` says it was printed; a failure to
+/// print is ignored.
+fn warn_once(warned: &AtomicBool, message: &str) {
+    if !warned.swap(true, Ordering::Relaxed) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
+    }
+}

@@ -1,0 +1,363 @@
+//! Stage-boundary readings: the parent alone, read at a stage's entry and exit (or a
+//! reading under 1 ms old reused), with the descendants as last sampled. A fresh
+//! reading also closes an interval of the kernel's marks (SPEC §8), which counts
+//! toward every stage that overlapped it, on this thread now and on others at the
+//! next sample.
+
+use super::records::{BoundaryInterval, Stats};
+use super::thread::ThreadState;
+use super::{Recorder, State, BOUNDARY_REUSE_NANOS};
+use crate::memory::{SelfReader, TreeReading};
+use std::sync::atomic::Ordering;
+
+/// A reading of the parent alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct ParentReading {
+    /// Clock ticks when it was read.
+    pub(super) at: u64,
+    /// Its RSS then.
+    pub(super) rss: u64,
+}
+
+/// An interval a fresh boundary reading closed, and when.
+#[derive(Clone, Copy, Debug)]
+struct Closed {
+    /// Clock ticks at the reading that closed it.
+    end: u64,
+    interval: BoundaryInterval,
+}
+
+/// Everything boundary readings need and leave behind.
+pub(super) struct Boundary {
+    reader: Box<dyn SelfReader>,
+    /// The newest reading of the parent.
+    latest: Option<ParentReading>,
+    /// The live descendants' RSS at that reading, those found exited left out.
+    children: Option<u64>,
+    /// The tree as last sampled: its descendants and process count.
+    last_tree: TreeReading,
+    /// Which of `last_tree.descendants` were found exited since the last sample.
+    gone: Vec<bool>,
+    /// Records that saw only a reused reading: the next interval is theirs.
+    awaiting: Vec<u32>,
+    /// Records whose bound waits for the next sample's descendant marks.
+    pending: Vec<u32>,
+    /// The intervals closed since the last sample, oldest first: the sample gives them
+    /// to stages open on other threads meanwhile.
+    intervals: Vec<Closed>,
+}
+
+impl Boundary {
+    /// Nothing read yet; `reader` reads the parent at each fresh boundary.
+    pub(super) fn new(reader: Box<dyn SelfReader>) -> Boundary {
+        Boundary {
+            reader,
+            latest: None,
+            children: None,
+            last_tree: TreeReading::default(),
+            gone: Vec::new(),
+            awaiting: Vec::new(),
+            pending: Vec::new(),
+            intervals: Vec::new(),
+        }
+    }
+
+    /// The latest parent reading with the descendants as last sampled.
+    pub(super) fn tree(&self) -> Option<TreeReading> {
+        let parent = self.latest?.rss;
+        Some(TreeReading {
+            parent_rss: Some(parent),
+            children_rss: self.children,
+            tree_rss: Some(parent + self.children.unwrap_or(0)),
+            process_count: self.last_tree.process_count.max(1),
+            ..TreeReading::default()
+        })
+    }
+
+    /// Notes that record `id` saw only a reused reading, whose interval ended before
+    /// its call: the next interval to close is the one it overlaps.
+    pub(super) fn await_interval(&mut self, id: u32, stats: &mut Stats) {
+        if !std::mem::replace(&mut stats.awaiting_interval, true) {
+            self.awaiting.push(id);
+        }
+    }
+
+    /// Takes in a full sample taken at `at`: its parent reading is the newest, its
+    /// descendants are the ones later boundaries check.
+    pub(super) fn sampled(&mut self, reading: TreeReading, at: u64) {
+        self.latest = reading.parent_rss.map(|rss| ParentReading { at, rss });
+        self.children = reading.children_rss;
+        self.gone.clear();
+        self.last_tree = reading;
+    }
+
+    /// The records waiting for a sample, those that saw only a reused reading first:
+    /// the sample closes their interval.
+    pub(super) fn take_awaiting(&mut self) -> std::vec::Drain<'_, u32> {
+        self.awaiting.drain(..)
+    }
+
+    /// The records whose bound waits for the sample's descendant marks.
+    pub(super) fn take_pending(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// Forgets the intervals closed before a sample: it has given them out.
+    pub(super) fn sample_gave_intervals(&mut self) {
+        self.intervals.clear();
+    }
+
+    /// The newest reading, for tests.
+    #[cfg(test)]
+    pub(super) fn latest(&self) -> Option<ParentReading> {
+        self.latest
+    }
+}
+
+impl Recorder {
+    /// Reads the parent (or reuses a reading under 1 ms old) and counts it toward
+    /// `record`. A fresh reading closes an interval of the kernel's marks: it counts
+    /// toward every stage on the thread's stack, the records waiting for it, and
+    /// `record` itself when it is `entering` no more (its call is ending).
+    pub(super) fn boundary_reading(
+        &self,
+        state: &mut State,
+        thread: &ThreadState,
+        now: u64,
+        record: u32,
+        entering: bool,
+    ) {
+        let boundary = &mut state.boundary;
+        let fresh = match boundary.latest {
+            Some(latest) if self.clock.delta_as_nanos(latest.at, now) < BOUNDARY_REUSE_NANOS => {
+                None
+            }
+            _ => match boundary.reader.read() {
+                Some(mut reading) => {
+                    boundary.latest = Some(ParentReading {
+                        at: now,
+                        rss: reading.rss,
+                    });
+                    self.boundary_at.0.store(now, Ordering::Relaxed);
+                    // A boundary never counts a descendant that has exited: when a child
+                    // was reaped or became a zombie, each last-sampled one is checked.
+                    let descendants = &boundary.last_tree.descendants;
+                    if reading.children_changed && !descendants.is_empty() {
+                        let (live, exited) = boundary
+                            .reader
+                            .live_children(descendants, &mut boundary.gone);
+                        boundary.children = Some(live);
+                        // An exited child's peak counts in this interval (a sample may
+                        // have reset its mark before it exited).
+                        if reading.hwm.is_some() {
+                            reading.reaped = reading.reaped.max(exited);
+                        }
+                    }
+                    Some(reading)
+                }
+                None => return,
+            },
+        };
+        let Some(reading) = boundary.tree() else {
+            return;
+        };
+        let stats = &mut state.records.get_mut(record).stats;
+        stats.apply_boundary(&reading);
+        let Some(fresh) = fresh else {
+            // A reused reading's interval ended before this call.
+            boundary.await_interval(record, stats);
+            return;
+        };
+        let interval = BoundaryInterval {
+            parent_hwm: fresh.hwm,
+            reaped: fresh.reaped,
+            children_rss: boundary.children.unwrap_or(0),
+        };
+        if interval.parent_hwm.is_some() {
+            boundary.intervals.push(Closed { end: now, interval });
+        }
+        let mut closed = std::mem::take(&mut boundary.awaiting);
+        if !entering {
+            closed.push(record);
+        }
+        closed.extend(
+            thread
+                .stack
+                .iter()
+                .map(|frame| frame.record)
+                .filter(|r| *r != record),
+        );
+        for &id in &closed {
+            state.apply_interval(id, &interval);
+        }
+        closed.clear();
+        state.boundary.awaiting = closed;
+        state.total.stats.apply_interval(&interval);
+        for frame in &thread.stack {
+            if frame.record != record {
+                state
+                    .records
+                    .get_mut(frame.record)
+                    .stats
+                    .apply_boundary(&reading);
+            }
+        }
+        if state.total.stats.apply_boundary(&reading) {
+            let stage = state.records.get(record).path.clone();
+            state.total.peaked(stage, self.elapsed(now));
+        }
+    }
+}
+
+impl State {
+    /// Counts toward record `id` every interval closed since `entered` (and since the
+    /// last sample, which gave it the earlier ones), whichever thread's reading closed it.
+    pub(super) fn apply_intervals_since(&mut self, id: u32, entered: u64) {
+        let intervals = std::mem::take(&mut self.boundary.intervals);
+        for closed in intervals.iter().rev() {
+            if closed.end <= entered {
+                break;
+            }
+            self.apply_interval(id, &closed.interval);
+        }
+        self.boundary.intervals = intervals;
+    }
+
+    /// Counts a fresh boundary interval toward record `id`.
+    fn apply_interval(&mut self, id: u32, interval: &BoundaryInterval) {
+        if self.records.get_mut(id).stats.apply_interval(interval) {
+            self.boundary.pending.push(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fake::Rig;
+    use super::*;
+
+    #[test]
+    fn a_reading_under_a_millisecond_old_is_reused_an_older_one_is_not() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(100 << 20, None);
+        let first = rig.recorder.enter(&main, "a".into());
+        assert_eq!(rig.self_reads(), 1, "the first entry reads");
+        rig.advance_micros(400);
+        rig.set_self(300 << 20, None);
+        rig.recorder.exit(&main, first);
+        let again = rig.recorder.enter(&main, "b".into());
+        rig.recorder.exit(&main, again);
+        assert_eq!(rig.self_reads(), 1, "0.4 ms later the reading is reused");
+        let report = rig.recorder.snapshot();
+        assert_eq!(
+            report.stage("b").unwrap().peaks.peak_parent_rss_bytes,
+            Some(100 << 20)
+        );
+        rig.advance_micros(1_100);
+        let fresh = rig.recorder.enter(&main, "c".into());
+        assert_eq!(rig.self_reads(), 2, "1.5 ms after the reading, a fresh one");
+        rig.recorder.exit(&main, fresh);
+        let report = rig.recorder.snapshot();
+        assert_eq!(
+            report.stage("c").unwrap().peaks.peak_parent_rss_bytes,
+            Some(300 << 20)
+        );
+        assert_eq!(report.peaks.peak_parent_rss_bytes, Some(300 << 20));
+        assert_eq!(report.peak_rss_stage.as_deref(), Some("c"));
+        let at = rig.recorder.lock().boundary.latest().unwrap().at;
+        assert_eq!(rig.recorder.elapsed(at), 1.5e-3);
+    }
+
+    #[test]
+    fn a_fresh_reading_counts_toward_every_stage_on_the_threads_stack() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(10 << 20, Some(10 << 20));
+        let outer = rig.recorder.enter(&main, "outer".into());
+        rig.advance_micros(2_000);
+        rig.set_self(20 << 20, Some(50 << 20));
+        let inner = rig.recorder.enter(&main, "inner".into());
+        let report = rig.recorder.snapshot();
+        let hwm = |path: &str| report.stage(path).unwrap().high_water.peak_parent_hwm_bytes;
+        assert_eq!(hwm("outer"), Some(50 << 20), "the interval since its entry");
+        assert_eq!(hwm("outer/inner"), None, "entered as the interval closed");
+        assert_eq!(
+            report.stage("outer").unwrap().peaks.peak_parent_rss_bytes,
+            Some(20 << 20)
+        );
+        rig.recorder.exit(&main, inner);
+        rig.recorder.exit(&main, outer);
+    }
+
+    #[test]
+    fn an_interval_another_thread_closed_counts_for_a_stage_open_meanwhile() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let worker = rig.thread();
+        rig.set_self(10 << 20, Some(10 << 20));
+        let long = rig.recorder.enter(&main, "long".into());
+        rig.advance_micros(2_000);
+        // The worker's reading closes an interval with a spike in it, while `long`
+        // is open on the main thread, whose stack the worker cannot see.
+        rig.set_self(10 << 20, Some(900 << 20));
+        let short = rig.recorder.enter(&worker, "short".into());
+        rig.advance_micros(2_000);
+        rig.set_self(10 << 20, Some(10 << 20));
+        rig.recorder.exit(&worker, short);
+        let hwm = |report: &crate::Report, path: &str| {
+            report.stage(path).unwrap().high_water.peak_parent_hwm_bytes
+        };
+        assert_eq!(hwm(&rig.recorder.snapshot(), "long"), None, "not yet");
+        // The next sample gives the interval to the stages open on other threads.
+        rig.sample(TreeReading {
+            parent_rss: Some(10 << 20),
+            tree_rss: Some(10 << 20),
+            process_count: 1,
+            ..TreeReading::default()
+        });
+        let report = rig.recorder.snapshot();
+        assert_eq!(hwm(&report, "long"), Some(900 << 20));
+        assert_eq!(
+            hwm(&report, "long/short"),
+            Some(10 << 20),
+            "its own interval only"
+        );
+        assert_eq!(report.high_water.peak_parent_hwm_bytes, Some(900 << 20));
+        // And the same interval is not counted again for a stage entered after it.
+        rig.advance_micros(2_000);
+        let later = rig.recorder.enter(&worker, "later".into());
+        rig.advance_micros(2_000);
+        rig.recorder.exit(&worker, later);
+        let report = rig.recorder.snapshot();
+        assert_eq!(hwm(&report, "long/later"), Some(10 << 20));
+        rig.recorder.exit(&main, long);
+    }
+
+    #[test]
+    fn an_exited_child_is_left_out_of_the_next_boundary() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(10 << 20, None);
+        rig.sample(TreeReading {
+            parent_rss: Some(10 << 20),
+            children_rss: Some(40 << 20),
+            tree_rss: Some(50 << 20),
+            process_count: 2,
+            descendants: vec![crate::memory::Descendant {
+                pid: 7,
+                rss: 40 << 20,
+                peak: 40 << 20,
+            }],
+            ..TreeReading::default()
+        });
+        rig.advance_micros(2_000);
+        rig.set_children_changed((0, Some(40 << 20)));
+        let call = rig.recorder.enter(&main, "after_exit".into());
+        rig.recorder.exit(&main, call);
+        let report = rig.recorder.snapshot();
+        let stage = report.stage("after_exit").unwrap();
+        assert_eq!(stage.peaks.peak_children_rss_bytes, Some(0));
+        assert_eq!(stage.peaks.peak_tree_rss_bytes, Some(10 << 20));
+    }
+}

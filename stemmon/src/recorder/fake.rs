@@ -1,0 +1,121 @@
+//! Test support: a recorder on a mock clock, with a scripted boundary reader and a
+//! tree reader that returns what it is given.
+
+use super::{Recorder, RunInfo, ThreadSlot};
+use crate::config::Config;
+use crate::memory::{Descendant, SelfReader, SelfReading, TreeReader, TreeReading};
+use std::sync::{Arc, Mutex};
+
+/// What the fake boundary reader answers, and how often it was asked.
+#[derive(Debug)]
+struct Script {
+    reading: SelfReading,
+    /// What `live_children` answers.
+    live: (u64, Option<u64>),
+    reads: u32,
+}
+
+/// A [`SelfReader`] that answers from a script the test changes as it goes.
+struct FakeSelf(Arc<Mutex<Script>>);
+
+impl SelfReader for FakeSelf {
+    fn read(&mut self) -> Option<SelfReading> {
+        let mut script = self.0.lock().unwrap();
+        script.reads += 1;
+        Some(script.reading)
+    }
+
+    fn live_children(
+        &mut self,
+        descendants: &[Descendant],
+        gone: &mut Vec<bool>,
+    ) -> (u64, Option<u64>) {
+        gone.resize(descendants.len(), false);
+        self.0.lock().unwrap().live
+    }
+}
+
+/// A [`TreeReader`] whose one reading is given.
+struct FakeTree(TreeReading);
+
+impl TreeReader for FakeTree {
+    fn name(&self) -> &'static str {
+        "fake"
+    }
+
+    fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
+        Ok(self.0.clone())
+    }
+}
+
+/// A recorder, its mock clock and its boundary reader's script.
+pub(super) struct Rig {
+    pub(super) recorder: Recorder,
+    clock: Arc<quanta::Mock>,
+    script: Arc<Mutex<Script>>,
+}
+
+impl Rig {
+    /// A recorder at time zero whose boundary reads 1 MiB and no mark.
+    pub(super) fn new() -> Rig {
+        let (clock, mock) = quanta::Clock::mock();
+        let script = Arc::new(Mutex::new(Script {
+            reading: SelfReading {
+                rss: 1 << 20,
+                ..SelfReading::default()
+            },
+            live: (0, None),
+            reads: 0,
+        }));
+        let info = RunInfo {
+            sampler: "fake",
+            ..RunInfo::default()
+        };
+        let recorder = Recorder::new(
+            Config::default(),
+            info,
+            Box::new(FakeSelf(Arc::clone(&script))),
+            clock,
+        );
+        Rig {
+            recorder,
+            clock: mock,
+            script,
+        }
+    }
+
+    /// A new thread slot; the first one is the monitor's own thread.
+    pub(super) fn thread(&self) -> Arc<ThreadSlot> {
+        self.recorder.register_thread()
+    }
+
+    pub(super) fn advance_micros(&self, micros: u64) {
+        self.clock.increment(micros * 1_000);
+    }
+
+    /// What the boundary reads from now on: RSS and the mark since the last reading.
+    pub(super) fn set_self(&self, rss: u64, hwm: Option<u64>) {
+        let mut script = self.script.lock().unwrap();
+        script.reading.rss = rss;
+        script.reading.hwm = hwm;
+    }
+
+    /// From now on a child has exited at each reading, and the live ones hold `live`.
+    pub(super) fn set_children_changed(&self, live: (u64, Option<u64>)) {
+        let mut script = self.script.lock().unwrap();
+        script.reading.children_changed = true;
+        script.live = live;
+    }
+
+    /// How many boundary readings were taken.
+    pub(super) fn self_reads(&self) -> u32 {
+        self.script.lock().unwrap().reads
+    }
+
+    /// Takes a full sample that reads `reading`.
+    pub(super) fn sample(&self, reading: TreeReading) {
+        self.recorder
+            .take_sample(&mut FakeTree(reading))
+            .expect("a fake sample");
+    }
+}
