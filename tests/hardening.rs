@@ -368,8 +368,10 @@ fn a_relative_output_stays_where_it_was_at_the_start_after_set_current_dir() {
 }
 
 /// Starts `fixture-output <path> spin` (a rewrite every millisecond) and kills it with
-/// SIGKILL `after` its first report with the stage; returns its pid.
-fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
+/// SIGKILL once its report exists with the stage and was rewritten `rewrites` more times
+/// (seen as a later `wall_seconds`): a moment that varies with `rewrites`, not a sleep.
+/// Returns its pid.
+fn spin_and_kill(dir: &TempDir, path: &Path, rewrites: u32) -> u32 {
     let mut child = command(OUTPUT)
         .arg(path)
         .arg("spin")
@@ -379,10 +381,16 @@ fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
         .spawn()
         .unwrap();
     wait_ready(&mut child);
-    wait_for_report(&mut child, path, "a report with the stage `spin`", |r| {
-        r.stage("spin").is_some()
-    });
-    std::thread::sleep(after);
+    let mut seen = wait_for_report(&mut child, path, "a report with the stage `spin`", |r| {
+        r.stage("spin").is_some() && r.running
+    })
+    .wall_seconds;
+    for _ in 0..rewrites {
+        seen = wait_for_report(&mut child, path, "a rewritten report", |r| {
+            r.running && r.wall_seconds > seen
+        })
+        .wall_seconds;
+    }
     let pid = child.id();
     send("KILL", pid);
     let status = wait_at_most(&mut child, Duration::from_secs(10));
@@ -390,33 +398,53 @@ fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
     pid
 }
 
+fn temporaries(dir: &Path) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
 #[test]
-fn after_kill_9_the_next_run_removes_the_dead_writers_temporaries_only() {
+fn kill_9_while_rewriting_leaves_no_temporary_after_the_next_run() {
     let dir = temp_dir("kill-9");
     let path: PathBuf = dir.join("report.json");
+    let kills = 20;
     let mut left = 0;
-    let mut last_pid = 0;
-    for kill in 0..5u64 {
-        last_pid = spin_and_kill(&dir, &path, Duration::from_millis(50 + 37 * kill));
-        left += names(&dir).iter().filter(|n| n.ends_with(".tmp")).count();
+    for kill in 0..kills {
+        // The report waited for is this run's: its first write (linked straight at the
+        // name with O_TMPFILE), then rewrites until the kill, at a varying point.
+        let _ = std::fs::remove_file(&path);
+        spin_and_kill(&dir, &path, kill % 7);
+        left += temporaries(&dir).len();
         // The last periodic report is whole.
         let report = read_report(&path);
         assert!(report.running);
         assert!(report.stage("spin").is_some());
     }
-    eprintln!("kill -9 during rewrites: {left} temporary files left by 5 kills");
-    // What a kill between write and rename leaves, made certain here, beside files that
-    // are not a dead writer's: a live writer's (this test's pid) and the user's own.
+    // With O_TMPFILE a temporary name lives only between a linkat and a rename.
+    eprintln!("kill -9 during rewrites: {left} temporary files seen after {kills} kills");
+    let (_, error) = write_once(&dir, &path);
+    assert_eq!(error, "None");
+    assert_eq!(temporaries(&dir), Vec::<String>::new());
+    assert_eq!(names(&dir), ["report.json"]);
+    assert!(!read_report(&path).running);
+}
+
+#[test]
+fn the_next_run_removes_a_dead_writers_temporaries_only() {
+    let dir = temp_dir("stale");
+    let path: PathBuf = dir.join("report.json");
+    let dead = spin_and_kill(&dir, &path, 0);
+    // What a kill between the link and the rename leaves, made certain here, beside
+    // files that are not a dead writer's: a live writer's (this test's pid) and the
+    // user's own.
     let own = [
         format!(".report.json.stemmon-{}-0.tmp", std::process::id()),
         ".report.json.tmp".to_owned(),
         "notes.stemmon-1-1.tmp".to_owned(),
     ];
-    std::fs::write(
-        dir.join(format!(".report.json.stemmon-{last_pid}-99.tmp")),
-        "{",
-    )
-    .unwrap();
+    std::fs::write(dir.join(format!(".report.json.stemmon-{dead}-99.tmp")), "{").unwrap();
     for name in &own {
         std::fs::write(dir.join(name), "keep").unwrap();
     }
