@@ -456,3 +456,108 @@ fn the_next_run_removes_a_dead_writers_temporaries_only() {
     assert_eq!(names(&dir), expected);
     assert!(!read_report(&path).running);
 }
+
+/// Unmounts a filesystem the test mounted, when dropped (also when the test fails).
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            // Still busy (a failed test's open file): detached now, freed when closed.
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+/// Fills the filesystem of `path` with the file `path`, until the disk is full.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).unwrap();
+    let chunk = vec![0x55u8; 64 << 10];
+    loop {
+        match file.write(&chunk) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(28) => break, // ENOSPC
+            Err(e) => panic!("filling {}: {e}", path.display()),
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_is_an_output_error_and_the_final_report_lands_once_space_is_back() {
+    let test = "a_full_disk_is_an_output_error_and_the_final_report_lands_once_space_is_back";
+    if !is_root() {
+        cannot_run(
+            test,
+            "mounting a small tmpfs needs root; run the tests as root",
+        );
+        return;
+    }
+    let _serial = stemmon_suite::serial();
+    let dir = temp_dir("full-disk");
+    let disk = dir.join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&disk)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        cannot_run(
+            test,
+            "mount -t tmpfs is not permitted here (no CAP_SYS_ADMIN?)",
+        );
+        return;
+    }
+    let _unmount = Unmount(disk.clone());
+    let path = disk.join("report.json");
+    let monitor = stemmon::Monitor::builder()
+        .current_thread_only()
+        .sample_interval(Duration::from_millis(10))
+        .log_interval(Some(Duration::from_millis(50)))
+        .output(&path)
+        .start()
+        .unwrap();
+    // The disk fills mid-run, once a first report is there.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "no first report within 20 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let before = read_report(&path);
+    let filler = disk.join("filler");
+    fill(&filler);
+    let first = loop {
+        if let Some(error) = monitor.summary().output_error {
+            break error;
+        }
+        assert!(Instant::now() < deadline, "no failed write within 20 s");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        first.starts_with("could not write the report to") && first.contains("No space left"),
+        "{first}"
+    );
+    // Some more `running` lines, each a failed write: the first failure is the one kept.
+    stemmon_suite::wait_for_samples(&monitor, 12);
+    assert_eq!(monitor.summary().output_error.as_deref(), Some(&*first));
+    let stale = read_report(&path);
+    assert_eq!(stale.output_error, None, "a report written on a full disk?");
+    assert!(stale.wall_seconds >= before.wall_seconds);
+
+    // Space comes back: the final report lands, and says what failed on the way.
+    std::fs::remove_file(&filler).unwrap();
+    drop(monitor.stage("after").unwrap());
+    let report = monitor.finish();
+    assert_eq!(report.output_error.as_deref(), Some(&*first));
+    let written = read_report(&path);
+    assert!(!written.running, "the final report");
+    assert_eq!(written.output_error.as_deref(), Some(&*first));
+    assert_eq!(written.stage("after").map(|s| s.calls), Some(1));
+    assert_eq!(names(&disk), ["report.json"], "no temporary file left");
+}
