@@ -109,22 +109,28 @@ impl Output {
     /// Removes `.<name>.stemmon-<pid>-<random>.tmp` files of this user beside the
     /// output whose process is gone.
     fn remove_stale_temporaries(&self) {
-        let (Some(name), parent) = (self.path.file_name(), parent_of(&self.path)) else {
-            return;
+        if let Some(name) = self.path.file_name().and_then(OsStr::to_str) {
+            remove_stale_temporaries_in(parent_of(&self.path), |target| target == name);
+        }
+    }
+}
+
+/// Removes the temporary files `.<target>.stemmon-<pid>-<random>.tmp` in `dir` of every
+/// `target` that `of` accepts: regular files of this user whose process is gone.
+pub(crate) fn remove_stale_temporaries_in(dir: &Path, of: impl Fn(&str) -> bool) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some((target, pid)) = temporary_of(&entry.file_name()) else {
+            continue;
         };
-        let Ok(entries) = fs::read_dir(parent) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let Some(pid) = temporary_pid(name, &entry.file_name()) else {
-                continue;
-            };
-            let mine = entry
-                .metadata()
-                .is_ok_and(|meta| meta.is_file() && owner(&meta) == Some(user()));
-            if mine && pid != std::process::id() && !process_alive(pid) {
-                let _ = fs::remove_file(entry.path());
-            }
+        // Not followed: a link (anyone's) is never a temporary file.
+        let mine = entry
+            .metadata()
+            .is_ok_and(|meta| meta.is_file() && owner(&meta) == Some(user()));
+        if of(&target) && mine && pid != std::process::id() && !process_alive(pid) {
+            let _ = fs::remove_file(entry.path());
         }
     }
 }
@@ -383,18 +389,17 @@ fn temporary_prefix(name: &OsStr, pid: u32) -> std::ffi::OsString {
     prefix
 }
 
-/// The pid in a temporary name of the file `name`; `None` for any other file.
-fn temporary_pid(name: &OsStr, file: &OsStr) -> Option<u32> {
-    let file = file.to_str()?;
-    let rest = file
-        .strip_prefix('.')?
-        .strip_prefix(name.to_str()?)?
-        .strip_prefix(".stemmon-")?
-        .strip_suffix(".tmp")?;
+/// The file and the pid that a temporary name is for; `None` for any other file.
+fn temporary_of(file: &OsStr) -> Option<(String, u32)> {
+    let rest = file.to_str()?.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (target, rest) = rest.rsplit_once(".stemmon-")?;
     let (pid, random) = rest.split_once('-')?;
     let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
     let random = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
-    (digits && random).then(|| pid.parse().ok()).flatten()
+    if target.is_empty() || !digits || !random {
+        return None;
+    }
+    Some((target.to_owned(), pid.parse().ok()?))
 }
 
 /// Whether a process `pid` exists (when unsure, it does: its file is kept).
@@ -566,9 +571,16 @@ mod tests {
         let name = OsStr::new("report.json");
         let prefix = temporary_prefix(name, 4242);
         assert_eq!(prefix, ".report.json.stemmon-4242-");
+        let temporary_pid = |name: &OsStr, file: &OsStr| {
+            temporary_of(file).and_then(|(target, pid)| (*target == *name).then_some(pid))
+        };
         assert_eq!(
             temporary_pid(name, OsStr::new(".report.json.stemmon-4242-a7Xq9Z.tmp")),
             Some(4242)
+        );
+        assert_eq!(
+            temporary_of(OsStr::new(".stemmon-vm-rank=1.prom.stemmon-7-Ab1.tmp")),
+            Some(("stemmon-vm-rank=1.prom".to_owned(), 7))
         );
         for other in [
             ".report.json.tmp",

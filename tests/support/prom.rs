@@ -134,12 +134,18 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-/// A Pushgateway on a free port.
+/// A Pushgateway on a free port, its state kept in `dir` only.
 pub fn pushgateway(dir: &Path) -> Server {
     let port = free_port();
     Server::start(
         PUSHGATEWAY,
-        &[format!("--web.listen-address=127.0.0.1:{port}")],
+        &[
+            format!("--web.listen-address=127.0.0.1:{port}"),
+            format!(
+                "--persistence.file={}",
+                dir.join("pushgateway.db").display()
+            ),
+        ],
         port,
         "/-/ready",
         dir,
