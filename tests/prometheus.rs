@@ -137,6 +137,7 @@ fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_
     let gateway = prom::pushgateway(dir.path());
     let node = prom::node_exporter(&textfiles, dir.path());
     let prometheus = prom::prometheus(&gateway, &node, dir.path());
+    prom::assert_state_in(dir.path(), &gateway, &prometheus);
 
     // Textfile: torchrun-style `RANK`. Pushgateway: a Slurm array task's `SLURM_*`.
     let textfile_vars = |rank: u32| {
