@@ -2,9 +2,9 @@
 //! sticky, world-writable directory (mode 1777, as `/tmp`), uid 65534 (`nobody`) plants a
 //! link at the report's name to a precious file of root's, a FIFO at another report's
 //! name, a link at the Prometheus textfile's name, and links at every temporary name an
-//! older stemmon would have picked for the next few hundred pids. Root's monitors then
-//! write there: each planted name must become root's regular file, and nothing else may
-//! change. Root only: as another user the test cannot plant files of a second user.
+//! older stemmon would have picked for the next few hundred pids. Root's monitors (the
+//! report and the textfile) and the `stemmon` command's `-o` then write there: each
+//! planted name must become root's regular file, and nothing else may change. Root only: as another user the test cannot plant files of a second user.
 #![cfg(target_os = "linux")]
 
 use std::collections::BTreeMap;
@@ -233,16 +233,19 @@ fn links_and_a_fifo_another_user_planted_are_replaced_and_nothing_else_changes()
         std::fs::write(&path, format!("{name}: root's, not to be touched\n")).unwrap();
         path
     };
-    let (for_report, for_temporaries, for_textfile) = (
+    let (for_report, for_temporaries, for_textfile, for_cli) = (
         precious("precious-report"),
         precious("precious-temporaries"),
         precious("precious-textfile"),
+        precious("precious-cli"),
     );
 
     let label = ("case", "shared-machine");
     let textfile = textfile_name(&dir.join("dry-run"), label);
     let report = shared.join("report.json");
     let fifo = shared.join("fifo.json");
+    // (b) The `stemmon` command's `-o`, for its own link and FIFO.
+    let (cli_report, cli_fifo) = (shared.join("cli.json"), shared.join("cli-fifo.json"));
 
     // This process writes (its pid is the monitors'), and the next few hundred pids.
     let last_pid: u32 = std::fs::read_to_string("/proc/sys/kernel/ns_last_pid")
@@ -252,17 +255,24 @@ fn links_and_a_fifo_another_user_planted_are_replaced_and_nothing_else_changes()
     let mut links = vec![
         (for_report.clone(), report.clone()),
         (for_textfile.clone(), shared.join(&textfile)),
+        (for_cli.clone(), cli_report.clone()),
     ];
     for pid in pids {
-        for name in ["report.json", "fifo.json", &textfile] {
+        for name in [
+            "report.json",
+            "fifo.json",
+            "cli.json",
+            "cli-fifo.json",
+            &textfile,
+        ] {
             for guess in guessable_temporaries(name, pid) {
                 links.push((for_temporaries.clone(), shared.join(guess)));
             }
         }
     }
-    plant_as_attacker(&links, std::slice::from_ref(&fifo));
+    plant_as_attacker(&links, &[fifo.clone(), cli_fifo.clone()]);
     let planted = snapshot(&shared);
-    assert_eq!(planted.len(), links.len() + 1);
+    assert_eq!(planted.len(), links.len() + 2);
     assert!(
         planted.values().all(|e| e.uid == ATTACKER),
         "planted by uid 65534"
@@ -270,11 +280,15 @@ fn links_and_a_fifo_another_user_planted_are_replaced_and_nothing_else_changes()
     let victims_before = snapshot(&victims);
     // Held open for reading from now on: whatever is written into the FIFO arrives here
     // (and a writer opening it finds a reader, so it would not fail at the open).
-    let mut reader = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
+    let open_reader = |fifo: &Path| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(fifo)
+            .unwrap()
+    };
+    let mut reader = open_reader(&fifo);
+    let mut cli_reader = open_reader(&cli_fifo);
 
     // (a) A monitor rewriting its report (at every log line) and (c) its textfile.
     let monitor = stemmon::Monitor::builder()
@@ -303,15 +317,47 @@ fn links_and_a_fifo_another_user_planted_are_replaced_and_nothing_else_changes()
         .unwrap();
     stemmon_suite::wait_for_samples(&into_fifo, 10);
     assert_eq!(into_fifo.finish().output_error, None);
+    // (b) The command, if built beside this test (`cargo test` of the workspace builds
+    // it; `cargo build -p stemmon-cli` otherwise).
+    let cli = std::env::current_exe()
+        .unwrap()
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join("stemmon"))
+        .filter(|cli| cli.is_file());
+    let mut written_names = vec![report.clone(), fifo.clone(), shared.join(&textfile)];
+    match &cli {
+        Some(cli) => {
+            for output in [&cli_report, &cli_fifo] {
+                let run = Command::new(cli)
+                    .args(["run", "--log-interval", "none", "-o"])
+                    .arg(output)
+                    .args(["--", "true"])
+                    .output()
+                    .unwrap();
+                assert!(run.status.success(), "{run:?}");
+                assert!(read_report(output).error.is_none());
+            }
+            written_names.extend([cli_report.clone(), cli_fifo.clone()]);
+        }
+        None => cannot_run(
+            &format!("{test} (b), the stemmon command's -o"),
+            "the stemmon binary is not built beside this test: cargo build -p stemmon-cli",
+        ),
+    }
 
     // Nothing arrived through the FIFO; the files it and the links pointed at are as
     // they were, content, inode and mtime.
     assert_eq!(drained(&mut reader), 0, "bytes were written into the FIFO");
+    assert_eq!(
+        drained(&mut cli_reader),
+        0,
+        "the command wrote into the FIFO"
+    );
     assert_eq!(snapshot(&victims), victims_before, "a file outside changed");
     // Each name written is now root's regular file; every other planted name is the same
     // link, untouched, and nothing was added.
     let after = snapshot(&shared);
-    let written_names = [report.clone(), fifo.clone(), shared.join(&textfile)];
     for path in &written_names {
         let now = entry(path);
         assert_eq!((now.kind, now.uid), ("file", 0), "{}", path.display());
@@ -336,8 +382,9 @@ fn links_and_a_fifo_another_user_planted_are_replaced_and_nothing_else_changes()
     }
     let _ = writeln!(
         std::io::stderr(),
-        "{test}: {} links and a FIFO planted by uid {ATTACKER}; 3 names replaced, {} entries unchanged",
+        "{test}: {} links and 2 FIFOs planted by uid {ATTACKER}; {} names replaced, {} entries unchanged",
         links.len(),
-        after.len() - 3
+        written_names.len(),
+        after.len() - written_names.len()
     );
 }
