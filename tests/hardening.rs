@@ -368,8 +368,10 @@ fn a_relative_output_stays_where_it_was_at_the_start_after_set_current_dir() {
 }
 
 /// Starts `fixture-output <path> spin` (a rewrite every millisecond) and kills it with
-/// SIGKILL `after` its first report with the stage; returns its pid.
-fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
+/// SIGKILL once its report exists with the stage and was rewritten `rewrites` more times
+/// (seen as a later `wall_seconds`): a moment that varies with `rewrites`, not a sleep.
+/// Returns its pid.
+fn spin_and_kill(dir: &TempDir, path: &Path, rewrites: u32) -> u32 {
     let mut child = command(OUTPUT)
         .arg(path)
         .arg("spin")
@@ -379,10 +381,16 @@ fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
         .spawn()
         .unwrap();
     wait_ready(&mut child);
-    wait_for_report(&mut child, path, "a report with the stage `spin`", |r| {
-        r.stage("spin").is_some()
-    });
-    std::thread::sleep(after);
+    let mut seen = wait_for_report(&mut child, path, "a report with the stage `spin`", |r| {
+        r.stage("spin").is_some() && r.running
+    })
+    .wall_seconds;
+    for _ in 0..rewrites {
+        seen = wait_for_report(&mut child, path, "a rewritten report", |r| {
+            r.running && r.wall_seconds > seen
+        })
+        .wall_seconds;
+    }
     let pid = child.id();
     send("KILL", pid);
     let status = wait_at_most(&mut child, Duration::from_secs(10));
@@ -390,33 +398,53 @@ fn spin_and_kill(dir: &TempDir, path: &Path, after: Duration) -> u32 {
     pid
 }
 
+fn temporaries(dir: &Path) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.ends_with(".tmp"))
+        .collect()
+}
+
 #[test]
-fn after_kill_9_the_next_run_removes_the_dead_writers_temporaries_only() {
+fn kill_9_while_rewriting_leaves_no_temporary_after_the_next_run() {
     let dir = temp_dir("kill-9");
     let path: PathBuf = dir.join("report.json");
+    let kills = 20;
     let mut left = 0;
-    let mut last_pid = 0;
-    for kill in 0..5u64 {
-        last_pid = spin_and_kill(&dir, &path, Duration::from_millis(50 + 37 * kill));
-        left += names(&dir).iter().filter(|n| n.ends_with(".tmp")).count();
+    for kill in 0..kills {
+        // The report waited for is this run's: its first write (linked straight at the
+        // name with O_TMPFILE), then rewrites until the kill, at a varying point.
+        let _ = std::fs::remove_file(&path);
+        spin_and_kill(&dir, &path, kill % 7);
+        left += temporaries(&dir).len();
         // The last periodic report is whole.
         let report = read_report(&path);
         assert!(report.running);
         assert!(report.stage("spin").is_some());
     }
-    eprintln!("kill -9 during rewrites: {left} temporary files left by 5 kills");
-    // What a kill between write and rename leaves, made certain here, beside files that
-    // are not a dead writer's: a live writer's (this test's pid) and the user's own.
+    // With O_TMPFILE a temporary name lives only between a linkat and a rename.
+    eprintln!("kill -9 during rewrites: {left} temporary files seen after {kills} kills");
+    let (_, error) = write_once(&dir, &path);
+    assert_eq!(error, "None");
+    assert_eq!(temporaries(&dir), Vec::<String>::new());
+    assert_eq!(names(&dir), ["report.json"]);
+    assert!(!read_report(&path).running);
+}
+
+#[test]
+fn the_next_run_removes_a_dead_writers_temporaries_only() {
+    let dir = temp_dir("stale");
+    let path: PathBuf = dir.join("report.json");
+    let dead = spin_and_kill(&dir, &path, 0);
+    // What a kill between the link and the rename leaves, made certain here, beside
+    // files that are not a dead writer's: a live writer's (this test's pid) and the
+    // user's own.
     let own = [
         format!(".report.json.stemmon-{}-0.tmp", std::process::id()),
         ".report.json.tmp".to_owned(),
         "notes.stemmon-1-1.tmp".to_owned(),
     ];
-    std::fs::write(
-        dir.join(format!(".report.json.stemmon-{last_pid}-99.tmp")),
-        "{",
-    )
-    .unwrap();
+    std::fs::write(dir.join(format!(".report.json.stemmon-{dead}-99.tmp")), "{").unwrap();
     for name in &own {
         std::fs::write(dir.join(name), "keep").unwrap();
     }
@@ -427,4 +455,109 @@ fn after_kill_9_the_next_run_removes_the_dead_writers_temporaries_only() {
     expected.sort();
     assert_eq!(names(&dir), expected);
     assert!(!read_report(&path).running);
+}
+
+/// Unmounts a filesystem the test mounted, when dropped (also when the test fails).
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let unmounted = Command::new("umount")
+            .arg(&self.0)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !unmounted {
+            // Still busy (a failed test's open file): detached now, freed when closed.
+            let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+        }
+    }
+}
+
+/// Fills the filesystem of `path` with the file `path`, until the disk is full.
+fn fill(path: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path).unwrap();
+    let chunk = vec![0x55u8; 64 << 10];
+    loop {
+        match file.write(&chunk) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(28) => break, // ENOSPC
+            Err(e) => panic!("filling {}: {e}", path.display()),
+        }
+    }
+}
+
+#[test]
+fn a_full_disk_is_an_output_error_and_the_final_report_lands_once_space_is_back() {
+    let test = "a_full_disk_is_an_output_error_and_the_final_report_lands_once_space_is_back";
+    if !is_root() {
+        cannot_run(
+            test,
+            "mounting a small tmpfs needs root; run the tests as root",
+        );
+        return;
+    }
+    let _serial = stemmon_suite::serial();
+    let dir = temp_dir("full-disk");
+    let disk = dir.join("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&disk)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        cannot_run(
+            test,
+            "mount -t tmpfs is not permitted here (no CAP_SYS_ADMIN?)",
+        );
+        return;
+    }
+    let _unmount = Unmount(disk.clone());
+    let path = disk.join("report.json");
+    let monitor = stemmon::Monitor::builder()
+        .current_thread_only()
+        .sample_interval(Duration::from_millis(10))
+        .log_interval(Some(Duration::from_millis(50)))
+        .output(&path)
+        .start()
+        .unwrap();
+    // The disk fills mid-run, once a first report is there.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "no first report within 20 s");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let before = read_report(&path);
+    let filler = disk.join("filler");
+    fill(&filler);
+    let first = loop {
+        if let Some(error) = monitor.summary().output_error {
+            break error;
+        }
+        assert!(Instant::now() < deadline, "no failed write within 20 s");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    assert!(
+        first.starts_with("could not write the report to") && first.contains("No space left"),
+        "{first}"
+    );
+    // Some more `running` lines, each a failed write: the first failure is the one kept.
+    stemmon_suite::wait_for_samples(&monitor, 12);
+    assert_eq!(monitor.summary().output_error.as_deref(), Some(&*first));
+    let stale = read_report(&path);
+    assert_eq!(stale.output_error, None, "a report written on a full disk?");
+    assert!(stale.wall_seconds >= before.wall_seconds);
+
+    // Space comes back: the final report lands, and says what failed on the way.
+    std::fs::remove_file(&filler).unwrap();
+    drop(monitor.stage("after").unwrap());
+    let report = monitor.finish();
+    assert_eq!(report.output_error.as_deref(), Some(&*first));
+    let written = read_report(&path);
+    assert!(!written.running, "the final report");
+    assert_eq!(written.output_error.as_deref(), Some(&*first));
+    assert_eq!(written.stage("after").map(|s| s.calls), Some(1));
+    assert_eq!(names(&disk), ["report.json"], "no temporary file left");
 }

@@ -108,6 +108,14 @@ fn wait_for_finished(prometheus: &Server, count: usize) {
     }
 }
 
+/// The names in `dir`, in directory order.
+fn file_names(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}
+
 /// The one series `query` returns.
 fn one(prometheus: &Server, query: &str) -> prom::Series {
     let answer = prom::query(prometheus, query);
@@ -129,6 +137,7 @@ fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_
     let gateway = prom::pushgateway(dir.path());
     let node = prom::node_exporter(&textfiles, dir.path());
     let prometheus = prom::prometheus(&gateway, &node, dir.path());
+    prom::assert_state_in(dir.path(), &gateway, &prometheus);
 
     // Textfile: torchrun-style `RANK`. Pushgateway: a Slurm array task's `SLURM_*`.
     let textfile_vars = |rank: u32| {
@@ -188,20 +197,13 @@ fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_
         assert_eq!(report.stage("fit/step").unwrap().calls, calls, "{name}");
     }
 
-    // The textfile directory holds one `.prom` file per process and nothing else.
-    let mut files: Vec<String> = std::fs::read_dir(&textfiles)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
+    // The textfile directory holds one `.prom` file per job identity and nothing else.
+    let mut files = file_names(&textfiles);
     files.sort();
-    let mut expected: Vec<String> = ["textfile-0", "textfile-1"]
-        .iter()
-        .map(|name| {
-            let report = &runs[*name].report;
-            format!("stemmon-{}-{}.prom", report.host, report.pid)
-        })
+    let host = &runs["textfile-0"].report.host;
+    let expected: Vec<String> = (0..2)
+        .map(|rank| format!("stemmon-{host}-rank={rank}-via=textfile.prom"))
         .collect();
-    expected.sort();
     assert_eq!(files, expected);
 
     wait_for_finished(&prometheus, 4);
@@ -447,15 +449,20 @@ fn builder_settings_write_the_textfile_and_push_to_a_real_pushgateway() {
     assert_eq!(report.labels["model"], "a/b");
     let host = &report.host;
 
-    let file = textfiles.join(format!("stemmon-{host}-{}.prom", std::process::id()));
-    let text = std::fs::read_to_string(&file).unwrap();
+    // Named after the identity; the `/` in the value replaced, so a hash follows.
+    let files = file_names(&textfiles);
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(
+        files[0].starts_with(&format!("stemmon-{host}-model=a_b-")) && files[0].ends_with(".prom"),
+        "{files:?}"
+    );
+    let text = std::fs::read_to_string(textfiles.join(&files[0])).unwrap();
     let calls =
         format!("stemmon_stage_calls_total{{host=\"{host}\",model=\"a/b\",stage=\"load\"}} 1");
     assert!(text.lines().any(|l| l == calls), "{text}");
     assert!(text
         .lines()
         .any(|l| l == format!("stemmon_running{{host=\"{host}\",model=\"a/b\"}} 0")));
-    assert_eq!(std::fs::read_dir(&textfiles).unwrap().count(), 1);
 
     // The Pushgateway holds the group under job="stemmon", the `/` in the value intact.
     let body = ureq::get(&format!("{}/metrics", gateway.url))
@@ -497,5 +504,60 @@ fn an_unwritable_textfile_directory_is_an_export_error_not_a_failure() {
         std::fs::read_to_string(&file).unwrap(),
         "mine",
         "never clobbered"
+    );
+}
+
+#[test]
+fn reruns_of_one_job_replace_its_textfile_which_promtool_accepts() {
+    let test = "reruns_of_one_job_replace_its_textfile_which_promtool_accepts";
+    if skip_without(test, &["promtool"]) {
+        return;
+    }
+    let dir = TempDir::new("prom-reruns");
+    let textfiles = dir.path().join("textfile");
+    std::fs::create_dir_all(&textfiles).unwrap();
+    // What a dead writer of another job left: its last word, kept.
+    let other = textfiles.join("stemmon-elsewhere-rank=9.prom");
+    std::fs::write(&other, "stemmon_running{host=\"elsewhere\",rank=\"9\"} 0\n").unwrap();
+    let vars = vec![
+        ("SLURM_JOB_ID", "77".to_owned()),
+        ("RANK", "1".to_owned()),
+        (
+            "STEMMON_PROMETHEUS_TEXTFILE_DIR",
+            textfiles.display().to_string(),
+        ),
+    ];
+    let mut pids = Vec::new();
+    let mut host = String::new();
+    for rerun in 0..3 {
+        let run = run(dir.path(), &format!("rerun-{rerun}"), &vars);
+        assert_eq!(run.report.export_error, None);
+        pids.push(run.report.pid);
+        host = run.report.host;
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 3, "three processes");
+    let mut files = file_names(&textfiles);
+    files.sort();
+    let ours = format!("stemmon-{host}-job_id=77-rank=1.prom");
+    assert_eq!(files, [other.file_name().unwrap().to_str().unwrap(), &ours]);
+    let text = std::fs::read_to_string(textfiles.join(&ours)).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("stemmon_processes{") && l.ends_with(" 1")),
+        "{text}"
+    );
+    assert!(!text.contains("process_count"), "{text}");
+    let file = std::fs::File::open(textfiles.join(&ours)).unwrap();
+    let checked = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(file)
+        .output()
+        .expect("run promtool");
+    assert!(
+        checked.status.success(),
+        "promtool check metrics rejects the textfile:\n{}{}\n{text}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
     );
 }

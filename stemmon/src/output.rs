@@ -2,19 +2,23 @@
 //! goes through [`Output`], so that on a shared machine nothing planted at the name is
 //! followed or written into (SPEC §4, 0.3).
 //!
-//! - A regular file (or a new one) is replaced atomically: the bytes go to a temporary
-//!   file beside it, created by the `tempfile` crate with an unpredictable name
-//!   (`.<name>.stemmon-<pid>-<random>.tmp`), exclusively (`O_EXCL`, so no link is
-//!   followed), which is then renamed over the name. A reader never sees half a file,
-//!   and the replaced file keeps its mode.
+//! - A regular file (or a new one) is replaced atomically. On Linux the bytes go to an
+//!   unnamed file in the target's directory (`O_TMPFILE`), which gets a name only once
+//!   whole (`linkat`): the target's own if nothing is there, else a random one beside
+//!   it that is renamed over the target at once. Elsewhere (or on a filesystem without
+//!   `O_TMPFILE`) they go to a temporary file beside it, created by the `tempfile` crate
+//!   exclusively (`O_EXCL`, so no link is followed), then renamed. Either temporary name
+//!   is unpredictable, `.<name>.stemmon-<pid>-<random>.tmp`. A reader never sees half a
+//!   file, and the replaced file keeps its mode.
 //! - Something else at the name (a symbolic link, a FIFO, a device, a socket) is trusted
 //!   only if it belongs to this user or to root: a link is then followed, a FIFO or a
 //!   character device (`/dev/null`, `/dev/stdout`, a terminal) written into; a FIFO is
 //!   opened without blocking, so a missing reader is an error, not a hang. Planted by
 //!   anyone else, it is replaced like a file, never followed nor written into.
 //! - A directory is an error; so is a trusted block device or socket.
-//! - Temporary files left by a writer that was killed (`kill -9`) are removed by the
-//!   next writer of the same file, once their process is gone.
+//! - A `kill -9` leaves a temporary file only between the `linkat` and the `rename`
+//!   with `O_TMPFILE` (while writing, without it); the next writer of the same file
+//!   removes those of dead writers.
 //! - `fsync` only when `durable` (the final report, the command's outputs).
 #![deny(clippy::undocumented_unsafe_blocks)]
 
@@ -105,22 +109,28 @@ impl Output {
     /// Removes `.<name>.stemmon-<pid>-<random>.tmp` files of this user beside the
     /// output whose process is gone.
     fn remove_stale_temporaries(&self) {
-        let (Some(name), parent) = (self.path.file_name(), parent_of(&self.path)) else {
-            return;
+        if let Some(name) = self.path.file_name().and_then(OsStr::to_str) {
+            remove_stale_temporaries_in(parent_of(&self.path), |target| target == name);
+        }
+    }
+}
+
+/// Removes the temporary files `.<target>.stemmon-<pid>-<random>.tmp` in `dir` of every
+/// `target` that `of` accepts: regular files of this user whose process is gone.
+pub(crate) fn remove_stale_temporaries_in(dir: &Path, of: impl Fn(&str) -> bool) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Some((target, pid)) = temporary_of(&entry.file_name()) else {
+            continue;
         };
-        let Ok(entries) = fs::read_dir(parent) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let Some(pid) = temporary_pid(name, &entry.file_name()) else {
-                continue;
-            };
-            let mine = entry
-                .metadata()
-                .is_ok_and(|meta| meta.is_file() && owner(&meta) == Some(user()));
-            if mine && pid != std::process::id() && !process_alive(pid) {
-                let _ = fs::remove_file(entry.path());
-            }
+        // Not followed: a link (anyone's) is never a temporary file.
+        let mine = entry
+            .metadata()
+            .is_ok_and(|meta| meta.is_file() && owner(&meta) == Some(user()));
+        if of(&target) && mine && pid != std::process::id() && !process_alive(pid) {
+            let _ = fs::remove_file(entry.path());
         }
     }
 }
@@ -145,6 +155,11 @@ fn replace(
     let prefix = temporary_prefix(name, std::process::id());
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    if let Some(written) = unnamed::replace(parent, target, &builder, bytes, durable, &permissions)
+    {
+        return written;
+    }
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -168,6 +183,142 @@ fn replace(
         File::open(parent).and_then(|dir| dir.sync_all())?;
     }
     Ok(())
+}
+
+/// `O_TMPFILE` (Linux): the bytes go to a file with no name in the target's directory,
+/// which gets a name only once it is whole, so a `kill -9` while writing leaves nothing.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod unnamed {
+    use super::*;
+    use std::ffi::CString;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+
+    /// [`replace`](super::replace) through an unnamed file. `None` where the kernel or the
+    /// filesystem has no `O_TMPFILE` (or the file cannot be linked): the caller then
+    /// writes a named temporary file instead.
+    pub(super) fn replace(
+        parent: &Path,
+        target: &Path,
+        builder: &tempfile::Builder,
+        bytes: &[u8],
+        durable: bool,
+        permissions: &Option<fs::Permissions>,
+    ) -> Option<io::Result<()>> {
+        let mode = permissions.as_ref().map_or(0o666, |p| p.mode() & 0o777);
+        let file = match OpenOptions::new()
+            .write(true)
+            .mode(mode)
+            .custom_flags(libc::O_TMPFILE)
+            .open(parent)
+        {
+            Ok(file) => file,
+            // No O_TMPFILE here: EOPNOTSUPP from the filesystem, EISDIR or EINVAL from a
+            // kernel that predates it.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+                ) =>
+            {
+                return None
+            }
+            Err(e) => return Some(Err(e)),
+        };
+        let written = (|| {
+            if let Some(permissions) = permissions {
+                file.set_permissions(permissions.clone())?;
+            }
+            (&file).write_all(bytes)?;
+            if durable {
+                file.sync_all()?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = written {
+            // Closing the file frees it: it never had a name.
+            return Some(Err(e));
+        }
+        if permissions.is_none() {
+            // Nothing was at the name: the file is linked straight there, and never has
+            // any other name. `linkat` fails on a name taken since, and never follows it.
+            match link(&file, target) {
+                Ok(()) => return Some(synced(parent, durable)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+        // A file is there: the whole one gets a random name beside it (another one if
+        // that is taken, by anything), which is renamed over the target at once. Only a
+        // kill between these two calls leaves it, for the next writer to remove.
+        let linked = match builder.make_in(parent, |path| link(&file, path)) {
+            Ok(linked) => linked,
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
+            Err(e) => return Some(Err(e)),
+        };
+        // On failure the name is removed (the `PersistError` drops it).
+        let renamed = linked.persist(target).map_err(|e| e.error);
+        Some(renamed.and_then(|()| synced(parent, durable)))
+    }
+
+    /// With `durable`, the directory (the new name in it) reaches the disk.
+    fn synced(parent: &Path, durable: bool) -> io::Result<()> {
+        if durable {
+            File::open(parent).and_then(|dir| dir.sync_all())?;
+        }
+        Ok(())
+    }
+
+    /// Gives the unnamed `file` the name `path` (`linkat`, which fails if `path` exists).
+    /// An error of kind `Unsupported` when neither `/proc` nor `CAP_DAC_READ_SEARCH` lets
+    /// a descriptor be linked.
+    fn link(file: &File, path: &Path) -> io::Result<()> {
+        let to = CString::new(path.as_os_str().as_bytes())?;
+        let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+        // SAFETY: `from` and `to` are NUL-terminated strings that outlive the call, which
+        // only reads them; `AT_FDCWD` needs no open descriptor.
+        let linked = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if linked == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        if error.raw_os_error() != Some(libc::ENOENT) || Path::new("/proc/self/fd").exists() {
+            return Err(error);
+        }
+        // No `/proc`: `AT_EMPTY_PATH` links the descriptor itself, given the capability.
+        // SAFETY: the descriptor is open (`file` owns it for the call); the empty path and
+        // `to` are NUL-terminated strings that outlive the call, which only reads them.
+        let linked = unsafe {
+            libc::linkat(
+                file.as_raw_fd(),
+                c"".as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        if linked == 0 {
+            return Ok(());
+        }
+        let error = io::Error::last_os_error();
+        match error.raw_os_error() {
+            Some(libc::EPERM | libc::ENOENT | libc::EACCES) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "an unnamed file cannot be linked without /proc",
+            )),
+            _ => Err(error),
+        }
+    }
 }
 
 /// Writes into a FIFO or a character device that this user or root owns, as it is.
@@ -238,18 +389,17 @@ fn temporary_prefix(name: &OsStr, pid: u32) -> std::ffi::OsString {
     prefix
 }
 
-/// The pid in a temporary name of the file `name`; `None` for any other file.
-fn temporary_pid(name: &OsStr, file: &OsStr) -> Option<u32> {
-    let file = file.to_str()?;
-    let rest = file
-        .strip_prefix('.')?
-        .strip_prefix(name.to_str()?)?
-        .strip_prefix(".stemmon-")?
-        .strip_suffix(".tmp")?;
+/// The file and the pid that a temporary name is for; `None` for any other file.
+fn temporary_of(file: &OsStr) -> Option<(String, u32)> {
+    let rest = file.to_str()?.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let (target, rest) = rest.rsplit_once(".stemmon-")?;
     let (pid, random) = rest.split_once('-')?;
     let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
     let random = !random.is_empty() && random.bytes().all(|b| b.is_ascii_alphanumeric());
-    (digits && random).then(|| pid.parse().ok()).flatten()
+    if target.is_empty() || !digits || !random {
+        return None;
+    }
+    Some((target.to_owned(), pid.parse().ok()?))
 }
 
 /// Whether a process `pid` exists (when unsure, it does: its file is kept).
@@ -421,9 +571,16 @@ mod tests {
         let name = OsStr::new("report.json");
         let prefix = temporary_prefix(name, 4242);
         assert_eq!(prefix, ".report.json.stemmon-4242-");
+        let temporary_pid = |name: &OsStr, file: &OsStr| {
+            temporary_of(file).and_then(|(target, pid)| (*target == *name).then_some(pid))
+        };
         assert_eq!(
             temporary_pid(name, OsStr::new(".report.json.stemmon-4242-a7Xq9Z.tmp")),
             Some(4242)
+        );
+        assert_eq!(
+            temporary_of(OsStr::new(".stemmon-vm-rank=1.prom.stemmon-7-Ab1.tmp")),
+            Some(("stemmon-vm-rank=1.prom".to_owned(), 7))
         );
         for other in [
             ".report.json.tmp",
@@ -459,6 +616,32 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["report.json"]);
+    }
+
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[test]
+    fn o_tmpfile_writes_a_new_file_and_replaces_one_with_its_mode() {
+        let dir = Dir::new("o-tmpfile");
+        let path = dir.join("report.json");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".report.json.stemmon-1-").suffix(".tmp");
+        let Some(made) = unnamed::replace(&dir.0, &path, &builder, b"one", false, &None) else {
+            skipped("the temporary directory's filesystem has no O_TMPFILE");
+            return;
+        };
+        made.unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "one");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o604)).unwrap();
+        let kept = Some(fs::metadata(&path).unwrap().permissions());
+        unnamed::replace(&dir.0, &path, &builder, b"two", true, &kept)
+            .expect("O_TMPFILE again")
+            .unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "two");
+        assert_eq!(
+            fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o604
+        );
+        assert_eq!(dir.names(), ["report.json"]);
     }
 
     #[test]

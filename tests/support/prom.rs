@@ -134,12 +134,18 @@ fn agent() -> ureq::Agent {
         .into()
 }
 
-/// A Pushgateway on a free port.
+/// A Pushgateway on a free port, its state kept in `dir` only.
 pub fn pushgateway(dir: &Path) -> Server {
     let port = free_port();
     Server::start(
         PUSHGATEWAY,
-        &[format!("--web.listen-address=127.0.0.1:{port}")],
+        &[
+            format!("--web.listen-address=127.0.0.1:{port}"),
+            format!(
+                "--persistence.file={}",
+                dir.join("pushgateway.db").display()
+            ),
+        ],
         port,
         "/-/ready",
         dir,
@@ -230,4 +236,39 @@ pub fn query(prometheus: &Server, query: &str) -> Vec<Series> {
             value: series["value"][1].as_str().unwrap().to_owned(),
         })
         .collect()
+}
+
+/// The command-line flags a running server reports: `api_path` is `/api/v1/status`
+/// (Pushgateway, under `data.flags`) or `/api/v1/status/flags` (Prometheus, `data`).
+pub fn flags(server: &Server, api_path: &str) -> serde_json::Map<String, serde_json::Value> {
+    let response = agent()
+        .get(&format!("{}{api_path}", server.url))
+        .call()
+        .unwrap_or_else(|e| panic!("asking {api_path}: {e}"));
+    let body = response.into_body().read_to_string().unwrap();
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let data = &json["data"];
+    data.get("flags")
+        .unwrap_or(data)
+        .as_object()
+        .cloned()
+        .unwrap_or_else(|| panic!("no flags at {api_path}: {body}"))
+}
+
+/// Fails unless the Pushgateway's and Prometheus's state files lie under `dir`, the
+/// test's own directory: no run sees another's series.
+pub fn assert_state_in(dir: &Path, pushgateway: &Server, prometheus: &Server) {
+    let under = |flags: &serde_json::Map<String, serde_json::Value>, flag: &str| {
+        let value = flags.get(flag).and_then(|v| v.as_str()).unwrap_or_default();
+        assert!(
+            !value.is_empty() && Path::new(value).starts_with(dir),
+            "--{flag}={value:?} is not in the test's directory {}",
+            dir.display()
+        );
+    };
+    under(&flags(pushgateway, "/api/v1/status"), "persistence.file");
+    under(
+        &flags(prometheus, "/api/v1/status/flags"),
+        "storage.tsdb.path",
+    );
 }

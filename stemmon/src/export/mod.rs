@@ -23,7 +23,7 @@ pub(crate) const PUSHGATEWAY_VAR: &str = "STEMMON_PUSHGATEWAY_URL";
 pub(crate) struct Exporter {
     host: String,
     labels: BTreeMap<String, String>,
-    /// The `.prom` file this process replaces.
+    /// The `.prom` file of this job's identity, which this process replaces.
     textfile: Option<PathBuf>,
     pushgateway: Option<Pushgateway>,
     warned: bool,
@@ -89,7 +89,7 @@ impl Exporter {
             return Ok(None);
         }
         Ok(Some(Exporter {
-            textfile: dir.map(|dir| prometheus::textfile_path(&dir, host)),
+            textfile: dir.map(|dir| prometheus::textfile_path(&dir, host, labels)),
             pushgateway: url.map(|url| Pushgateway::new(&url, host, labels)),
             host: host.to_owned(),
             labels: labels.clone(),
@@ -215,7 +215,7 @@ mod tests {
         assert_eq!(file.parent().unwrap(), std::path::Path::new("from-env"));
         assert_eq!(
             file.file_name().unwrap().to_str().unwrap(),
-            format!("stemmon-h1-{}.prom", std::process::id())
+            "stemmon-h1-rank=3.prom"
         );
         assert_eq!(
             exporter.push_url().unwrap(),

@@ -117,7 +117,7 @@ impl Snapshot {
                 report.high_water.peak_tree_rss_bound_bytes.map(Value::Int),
             ),
             run(
-                "stemmon_process_count",
+                "stemmon_processes",
                 "Processes in the tree at the latest sample.",
                 latest.map(|s| Value::Int(u64::from(s.process_count))),
             ),
@@ -187,17 +187,71 @@ pub(crate) fn encode(report: &Report, host: &str, labels: &BTreeMap<String, Stri
     text
 }
 
-/// The textfile's name in the collector directory: `stemmon-<host>-<pid>.prom`, the
-/// host reduced to `[A-Za-z0-9_.-]`, so one process owns one file.
-pub(crate) fn textfile_name(host: &str, pid: u32) -> String {
-    let host: String = host
-        .chars()
-        .map(|c| match c {
-            'a'..='z' | 'A'..='Z' | '0'..='9' | '_' | '.' | '-' => c,
-            _ => '_',
-        })
-        .collect();
-    format!("stemmon-{host}-{pid}.prom")
+/// Longest a textfile's name gets before the hash: well below a file name's 255 bytes.
+const MAX_NAME_BYTES: usize = 120;
+
+/// The textfile's name in the collector directory, after the job's identity and not the
+/// pid, so that a rerun of the same job replaces its own file:
+/// `stemmon-<host>-<label>=<value>....prom`, labels in name order. Characters outside
+/// `[A-Za-z0-9_.-]` become `_`; when one did, or the name passes 120 bytes (then cut),
+/// `-<hash>` follows: 8 hex digits of the exact identity (FNV-1a, the same in every
+/// version and on every machine), so two identities never share a file.
+pub(crate) fn textfile_name(host: &str, labels: &BTreeMap<String, String>) -> String {
+    let mut name = String::from("stemmon-");
+    let mut lossy = push_safe(&mut name, host);
+    for (label, value) in labels {
+        name.push('-');
+        lossy |= push_safe(&mut name, label);
+        name.push('=');
+        lossy |= push_safe(&mut name, value);
+    }
+    if lossy || name.len() > MAX_NAME_BYTES {
+        // Only ASCII was pushed: any byte is a character boundary.
+        name.truncate(MAX_NAME_BYTES);
+        let mut hash = Fnv1a::default();
+        hash.write(host.as_bytes());
+        for (label, value) in labels {
+            hash.write(&[0]);
+            hash.write(label.as_bytes());
+            hash.write(&[0]);
+            hash.write(value.as_bytes());
+        }
+        name.push_str(&format!("-{:08x}", hash.0 as u32));
+    }
+    name.push_str(".prom");
+    name
+}
+
+/// Appends `text` with every character outside `[A-Za-z0-9_.-]` as `_`; says whether
+/// one was replaced.
+fn push_safe(name: &mut String, text: &str) -> bool {
+    let mut replaced = false;
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+            name.push(c);
+        } else {
+            name.push('_');
+            replaced = true;
+        }
+    }
+    replaced
+}
+
+/// The 64-bit FNV-1a hash: tiny, and stable, unlike std's `DefaultHasher`.
+struct Fnv1a(u64);
+
+impl Default for Fnv1a {
+    fn default() -> Fnv1a {
+        Fnv1a(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv1a {
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
 }
 
 /// Replaces `path` (a `.prom` file) atomically with `text`, with the writer of the report
@@ -290,9 +344,14 @@ impl Pushgateway {
     }
 }
 
-/// Where the textfile goes: `dir` joined with [`textfile_name`].
-pub(crate) fn textfile_path(dir: &Path, host: &str) -> PathBuf {
-    dir.join(textfile_name(host, std::process::id()))
+/// Where the textfile goes: `dir` joined with [`textfile_name`]. Temporary files that
+/// dead writers of any stemmon textfile left in `dir` are removed (never a `.prom` file:
+/// one of another identity is that job's last word).
+pub(crate) fn textfile_path(dir: &Path, host: &str, labels: &BTreeMap<String, String>) -> PathBuf {
+    crate::output::remove_stale_temporaries_in(dir, |target| {
+        target.starts_with("stemmon-") && target.ends_with(".prom")
+    });
+    dir.join(textfile_name(host, labels))
 }
 
 #[cfg(test)]
@@ -347,7 +406,7 @@ mod tests {
             // Integers stay exact beyond 2^53.
             "stemmon_peak_tree_rss_bytes{host=\"node-7\",rank=\"1\"} 9007199254740993",
             "stemmon_peak_tree_rss_bound_bytes{host=\"node-7\",rank=\"1\"} 5000",
-            "stemmon_process_count{host=\"node-7\",rank=\"1\"} 3",
+            "stemmon_processes{host=\"node-7\",rank=\"1\"} 3",
             "# TYPE stemmon_stage_calls_total counter",
             "stemmon_stage_calls_total{host=\"node-7\",rank=\"1\",stage=\"load\"} 2",
             "stemmon_stage_calls_total{host=\"node-7\",rank=\"1\",stage=\"load/parse \\\"x\\\"\"} 7",
@@ -391,8 +450,47 @@ mod tests {
     }
 
     #[test]
-    fn textfile_names_are_per_process_and_safe() {
-        assert_eq!(textfile_name("n1.c", 42), "stemmon-n1.c-42.prom");
-        assert_eq!(textfile_name("a/b c", 1), "stemmon-a_b_c-1.prom");
+    fn textfile_names_are_the_identity_safe_and_stable() {
+        let labels = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        assert_eq!(textfile_name("n1.c", &labels(&[])), "stemmon-n1.c.prom");
+        assert_eq!(
+            textfile_name("n1", &labels(&[("rank", "3"), ("job_id", "4711")])),
+            "stemmon-n1-job_id=4711-rank=3.prom"
+        );
+        // A replaced character or a long name gets the identity's hash: never shared.
+        let slash = textfile_name("n1", &labels(&[("model", "a/b")]));
+        let underscore = textfile_name("n1", &labels(&[("model", "a_b")]));
+        assert_eq!(underscore, "stemmon-n1-model=a_b.prom");
+        assert!(slash.starts_with("stemmon-n1-model=a_b-"), "{slash}");
+        assert_eq!(slash.len(), underscore.len() + 9);
+        assert_eq!(slash, textfile_name("n1", &labels(&[("model", "a/b")])));
+        // Pinned: the same job gets the same file from every version.
+        assert_eq!(
+            textfile_name("a/b c", &labels(&[])),
+            format!("stemmon-a_b_c-{:08x}.prom", {
+                let mut h = Fnv1a::default();
+                h.write(b"a/b c");
+                h.0 as u32
+            })
+        );
+        let mut h = Fnv1a::default();
+        h.write(b"a");
+        assert_eq!(h.0, 0xaf63_dc4c_8601_ec8c, "FNV-1a of \"a\"");
+        let long = textfile_name("n1", &labels(&[("path", &"x".repeat(1000))]));
+        assert_eq!(long.len(), MAX_NAME_BYTES + 9 + ".prom".len());
+        assert_ne!(
+            long,
+            textfile_name("n1", &labels(&[("path", &"x".repeat(999))]))
+        );
+        for name in [slash, long] {
+            assert!(name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-=".contains(&b)));
+        }
     }
 }
