@@ -151,10 +151,7 @@ fn the_html_page_renders_in_chromium_with_the_chart_and_no_console_error() {
     // which depends on how long each stage took on this machine, so only the widest
     // stage's name (fit holds inner) must be drawn.
     for path in ["load", "fit", "fit/inner", "predict"] {
-        assert!(
-            html.contains(&format!("<title>{path} (")),
-            "band of {path}"
-        );
+        assert!(html.contains(&format!("<title>{path} (")), "band of {path}");
     }
     assert!(html.contains(">fit</text>"), "the name of the widest band");
 
