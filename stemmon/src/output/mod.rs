@@ -26,10 +26,12 @@ use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
-/// How long a write into a FIFO waits for its reader to make room.
-const FIFO_PATIENCE: Duration = Duration::from_secs(1);
+mod special;
+#[cfg(any(target_os = "linux", target_os = "android"))]
+mod unnamed;
+
+use special::{write_into, write_trusted};
 
 /// A file's destination, resolved once.
 #[derive(Debug)]
@@ -185,162 +187,6 @@ fn replace(
     Ok(())
 }
 
-/// `O_TMPFILE` (Linux): the bytes go to a file with no name in the target's directory,
-/// which gets a name only once it is whole, so a `kill -9` while writing leaves nothing.
-#[cfg(any(target_os = "linux", target_os = "android"))]
-mod unnamed {
-    use super::*;
-    use std::ffi::CString;
-    use std::os::fd::AsRawFd;
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-
-    /// [`replace`](super::replace) through an unnamed file. `None` where the kernel or the
-    /// filesystem has no `O_TMPFILE` (or the file cannot be linked): the caller then
-    /// writes a named temporary file instead.
-    pub(super) fn replace(
-        parent: &Path,
-        target: &Path,
-        builder: &tempfile::Builder,
-        bytes: &[u8],
-        durable: bool,
-        permissions: &Option<fs::Permissions>,
-    ) -> Option<io::Result<()>> {
-        let mode = permissions.as_ref().map_or(0o666, |p| p.mode() & 0o777);
-        let file = match OpenOptions::new()
-            .write(true)
-            .mode(mode)
-            .custom_flags(libc::O_TMPFILE)
-            .open(parent)
-        {
-            Ok(file) => file,
-            // No O_TMPFILE here: EOPNOTSUPP from the filesystem, EISDIR or EINVAL from a
-            // kernel that predates it.
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
-                ) =>
-            {
-                return None
-            }
-            Err(e) => return Some(Err(e)),
-        };
-        let written = (|| {
-            if let Some(permissions) = permissions {
-                file.set_permissions(permissions.clone())?;
-            }
-            (&file).write_all(bytes)?;
-            if durable {
-                file.sync_all()?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = written {
-            // Closing the file frees it: it never had a name.
-            return Some(Err(e));
-        }
-        if permissions.is_none() {
-            // Nothing was at the name: the file is linked straight there, and never has
-            // any other name. `linkat` fails on a name taken since, and never follows it.
-            match link(&file, target) {
-                Ok(()) => return Some(synced(parent, durable)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
-                Err(e) => return Some(Err(e)),
-            }
-        }
-        // A file is there: the whole one gets a random name beside it (another one if
-        // that is taken, by anything), which is renamed over the target at once. Only a
-        // kill between these two calls leaves it, for the next writer to remove.
-        let linked = match builder.make_in(parent, |path| link(&file, path)) {
-            Ok(linked) => linked,
-            Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
-            Err(e) => return Some(Err(e)),
-        };
-        // On failure the name is removed (the `PersistError` drops it).
-        let renamed = linked.persist(target).map_err(|e| e.error);
-        Some(renamed.and_then(|()| synced(parent, durable)))
-    }
-
-    /// With `durable`, the directory (the new name in it) reaches the disk.
-    fn synced(parent: &Path, durable: bool) -> io::Result<()> {
-        if durable {
-            File::open(parent).and_then(|dir| dir.sync_all())?;
-        }
-        Ok(())
-    }
-
-    /// Gives the unnamed `file` the name `path` (`linkat`, which fails if `path` exists).
-    /// An error of kind `Unsupported` when neither `/proc` nor `CAP_DAC_READ_SEARCH` lets
-    /// a descriptor be linked.
-    fn link(file: &File, path: &Path) -> io::Result<()> {
-        let to = CString::new(path.as_os_str().as_bytes())?;
-        let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
-        // SAFETY: `from` and `to` are NUL-terminated strings that outlive the call, which
-        // only reads them; `AT_FDCWD` needs no open descriptor.
-        let linked = unsafe {
-            libc::linkat(
-                libc::AT_FDCWD,
-                from.as_ptr(),
-                libc::AT_FDCWD,
-                to.as_ptr(),
-                libc::AT_SYMLINK_FOLLOW,
-            )
-        };
-        if linked == 0 {
-            return Ok(());
-        }
-        let error = io::Error::last_os_error();
-        if error.raw_os_error() != Some(libc::ENOENT) || Path::new("/proc/self/fd").exists() {
-            return Err(error);
-        }
-        // No `/proc`: `AT_EMPTY_PATH` links the descriptor itself, given the capability.
-        // SAFETY: the descriptor is open (`file` owns it for the call); the empty path and
-        // `to` are NUL-terminated strings that outlive the call, which only reads them.
-        let linked = unsafe {
-            libc::linkat(
-                file.as_raw_fd(),
-                c"".as_ptr(),
-                libc::AT_FDCWD,
-                to.as_ptr(),
-                libc::AT_EMPTY_PATH,
-            )
-        };
-        if linked == 0 {
-            return Ok(());
-        }
-        let error = io::Error::last_os_error();
-        match error.raw_os_error() {
-            Some(libc::EPERM | libc::ENOENT | libc::EACCES) => Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "an unnamed file cannot be linked without /proc",
-            )),
-            _ => Err(error),
-        }
-    }
-}
-
-/// Writes into a FIFO or a character device that this user or root owns, as it is.
-fn write_trusted(path: &Path, meta: &fs::Metadata, bytes: &[u8]) -> io::Result<()> {
-    let kind = meta.file_type();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if kind.is_char_device() || kind.is_fifo() {
-            return write_into(path, Some(meta), bytes, false);
-        }
-        if kind.is_block_device() {
-            return Err(refused("a block device"));
-        }
-        if kind.is_socket() {
-            return Err(refused("a socket"));
-        }
-    }
-    let _ = (path, kind, bytes);
-    Err(refused("not a regular file"))
-}
-
 /// The user whose files are trusted: the effective uid.
 fn user() -> u32 {
     #[cfg(unix)]
@@ -422,94 +268,11 @@ fn process_alive(pid: u32) -> bool {
     }
 }
 
-/// Writes `bytes` into what is at `path` without replacing it. `expected`: what was
-/// checked there, which the opened file must still be (nothing swapped in between).
-/// `create`: a missing file may be created (through a dangling link of this user's).
-fn write_into(
-    path: &Path,
-    expected: Option<&fs::Metadata>,
-    bytes: &[u8],
-    create: bool,
-) -> io::Result<()> {
-    let mut options = OpenOptions::new();
-    options.write(true);
-    if create {
-        options.create(true).truncate(true);
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        // A FIFO with no reader fails at once (ENXIO) instead of blocking the open; a
-        // link swapped in since the check is not followed.
-        let nofollow = if expected.is_some() {
-            libc::O_NOFOLLOW
-        } else {
-            0
-        };
-        options.custom_flags(libc::O_NONBLOCK | nofollow);
-    }
-    let mut file = options.open(path).map_err(|e| {
-        #[cfg(unix)]
-        if e.raw_os_error() == Some(libc::ENXIO) {
-            return io::Error::new(e.kind(), "no process is reading the FIFO");
-        }
-        e
-    })?;
-    #[cfg(unix)]
-    if let Some(expected) = expected {
-        use std::os::unix::fs::MetadataExt;
-        let opened = file.metadata()?;
-        if (opened.dev(), opened.ino()) != (expected.dev(), expected.ino()) {
-            return Err(io::Error::other("the file was replaced while being opened"));
-        }
-    }
-    let deadline = Instant::now() + FIFO_PATIENCE;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        match file.write(rest) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => rest = &rest[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(&file, deadline)?,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-/// Waits until `file` (a FIFO) takes more bytes, or fails at `deadline`.
-fn wait_writable(file: &File, deadline: Instant) -> io::Result<()> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        return Err(io::Error::new(
-            io::ErrorKind::TimedOut,
-            "the FIFO's reader did not take the report within 1 s",
-        ));
-    }
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsRawFd;
-        let mut poll = libc::pollfd {
-            fd: file.as_raw_fd(),
-            events: libc::POLLOUT,
-            revents: 0,
-        };
-        let millis = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(1000);
-        // SAFETY: `poll` points at one initialised `pollfd` that lives across the call,
-        // and the count says one; the descriptor is owned by `file`, open for the call.
-        let _ = unsafe { libc::poll(&mut poll, 1, millis) };
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = file;
-        std::thread::sleep(left.min(Duration::from_millis(10)));
-    }
-    Ok(())
-}
-
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    use std::time::{Duration, Instant};
 
     /// A directory of its own, removed when dropped.
     struct Dir(PathBuf);

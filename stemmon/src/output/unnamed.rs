@@ -1,0 +1,133 @@
+//! `O_TMPFILE` (Linux): the bytes go to a file with no name in the target's directory,
+//! which gets a name only once it is whole, so a `kill -9` while writing leaves nothing.
+
+use super::*;
+use std::ffi::CString;
+use std::os::fd::AsRawFd;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+
+/// [`replace`](super::replace) through an unnamed file. `None` where the kernel or the
+/// filesystem has no `O_TMPFILE` (or the file cannot be linked): the caller then
+/// writes a named temporary file instead.
+pub(super) fn replace(
+    parent: &Path,
+    target: &Path,
+    builder: &tempfile::Builder,
+    bytes: &[u8],
+    durable: bool,
+    permissions: &Option<fs::Permissions>,
+) -> Option<io::Result<()>> {
+    let mode = permissions.as_ref().map_or(0o666, |p| p.mode() & 0o777);
+    let file = match OpenOptions::new()
+        .write(true)
+        .mode(mode)
+        .custom_flags(libc::O_TMPFILE)
+        .open(parent)
+    {
+        Ok(file) => file,
+        // No O_TMPFILE here: EOPNOTSUPP from the filesystem, EISDIR or EINVAL from a
+        // kernel that predates it.
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::EOPNOTSUPP | libc::EISDIR | libc::EINVAL)
+            ) =>
+        {
+            return None
+        }
+        Err(e) => return Some(Err(e)),
+    };
+    let written = (|| {
+        if let Some(permissions) = permissions {
+            file.set_permissions(permissions.clone())?;
+        }
+        (&file).write_all(bytes)?;
+        if durable {
+            file.sync_all()?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = written {
+        // Closing the file frees it: it never had a name.
+        return Some(Err(e));
+    }
+    if permissions.is_none() {
+        // Nothing was at the name: the file is linked straight there, and never has
+        // any other name. `linkat` fails on a name taken since, and never follows it.
+        match link(&file, target) {
+            Ok(()) => return Some(synced(parent, durable)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    // A file is there: the whole one gets a random name beside it (another one if
+    // that is taken, by anything), which is renamed over the target at once. Only a
+    // kill between these two calls leaves it, for the next writer to remove.
+    let linked = match builder.make_in(parent, |path| link(&file, path)) {
+        Ok(linked) => linked,
+        Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
+        Err(e) => return Some(Err(e)),
+    };
+    // On failure the name is removed (the `PersistError` drops it).
+    let renamed = linked.persist(target).map_err(|e| e.error);
+    Some(renamed.and_then(|()| synced(parent, durable)))
+}
+
+/// With `durable`, the directory (the new name in it) reaches the disk.
+fn synced(parent: &Path, durable: bool) -> io::Result<()> {
+    if durable {
+        File::open(parent).and_then(|dir| dir.sync_all())?;
+    }
+    Ok(())
+}
+
+/// Gives the unnamed `file` the name `path` (`linkat`, which fails if `path` exists).
+/// An error of kind `Unsupported` when neither `/proc` nor `CAP_DAC_READ_SEARCH` lets
+/// a descriptor be linked.
+fn link(file: &File, path: &Path) -> io::Result<()> {
+    let to = CString::new(path.as_os_str().as_bytes())?;
+    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    // SAFETY: `from` and `to` are NUL-terminated strings that outlive the call, which
+    // only reads them; `AT_FDCWD` needs no open descriptor.
+    let linked = unsafe {
+        libc::linkat(
+            libc::AT_FDCWD,
+            from.as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_SYMLINK_FOLLOW,
+        )
+    };
+    if linked == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    if error.raw_os_error() != Some(libc::ENOENT) || Path::new("/proc/self/fd").exists() {
+        return Err(error);
+    }
+    // No `/proc`: `AT_EMPTY_PATH` links the descriptor itself, given the capability.
+    // SAFETY: the descriptor is open (`file` owns it for the call); the empty path and
+    // `to` are NUL-terminated strings that outlive the call, which only reads them.
+    let linked = unsafe {
+        libc::linkat(
+            file.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            to.as_ptr(),
+            libc::AT_EMPTY_PATH,
+        )
+    };
+    if linked == 0 {
+        return Ok(());
+    }
+    let error = io::Error::last_os_error();
+    match error.raw_os_error() {
+        Some(libc::EPERM | libc::ENOENT | libc::EACCES) => Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "an unnamed file cannot be linked without /proc",
+        )),
+        _ => Err(error),
+    }
+}
