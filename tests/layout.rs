@@ -88,3 +88,111 @@ fn the_runtime_modules_have_no_import_cycle() {
         }
     }
 }
+
+/// The non-test code of every `.rs` file under `stemmon/src/<dir>`, with its path.
+fn sources_under(dir: &str) -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("stemmon/src")
+        .join(dir);
+    let mut found = Vec::new();
+    let mut pending = vec![root];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if path.extension().is_some_and(|e| e == "rs")
+            && path
+                .file_name()
+                .is_some_and(|n| n != "tests.rs" && n != "fake.rs")
+        {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let code = text
+                .split("#[cfg(test)]")
+                .next()
+                .unwrap()
+                .split("#[cfg(all(test")
+                .next()
+                .unwrap()
+                .to_owned();
+            let name = path
+                .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                .unwrap_or(&path);
+            found.push((name.display().to_string(), code));
+        }
+    }
+    assert!(!found.is_empty(), "no sources under stemmon/src/{dir}");
+    found
+}
+
+#[test]
+fn the_engine_does_no_io() {
+    // The publisher writes, prints and pushes; the engine only records.
+    let forbidden = [
+        "std::fs",
+        "File::",
+        "std::io::Write",
+        "stderr",
+        "stdout",
+        "println!",
+        "eprintln!",
+        "print!",
+        "ureq",
+        "TcpStream",
+    ];
+    for (path, code) in sources_under("recorder") {
+        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
+            for api in forbidden {
+                assert!(!line.contains(api), "{path} uses {api}: {line}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_readers_keep_no_process_wide_state() {
+    // Each monitor owns its ledger: no mutable static is shared by every monitor.
+    for (path, code) in sources_under("memory") {
+        for line in code.lines().map(|l| l.split("//").next().unwrap().trim()) {
+            let is_static = line.starts_with("static ") || line.starts_with("pub(crate) static ");
+            assert!(
+                !(is_static || line.contains("thread_local!") || line.contains("static mut")),
+                "{path} keeps process-wide state: {line}"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_source_file_is_over_500_lines_before_its_tests() {
+    let mut long = Vec::new();
+    for crate_src in ["stemmon/src", "stemmon-cli/src"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate_src);
+        let mut pending = vec![root];
+        while let Some(path) = pending.pop() {
+            if path.is_dir() {
+                pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            // A file of unit tests only (`mod tests;`) is all tests.
+            if path.extension().is_none_or(|e| e != "rs") || path.ends_with("tests.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let lines = text
+                .lines()
+                .take_while(|line| {
+                    !line.starts_with("#[cfg(test)]") && !line.starts_with("#[cfg(all(test")
+                })
+                .count();
+            if lines > 500 {
+                let name = path
+                    .strip_prefix(env!("CARGO_MANIFEST_DIR"))
+                    .unwrap_or(&path);
+                long.push(format!("{} ({lines} lines)", name.display()));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over 500 lines before their tests: {long:?}"
+    );
+}
