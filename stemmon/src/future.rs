@@ -3,7 +3,7 @@
 //! completes or, as `"cancelled"`, when it is dropped before.
 
 use crate::context;
-use crate::recorder::{short_type_name, Recorder};
+use crate::recorder::{short_type_name, OpenCall, Parent, Recorder, StageName};
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
@@ -21,9 +21,7 @@ pub struct AsyncStage {
 
 struct OpenAsync {
     recorder: Arc<Recorder>,
-    record: u32,
-    seq: u64,
-    started: u64,
+    call: OpenCall,
 }
 
 impl AsyncStage {
@@ -45,8 +43,7 @@ impl Drop for AsyncStage {
             } else {
                 self.error.map(|e| Cow::Owned(short_type_name(e)))
             };
-            open.recorder
-                .close_async(open.record, open.seq, open.started, error);
+            open.recorder.close_async(open.call, error);
         }
     }
 }
@@ -86,14 +83,11 @@ impl<F: Future> Future for Instrumented<F> {
         };
         if stage.open.is_none() {
             // The path is fixed here, at the first poll, and kept across threads.
-            stage.open = context::with_attachment(|a| {
-                let (record, seq, started) = a.recorder.open_async(&a.slot, stage.name);
-                OpenAsync {
-                    recorder: Arc::clone(&a.recorder),
-                    record,
-                    seq,
-                    started,
-                }
+            stage.open = context::with_attachment(|a| OpenAsync {
+                recorder: Arc::clone(&a.recorder),
+                call: a
+                    .recorder
+                    .open_async(&a.slot, StageName::Borrowed(stage.name), Parent::Here),
             });
         }
         // Enter the stage for this poll when the polling thread records to its monitor.
@@ -101,7 +95,7 @@ impl<F: Future> Future for Instrumented<F> {
             context::with_attachment(|a| {
                 if Arc::ptr_eq(&a.recorder, &open.recorder) {
                     a.recorder
-                        .push_poll(&a.slot, open.record)
+                        .push_poll(&a.slot, open.call.record)
                         .map(|seq| (Arc::clone(&a.slot), seq))
                 } else {
                     None

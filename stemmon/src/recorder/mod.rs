@@ -183,6 +183,27 @@ pub(crate) fn seconds(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
 
+/// Where a call opened apart from the stack ([`Recorder::open_async`]) nests.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Parent {
+    /// Where the opening thread is: under its innermost open stage, or, on an idle
+    /// thread, under the stage open on the monitor's own thread.
+    Here,
+    /// Under this record, wherever the thread is.
+    // Only `tracing` spans nest by a parent of their own.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    Record(u32),
+}
+
+/// An open call of an async stage or a `tracing` span, closed by [`Recorder::close_async`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpenCall {
+    pub(crate) record: u32,
+    pub(crate) seq: u64,
+    /// Raw clock ticks at the open.
+    pub(crate) started: u64,
+}
+
 /// What `enter` hands the guard: the call's sequence number, or that it was folded
 /// into its directly recursive parent.
 #[derive(Clone, Copy, Debug)]
@@ -638,12 +659,24 @@ impl Recorder {
         }
     }
 
-    /// Starts the call of an async stage on `slot`'s thread, returns (record, seq, ticks).
-    pub(crate) fn open_async(&self, slot: &ThreadSlot, name: &'static str) -> (u32, u64, u64) {
+    /// Starts a call opened apart from the stack (an async stage, a `tracing` span) on
+    /// `slot`'s thread, nested as `parent` says; it is entered by [`Recorder::push_poll`]
+    /// and closed, from any thread, by [`Recorder::close_async`].
+    pub(crate) fn open_async(
+        &self,
+        slot: &ThreadSlot,
+        name: StageName,
+        parent: Parent,
+    ) -> OpenCall {
         let now = self.clock.raw();
         let mut thread = slot.lock();
-        let name = StageName::Borrowed(name);
-        let record = self.record_here(slot, &mut thread, &name, now);
+        let record = match parent {
+            Parent::Here => self.record_here(slot, &mut thread, &name, now),
+            Parent::Record(parent) => match thread.find(parent, &name) {
+                Some(record) => record,
+                None => self.learn(&mut thread, parent, &name, now),
+            },
+        };
         thread.delta(record).calls += 1;
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
@@ -651,7 +684,11 @@ impl Recorder {
         let seq = state.next_async;
         state.open_async.push((seq, record, now));
         self.boundary_reading(&mut state, &thread, now, record, true);
-        (record, seq, now)
+        OpenCall {
+            record,
+            seq,
+            started: now,
+        }
     }
 
     /// Enters an async stage for one poll on `slot`'s thread.
@@ -660,6 +697,10 @@ impl Recorder {
         if self.is_ended() {
             return None;
         }
+        if slot.id == 0 {
+            // Idle threads nest under a poll frame open here too (fork-join).
+            self.owner_top.0.store(record + 1, Ordering::Relaxed);
+        }
         Some(thread.push(record, POLL))
     }
 
@@ -667,26 +708,28 @@ impl Recorder {
         let mut thread = slot.lock();
         if let Some(index) = thread.position(seq) {
             thread.stack.remove(index);
+            if slot.id == 0 {
+                let top = thread.stack.last().map_or(0, |top| top.record + 1);
+                self.owner_top.0.store(top, Ordering::Relaxed);
+            }
         }
     }
 
     /// Closes the call of an async stage; any thread.
-    pub(crate) fn close_async(
-        &self,
-        record: u32,
-        seq: u64,
-        started: u64,
-        error: Option<Cow<'static, str>>,
-    ) {
+    pub(crate) fn close_async(&self, call: OpenCall, error: Option<Cow<'static, str>>) {
         let now = self.clock.raw();
-        let nanos = self.clock.delta_as_nanos(started, now);
+        let nanos = self.clock.delta_as_nanos(call.started, now);
         let mut state = self.lock();
         if state.ended.is_some() {
             return;
         }
-        state.open_async.retain(|(s, _, _)| *s != seq);
-        state.records.get_mut(record).complete(seconds(nanos));
-        let message = finish_call(&mut state, record, nanos, error);
+        state.open_async.retain(|(s, _, _)| *s != call.seq);
+        // The exit reading and the intervals a sync call gets (the stacks that saw the
+        // interval get it at their own exits or at the next sample).
+        self.boundary_reading(&mut state, &ThreadState::default(), now, call.record, false);
+        state.apply_intervals_since(call.record, call.started);
+        state.records.get_mut(call.record).complete(seconds(nanos));
+        let message = finish_call(&mut state, call.record, nanos, error);
         drop(state);
         if let Some(message) = message {
             self.log_event(message, OpenStage::OwnerNow);

@@ -262,4 +262,10 @@ impl ThreadSlot {
         // Nothing panics while holding the lock; if it ever did, the data is still usable.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Whether a call or poll frame of `record` is open on this thread's stack now.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))]
+    pub(crate) fn has_open(&self, record: u32) -> bool {
+        self.lock().stack.iter().any(|frame| frame.record == record)
+    }
 }
