@@ -1,0 +1,200 @@
+//! `tracing` spans as stages (feature `tracing`): a [`Layer`] that opens one stage call
+//! per span, from its first enter to its close, through the engine's async-call API.
+
+use crate::context;
+use crate::recorder::{OpenCall, Parent, Recorder, StageName, ThreadSlot};
+use std::borrow::Cow;
+use std::sync::Arc;
+use tracing_core::span::{Attributes, Id};
+use tracing_core::Subscriber;
+use tracing_subscriber::layer::{Context, Layer};
+use tracing_subscriber::registry::{LookupSpan, SpanRef};
+
+/// A [`tracing_subscriber::Layer`] that records every span it sees as one call of the
+/// stage named after the span, in the monitor that runs when the span is created.
+///
+/// - **What a span becomes.** A span is one call of the stage named
+///   [`metadata().name()`](tracing_core::Metadata::name) (for `#[instrument]`, the
+///   function's name), from its first enter to its close, with the records of a
+///   `#[monitored]` call: calls, errors, wall time, sampled and exact peaks. A span
+///   entered many times before it closes (an instrumented future polled again and again)
+///   is one call, like a `#[monitored] async fn`; a span closed while its thread panics
+///   is recorded with `error: "panic"`.
+/// - **Nesting.** Spans nest by their span parent, across threads and tasks: a task's
+///   span whose parent is `fit` is `fit/<name>` on whichever worker polls it, even once
+///   `fit` was exited on the thread that made it. Spans and `#[monitored]` stages nest
+///   inside each other on one thread, both ways. A span with no parent nests where its
+///   thread is, as a `#[monitored]` call would.
+/// - **Which spans.** All that reach the layer: narrow them with a per-layer filter,
+///   `TracingLayer::new().with_filter(...)`; the filtered-out ones are not stages, and
+///   their children nest under the nearest span that is.
+/// - **Cost.** With no monitor running, each callback is one relaxed load. A span
+///   created while no monitor ran is never recorded, nor is one whose monitor finished
+///   before it closed.
+///
+/// ```
+/// use tracing_subscriber::prelude::*;
+///
+/// let subscriber = tracing_subscriber::registry().with(stemmon::TracingLayer::new());
+/// // A program calls `.init()` instead, once, in `main`.
+/// let _default = tracing::subscriber::set_default(subscriber);
+///
+/// let monitor = stemmon::Monitor::builder().log_interval(None).start()?;
+/// {
+///     let fit = tracing::info_span!("fit");
+///     let _fit = fit.enter();
+///     for _ in 0..3 {
+///         tracing::info_span!("epoch").in_scope(|| {
+///             let _step = stemmon::stage("step"); // a stage inside a span
+///         });
+///     }
+/// }
+/// let report = monitor.finish();
+/// assert_eq!(report.stage("fit").unwrap().calls, 1);
+/// assert_eq!(report.stage("fit/epoch").unwrap().calls, 3);
+/// assert_eq!(report.stage("fit/epoch/step").unwrap().calls, 3);
+/// # Ok::<(), stemmon::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+#[must_use = "a layer records nothing until it is added to a subscriber: \
+              `tracing_subscriber::registry().with(stemmon::TracingLayer::new())`"]
+pub struct TracingLayer {
+    _private: (),
+}
+
+impl TracingLayer {
+    /// A layer that records spans as stages of the running monitor.
+    pub fn new() -> TracingLayer {
+        TracingLayer { _private: () }
+    }
+}
+
+/// What a span holds in its extensions once a monitor saw it created.
+struct SpanStage {
+    recorder: Arc<Recorder>,
+    /// The open call, from the first enter on.
+    call: Option<OpenCall>,
+    /// Poll frames of enters not yet exited: (thread id in the recorder, frame seq).
+    frames: Vec<(u32, u32)>,
+}
+
+impl SpanStage {
+    /// Pops the newest frame this thread pushed.
+    fn pop_frame(&mut self, slot: &ThreadSlot) {
+        if let Some(index) = self.frames.iter().rposition(|(id, _)| *id == slot.id) {
+            let (_, seq) = self.frames.remove(index);
+            self.recorder.pop_poll(slot, seq);
+        }
+    }
+}
+
+/// Where a span entered for the first time on `slot`'s thread nests: where the thread
+/// is if its parent span is entered here (a `#[monitored]` call inside the parent comes
+/// between), else under the parent span's record wherever that was opened.
+fn parent_of<S>(span: &SpanRef<'_, S>, recorder: &Arc<Recorder>, slot: &ThreadSlot) -> Parent
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let Some(parent) = span.parent() else {
+        return Parent::Here;
+    };
+    let extensions = parent.extensions();
+    let call = extensions
+        .get::<SpanStage>()
+        .filter(|stage| Arc::ptr_eq(&stage.recorder, recorder))
+        .and_then(|stage| stage.call);
+    match call {
+        Some(call) if !slot.has_open(call.record) => Parent::Record(call.record),
+        _ => Parent::Here,
+    }
+}
+
+impl<S> Layer<S> for TracingLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, _attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !context::any_running() {
+            return;
+        }
+        let Some(recorder) = context::with_attachment(|a| Arc::clone(&a.recorder)) else {
+            return;
+        };
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().replace(SpanStage {
+                recorder,
+                call: None,
+                frames: Vec::new(),
+            });
+        }
+    }
+
+    fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
+        if !context::any_running() {
+            return;
+        }
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut extensions = span.extensions_mut();
+        let Some(stage) = extensions.get_mut::<SpanStage>() else {
+            return;
+        };
+        context::with_attachment(|a| {
+            if !Arc::ptr_eq(&a.recorder, &stage.recorder) || a.recorder.is_ended() {
+                return;
+            }
+            let call = *stage.call.get_or_insert_with(|| {
+                let parent = parent_of(&span, &a.recorder, &a.slot);
+                let name = StageName::Borrowed(span.name());
+                a.recorder.open_async(&a.slot, name, parent)
+            });
+            if let Some(seq) = a.recorder.push_poll(&a.slot, call.record) {
+                stage.frames.push((a.slot.id, seq));
+            }
+        });
+    }
+
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+        if !context::any_running() {
+            return;
+        }
+        let Some(span) = ctx.span(id) else {
+            return;
+        };
+        let mut extensions = span.extensions_mut();
+        let Some(stage) = extensions.get_mut::<SpanStage>() else {
+            return;
+        };
+        context::with_attachment(|a| {
+            if Arc::ptr_eq(&a.recorder, &stage.recorder) {
+                stage.pop_frame(&a.slot);
+            }
+        });
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if !context::any_running() {
+            return;
+        }
+        let Some(span) = ctx.span(&id) else {
+            return;
+        };
+        let Some(mut stage) = span.extensions_mut().remove::<SpanStage>() else {
+            return;
+        };
+        let Some(call) = stage.call else {
+            return;
+        };
+        // A span closed while still entered here (its guard was forgotten) leaves no frame.
+        context::with_attachment(|a| {
+            if Arc::ptr_eq(&a.recorder, &stage.recorder) {
+                while stage.frames.iter().any(|(thread, _)| *thread == a.slot.id) {
+                    stage.pop_frame(&a.slot);
+                }
+            }
+        });
+        let error = std::thread::panicking().then_some(Cow::Borrowed("panic"));
+        stage.recorder.close_async(call, error);
+    }
+}
