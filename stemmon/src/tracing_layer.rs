@@ -4,6 +4,7 @@
 use crate::context;
 use crate::recorder::{OpenCall, Parent, Recorder, StageName, ThreadSlot};
 use std::borrow::Cow;
+use std::cell::RefCell;
 use std::sync::Arc;
 use tracing_core::span::{Attributes, Id};
 use tracing_core::Subscriber;
@@ -74,18 +75,40 @@ struct SpanStage {
     recorder: Arc<Recorder>,
     /// The open call, from the first enter on.
     call: Option<OpenCall>,
-    /// Poll frames of enters not yet exited: (thread id in the recorder, frame seq).
-    frames: Vec<(u32, u32)>,
 }
 
-impl SpanStage {
-    /// Pops the newest frame this thread pushed.
-    fn pop_frame(&mut self, slot: &ThreadSlot) {
-        if let Some(index) = self.frames.iter().rposition(|(id, _)| *id == slot.id) {
-            let (_, seq) = self.frames.remove(index);
-            self.recorder.pop_poll(slot, seq);
-        }
-    }
+/// A poll frame this thread pushed for an entered span.
+#[derive(Clone, Copy)]
+struct Frame {
+    span: u64,
+    epoch: u64,
+    seq: u32,
+}
+
+thread_local! {
+    /// The frames of the spans entered on this thread, innermost last: an exit pops its
+    /// frame without looking the span up (enters and exits pair up on one thread).
+    static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Takes the newest frame of `span` this thread pushed.
+fn take_frame(span: u64) -> Option<Frame> {
+    FRAMES
+        .try_with(|frames| {
+            let mut frames = frames.try_borrow_mut().ok()?;
+            let index = match frames.last() {
+                Some(top) if top.span == span => frames.len() - 1,
+                _ => frames.iter().rposition(|frame| frame.span == span)?,
+            };
+            Some(frames.remove(index))
+        })
+        .ok()
+        .flatten()
+}
+
+/// Pops `frame` from this thread's stack in its monitor.
+fn pop(frame: Frame) {
+    context::with_epoch(frame.epoch, |a| a.recorder.pop_poll(&a.slot, frame.seq));
 }
 
 /// Where a span entered for the first time on `slot`'s thread nests: where the thread
@@ -124,7 +147,6 @@ where
             span.extensions_mut().replace(SpanStage {
                 recorder,
                 call: None,
-                frames: Vec::new(),
             });
         }
     }
@@ -150,27 +172,27 @@ where
                 a.recorder.open_async(&a.slot, name, parent)
             });
             if let Some(seq) = a.recorder.push_poll(&a.slot, call.record) {
-                stage.frames.push((a.slot.id, seq));
+                let frame = Frame {
+                    span: id.into_u64(),
+                    epoch: a.recorder.epoch,
+                    seq,
+                };
+                let _ = FRAMES.try_with(|frames| {
+                    if let Ok(mut frames) = frames.try_borrow_mut() {
+                        frames.push(frame);
+                    }
+                });
             }
         });
     }
 
-    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
+    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
         if !context::any_running() {
             return;
         }
-        let Some(span) = ctx.span(id) else {
-            return;
-        };
-        let mut extensions = span.extensions_mut();
-        let Some(stage) = extensions.get_mut::<SpanStage>() else {
-            return;
-        };
-        context::with_attachment(|a| {
-            if Arc::ptr_eq(&a.recorder, &stage.recorder) {
-                stage.pop_frame(&a.slot);
-            }
-        });
+        if let Some(frame) = take_frame(id.into_u64()) {
+            pop(frame);
+        }
     }
 
     fn on_close(&self, id: Id, ctx: Context<'_, S>) {
@@ -180,20 +202,16 @@ where
         let Some(span) = ctx.span(&id) else {
             return;
         };
-        let Some(mut stage) = span.extensions_mut().remove::<SpanStage>() else {
+        let Some(stage) = span.extensions_mut().remove::<SpanStage>() else {
             return;
         };
         let Some(call) = stage.call else {
             return;
         };
         // A span closed while still entered here (its guard was forgotten) leaves no frame.
-        context::with_attachment(|a| {
-            if Arc::ptr_eq(&a.recorder, &stage.recorder) {
-                while stage.frames.iter().any(|(thread, _)| *thread == a.slot.id) {
-                    stage.pop_frame(&a.slot);
-                }
-            }
-        });
+        while let Some(frame) = take_frame(id.into_u64()) {
+            pop(frame);
+        }
         let error = std::thread::panicking().then_some(Cow::Borrowed("panic"));
         stage.recorder.close_async(call, error);
     }
