@@ -348,3 +348,25 @@ fn a_span_holding_200_mib_shows_it_in_its_exact_and_tree_peaks() {
         mib(quiet.high_water.peak_parent_hwm_bytes)
     );
 }
+
+#[tracing::instrument]
+fn descend(depth: u32) -> u32 {
+    if depth == 0 {
+        0
+    } else {
+        1 + descend(depth - 1)
+    }
+}
+
+#[test]
+fn a_directly_recursive_span_folds_into_one_record_timed_once() {
+    let _serial = serial();
+    let _layer = layer_here();
+    let monitor = start();
+    let depth = descend(99);
+    let report = monitor.finish();
+    assert_eq!(depth, 99);
+    assert_eq!(calls(&report), [("descend", 100)]);
+    let descend = stage(&report, "descend");
+    assert!(descend.wall_seconds <= report.wall_seconds, "timed once");
+}

@@ -195,6 +195,9 @@ pub(crate) enum Parent {
     Record(u32),
 }
 
+/// `OpenCall::seq` of a call folded into its directly recursive parent (real ones start at 1).
+const FOLDED: u64 = 0;
+
 /// An open call of an async stage or a `tracing` span, closed by [`Recorder::close_async`].
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct OpenCall {
@@ -670,6 +673,18 @@ impl Recorder {
     ) -> OpenCall {
         let now = self.clock.raw();
         let mut thread = slot.lock();
+        // Direct recursion folds into the open call, as in `enter`: counted, timed once.
+        if let (Parent::Here, Some(top)) = (parent, thread.stack.last()) {
+            let record = top.record;
+            if thread.is_named(record, &name) {
+                thread.delta(record).calls += 1;
+                return OpenCall {
+                    record,
+                    seq: FOLDED,
+                    started: now,
+                };
+            }
+        }
         let record = match parent {
             Parent::Here => self.record_here(slot, &mut thread, &name, now),
             Parent::Record(parent) => match thread.find(parent, &name) {
@@ -718,6 +733,9 @@ impl Recorder {
     /// Closes the call of an async stage; any thread.
     pub(crate) fn close_async(&self, call: OpenCall, error: Option<Cow<'static, str>>) {
         let now = self.clock.raw();
+        if call.seq == FOLDED {
+            return;
+        }
         let nanos = self.clock.delta_as_nanos(call.started, now);
         let mut state = self.lock();
         if state.ended.is_some() {
