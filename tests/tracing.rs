@@ -285,6 +285,30 @@ fn spans_a_per_layer_filter_rejects_are_not_stages() {
 }
 
 #[test]
+fn a_span_never_entered_is_no_stage_and_its_children_nest_above_it() {
+    let _serial = serial();
+    let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(TracingLayer::new()));
+    let _layer = tracing::dispatcher::set_default(&dispatch);
+    let monitor = start();
+    info_span!("outer").in_scope(|| {
+        let idle = info_span!("idle");
+        // What main has open now is not where `child` nests: its span tree says `outer`.
+        let _busy = stemmon::stage("busy");
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                let _layer = tracing::dispatcher::set_default(&dispatch);
+                drop(info_span!(parent: &idle, "child").entered());
+            });
+        });
+    });
+    let report = monitor.finish();
+    assert_eq!(
+        calls(&report),
+        [("outer", 1), ("outer/busy", 1), ("outer/child", 1)]
+    );
+}
+
+#[test]
 fn the_layer_without_a_monitor_records_nothing_and_a_later_monitor_only_later_spans() {
     let _serial = serial();
     let _layer = layer_here();
@@ -317,6 +341,7 @@ fn a_span_holding_200_mib_shows_it_in_its_exact_and_tree_peaks() {
         .sample_interval(Duration::from_secs(60))
         .start()
         .unwrap();
+    // Longer than the 1 ms reuse window, so the quiet span has an interval of its own.
     info_span!("quiet").in_scope(|| std::thread::sleep(Duration::from_millis(20)));
     // Still held when the span closes: its closing reading sees it resident.
     let block = info_span!("hold").in_scope(|| touched_mib(200));

@@ -28,7 +28,8 @@ use tracing_subscriber::registry::{LookupSpan, SpanRef};
 ///   thread is, as a `#[monitored]` call would.
 /// - **Which spans.** All that reach the layer: narrow them with a per-layer filter,
 ///   `TracingLayer::new().with_filter(...)`; the filtered-out ones are not stages, and
-///   their children nest under the nearest span that is.
+///   their children nest under the nearest span that is (so do the children of a span
+///   that was never entered).
 /// - **Cost.** With no monitor running, each callback is one relaxed load. A span
 ///   created while no monitor ran is never recorded, nor is one whose monitor finished
 ///   before it closed.
@@ -111,21 +112,21 @@ fn pop(frame: Frame) {
     context::with_epoch(frame.epoch, |a| a.recorder.pop_poll(&a.slot, frame.seq));
 }
 
-/// Where a span entered for the first time on `slot`'s thread nests: where the thread
-/// is if its parent span is entered here (a `#[monitored]` call inside the parent comes
-/// between), else under the parent span's record wherever that was opened.
+/// Where a span entered for the first time on `slot`'s thread nests, by its nearest
+/// ancestor span that is a call of this monitor (one never entered is skipped): where
+/// the thread is if that ancestor is entered here (a `#[monitored]` call inside it may
+/// come between), else under the ancestor's record, wherever that was opened.
 fn parent_of<S>(span: &SpanRef<'_, S>, recorder: &Arc<Recorder>, slot: &ThreadSlot) -> Parent
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    let Some(parent) = span.parent() else {
-        return Parent::Here;
-    };
-    let extensions = parent.extensions();
-    let call = extensions
-        .get::<SpanStage>()
-        .filter(|stage| Arc::ptr_eq(&stage.recorder, recorder))
-        .and_then(|stage| stage.call);
+    let call = span.scope().skip(1).find_map(|ancestor| {
+        ancestor
+            .extensions()
+            .get::<SpanStage>()
+            .filter(|stage| Arc::ptr_eq(&stage.recorder, recorder))
+            .and_then(|stage| stage.call)
+    });
     match call {
         Some(call) if !slot.has_open(call.record) => Parent::Record(call.record),
         _ => Parent::Here,
