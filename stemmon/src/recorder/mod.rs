@@ -732,10 +732,10 @@ impl Recorder {
 
     /// Closes the call of an async stage; any thread.
     pub(crate) fn close_async(&self, call: OpenCall, error: Option<Cow<'static, str>>) {
-        let now = self.clock.raw();
         if call.seq == FOLDED {
             return;
         }
+        let now = self.clock.raw();
         let nanos = self.clock.delta_as_nanos(call.started, now);
         let mut state = self.lock();
         if state.ended.is_some() {
