@@ -2,9 +2,10 @@
 //! opened once, entered for each poll on whichever thread polls it, and closed from
 //! any thread. Also the list of every call open now, for samples and snapshots.
 
-use super::thread::{ThreadSlot, NO_PARENT, POLL};
+use super::thread::{ThreadSlot, ThreadState, NO_PARENT, POLL};
 use super::{seconds, OpenStage, Recorder, StageName};
 use std::borrow::Cow;
+use std::sync::atomic::Ordering;
 
 /// Where a call opened apart from the thread's stack nests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -13,9 +14,13 @@ pub(crate) enum Parent {
     /// on the monitor's own thread (fork-join); at the top level if neither.
     Here,
     /// Under this record, whatever this thread has open (a span's parent span).
-    #[cfg_attr(not(test), allow(dead_code))] // for the `tracing` layer
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the `tracing` layer's
     Record(u32),
 }
+
+/// `OpenCall::seq` of a call folded into its directly recursive parent: real calls
+/// count from 1, and `close_async` ignores this one.
+const FOLDED: u64 = 0;
 
 /// An async call started and not yet closed.
 #[derive(Clone, Copy, Debug)]
@@ -58,7 +63,9 @@ impl AsyncCalls {
 
 impl Recorder {
     /// Starts an async call of `name` on `slot`'s thread, nested as `parent` says. The
-    /// call's path is fixed here, whichever threads poll it later.
+    /// call's path is fixed here, whichever threads poll it later. With `Parent::Here`,
+    /// direct recursion (the thread's innermost open call has the same name) folds into
+    /// that call, as in `enter`: counted, timed once, and `close_async` ignores it.
     pub(crate) fn open_async(
         &self,
         slot: &ThreadSlot,
@@ -74,6 +81,17 @@ impl Recorder {
                 seq: 0,
                 started: now,
             };
+        }
+        if let (Parent::Here, Some(top)) = (parent, thread.stack.last()) {
+            let record = top.record;
+            if thread.is_named(record, &name) {
+                thread.delta(record).calls += 1;
+                return OpenCall {
+                    record,
+                    seq: FOLDED,
+                    started: now,
+                };
+            }
         }
         let record = match parent {
             Parent::Here => self.record_here(slot, &mut thread, &name, now),
@@ -94,11 +112,15 @@ impl Recorder {
     }
 
     /// Enters the async call of `record` for one poll on `slot`'s thread: stages
-    /// entered meanwhile nest under it. Returns the frame for [`Recorder::pop_poll`].
+    /// entered meanwhile nest under it, and on the monitor's own thread, so do stages
+    /// entered on idle threads (fork-join). Returns the frame for [`Recorder::pop_poll`].
     pub(crate) fn push_poll(&self, slot: &ThreadSlot, record: u32) -> Option<u32> {
         let mut thread = slot.lock();
         if self.is_ended() {
             return None;
+        }
+        if slot.id == 0 {
+            self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         Some(thread.push(record, POLL))
     }
@@ -108,11 +130,20 @@ impl Recorder {
         let mut thread = slot.lock();
         if let Some(index) = thread.position(seq) {
             thread.stack.remove(index);
+            if slot.id == 0 {
+                let top = thread.stack.last().map_or(0, |top| top.record + 1);
+                self.owner_top.0.store(top, Ordering::Relaxed);
+            }
         }
     }
 
     /// Closes an async call, from any thread; `error` says how it failed, if it did.
+    /// It gets the exit reading and every interval closed since it opened, as a sync
+    /// call does, so a short call gets its exact peak.
     pub(crate) fn close_async(&self, call: OpenCall, error: Option<Cow<'static, str>>) {
+        if call.seq == FOLDED {
+            return;
+        }
         let now = self.clock.raw();
         let nanos = self.clock.delta_as_nanos(call.started, now);
         let mut state = self.lock();
@@ -120,6 +151,10 @@ impl Recorder {
             return;
         }
         state.calls.open.retain(|open| open.seq != call.seq);
+        // No stack of its own: the stacks that overlapped get the interval at their own
+        // exits or at the next sample.
+        self.boundary_reading(&mut state, &ThreadState::default(), now, call.record, false);
+        state.apply_intervals_since(call.record, call.started);
         state.records.get_mut(call.record).complete(seconds(nanos));
         let message = state.finish_call(call.record, nanos, error);
         drop(state);
@@ -146,7 +181,7 @@ impl Recorder {
 
 impl ThreadSlot {
     /// Whether a call of `record` (or a poll of it) is on this thread's stack now.
-    #[cfg_attr(not(test), allow(dead_code))] // for the `tracing` layer
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the `tracing` layer's
     pub(crate) fn has_open(&self, record: u32) -> bool {
         self.lock().stack.iter().any(|frame| frame.record == record)
     }
@@ -255,5 +290,112 @@ mod tests {
         let report = rig.recorder.snapshot();
         assert!(report.stage("late").is_none());
         assert_eq!(report.stage("fetch").unwrap().calls, 1);
+    }
+
+    #[test]
+    fn direct_recursion_folds_into_the_open_call_and_its_close_is_ignored() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        // Into a poll frame of an async call (a recursive span or `async fn`)...
+        let outer = rig.recorder.open_async(&main, "walk".into(), Parent::Here);
+        let poll = rig.recorder.push_poll(&main, outer.record).unwrap();
+        let inner = rig.recorder.open_async(&main, "walk".into(), Parent::Here);
+        assert_eq!(inner.record, outer.record);
+        rig.advance_micros(10);
+        rig.recorder.close_async(inner, Some("cancelled".into()));
+        rig.advance_micros(10);
+        rig.recorder.pop_poll(&main, poll);
+        rig.recorder.close_async(outer, None);
+        // ...and into a sync call.
+        let sync = rig.recorder.enter(&main, "walk".into());
+        let nested = rig.recorder.open_async(&main, "walk".into(), Parent::Here);
+        rig.advance_micros(10);
+        rig.recorder.close_async(nested, None);
+        rig.recorder.exit(&main, sync);
+        let report = rig.recorder.snapshot();
+        assert!(report.stage("walk/walk").is_none(), "{:?}", report.stages);
+        let walk = report.stage("walk").unwrap();
+        assert_eq!(
+            (walk.calls, walk.errors),
+            (4, 0),
+            "a folded close is ignored"
+        );
+        assert!(
+            (walk.wall_seconds - 30e-6).abs() < 1e-12,
+            "timed once: {}",
+            walk.wall_seconds
+        );
+        assert!(rig.recorder.lock().calls.open.is_empty());
+        // A parent given by record is never a recursion: a span under a span of its name.
+        let outer = rig.recorder.open_async(&main, "walk".into(), Parent::Here);
+        let poll = rig.recorder.push_poll(&main, outer.record).unwrap();
+        let child = rig
+            .recorder
+            .open_async(&main, "walk".into(), Parent::Record(outer.record));
+        assert_ne!(child.record, outer.record);
+        rig.recorder.close_async(child, None);
+        rig.recorder.pop_poll(&main, poll);
+        rig.recorder.close_async(outer, None);
+        assert_eq!(rig.recorder.snapshot().stage("walk/walk").unwrap().calls, 1);
+    }
+
+    #[test]
+    fn a_poll_on_the_monitors_thread_is_where_idle_threads_nest() {
+        let rig = Rig::new();
+        let (main, worker) = (rig.thread(), rig.thread());
+        let fit = rig.recorder.open_async(&main, "fit".into(), Parent::Here);
+        let poll = rig.recorder.push_poll(&main, fit.record).unwrap();
+        let during = rig.recorder.enter(&worker, "predict".into());
+        rig.recorder.exit(&worker, during);
+        // A poll on another thread is not the monitor's: it moves nothing there.
+        let other = rig
+            .recorder
+            .open_async(&worker, "other".into(), Parent::Here);
+        let elsewhere = rig.recorder.push_poll(&worker, other.record).unwrap();
+        rig.recorder.pop_poll(&worker, elsewhere);
+        rig.recorder.close_async(other, None);
+        rig.recorder.pop_poll(&main, poll);
+        let after = rig.recorder.enter(&worker, "predict".into());
+        rig.recorder.exit(&worker, after);
+        rig.recorder.close_async(fit, None);
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stage("fit/predict").unwrap().calls, 1, "fork-join");
+        assert_eq!(report.stage("fit/other").unwrap().calls, 1);
+        assert_eq!(report.stage("predict").unwrap().calls, 1, "after the poll");
+    }
+
+    #[test]
+    fn a_short_async_call_gets_its_exit_reading_and_the_intervals_since_it_opened() {
+        let rig = Rig::new();
+        let (main, worker) = (rig.thread(), rig.thread());
+        rig.set_self(10 << 20, Some(10 << 20));
+        let call = rig.recorder.open_async(&main, "span".into(), Parent::Here);
+        rig.advance_micros(2_000);
+        // A spike in the call's own interval: its exit reading closes it.
+        rig.set_self(20 << 20, Some(300 << 20));
+        rig.recorder.close_async(call, None);
+        let report = rig.recorder.snapshot();
+        let span = report.stage("span").unwrap();
+        assert_eq!(span.high_water.peak_parent_hwm_bytes, Some(300 << 20));
+        assert_eq!(span.peaks.peak_parent_rss_bytes, Some(20 << 20));
+        // An interval another thread's reading closed while the call was open.
+        rig.advance_micros(2_000);
+        rig.set_self(10 << 20, Some(10 << 20));
+        let call = rig.recorder.open_async(&main, "short".into(), Parent::Here);
+        rig.advance_micros(2_000);
+        rig.set_self(10 << 20, Some(900 << 20));
+        let other = rig.recorder.enter(&worker, "other".into());
+        rig.recorder.exit(&worker, other);
+        rig.advance_micros(100);
+        rig.set_self(10 << 20, Some(10 << 20));
+        rig.recorder.close_async(call, None);
+        let hwm = rig
+            .recorder
+            .snapshot()
+            .stage("short")
+            .unwrap()
+            .high_water
+            .peak_parent_hwm_bytes;
+        assert_eq!(hwm, Some(900 << 20), "the exit reading was reused");
     }
 }
