@@ -314,6 +314,7 @@ fn the_layer_without_a_monitor_records_nothing_and_a_later_monitor_only_later_sp
     let _layer = layer_here();
     // No monitor at all: spans come and go.
     info_span!("alone").in_scope(|| drop(info_span!("nested").entered()));
+    // Made before the start, first entered after: its call begins at that enter.
     let early = info_span!("early");
     let monitor = start();
     early.in_scope(|| drop(info_span!("late").entered()));
@@ -327,7 +328,10 @@ fn the_layer_without_a_monitor_records_nothing_and_a_later_monitor_only_later_sp
     drop(straddle);
     drop(info_span!("after").entered());
     let second = second.finish();
-    assert_eq!(calls(&first), [("late", 1), ("straddle", 1)]);
+    assert_eq!(
+        calls(&first),
+        [("early", 1), ("early/late", 1), ("straddle", 1)]
+    );
     assert_eq!(calls(&second), [("after", 1)]);
 }
 

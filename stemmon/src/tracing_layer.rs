@@ -2,17 +2,16 @@
 //! per span, from its first enter to its close, through the engine's async-call API.
 
 use crate::context;
-use crate::recorder::{OpenCall, Parent, Recorder, StageName, ThreadSlot};
+use crate::recorder::{OpenCall, Parent, StageName};
 use std::borrow::Cow;
 use std::cell::RefCell;
-use std::sync::Arc;
-use tracing_core::span::{Attributes, Id};
+use tracing_core::span::Id;
 use tracing_core::Subscriber;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
 
 /// A [`tracing_subscriber::Layer`] that records every span it sees as one call of the
-/// stage named after the span, in the monitor that runs when the span is created.
+/// stage named after the span, in the monitor that runs when the span is first entered.
 ///
 /// - **What a span becomes.** A span is one call of the stage named
 ///   [`metadata().name()`](tracing_core::Metadata::name) (for `#[instrument]`, the
@@ -30,9 +29,10 @@ use tracing_subscriber::registry::{LookupSpan, SpanRef};
 ///   `TracingLayer::new().with_filter(...)`; the filtered-out ones are not stages, and
 ///   their children nest under the nearest span that is (so do the children of a span
 ///   that was never entered).
-/// - **Cost.** With no monitor running, each callback is one relaxed load. A span
-///   created while no monitor ran is never recorded, nor is one whose monitor finished
-///   before it closed.
+/// - **Which monitor.** The one running at the span's first enter under it: a span
+///   made before a monitor started and entered after is recorded from that enter; one
+///   whose monitor finished before it closed records nothing more.
+/// - **Cost.** With no monitor running, each callback is one relaxed load.
 ///
 /// ```
 /// use tracing_subscriber::prelude::*;
@@ -71,11 +71,12 @@ impl TracingLayer {
     }
 }
 
-/// What a span holds in its extensions once a monitor saw it created.
-struct SpanStage {
-    recorder: Arc<Recorder>,
-    /// The open call, from the first enter on.
-    call: Option<OpenCall>,
+/// What a span holds in its extensions from its first enter under a monitor: small and
+/// `Copy`, the monitor found again by its epoch.
+#[derive(Clone, Copy)]
+struct SpanCall {
+    epoch: u64,
+    call: OpenCall,
 }
 
 /// A poll frame this thread pushed for an entered span.
@@ -93,6 +94,7 @@ thread_local! {
 }
 
 /// Takes the newest frame of `span` this thread pushed.
+#[inline]
 fn take_frame(span: u64) -> Option<Frame> {
     FRAMES
         .try_with(|frames| {
@@ -108,49 +110,35 @@ fn take_frame(span: u64) -> Option<Frame> {
 }
 
 /// Pops `frame` from this thread's stack in its monitor.
+#[inline]
 fn pop(frame: Frame) {
     context::with_epoch(frame.epoch, |a| a.recorder.pop_poll(&a.slot, frame.seq));
 }
 
-/// Where a span entered for the first time on `slot`'s thread nests, by its nearest
-/// ancestor span that is a call of this monitor (one never entered is skipped): where
-/// the thread is if that ancestor is entered here (a `#[monitored]` call inside it may
-/// come between), else under the ancestor's record, wherever that was opened.
-fn parent_of<S>(span: &SpanRef<'_, S>, recorder: &Arc<Recorder>, slot: &ThreadSlot) -> Parent
+/// Where a span entered for the first time nests: by its nearest ancestor span that is
+/// a call of the monitor of `epoch` (a span never entered, or filtered out, is skipped).
+/// The engine nests it where the thread is if that ancestor is entered on this thread
+/// (a `#[monitored]` call inside it may come between), else under the ancestor's record.
+fn parent_of<S>(span: &SpanRef<'_, S>, epoch: u64) -> Parent
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    let call = span.scope().skip(1).find_map(|ancestor| {
-        ancestor
-            .extensions()
-            .get::<SpanStage>()
-            .filter(|stage| Arc::ptr_eq(&stage.recorder, recorder))
-            .and_then(|stage| stage.call)
-    });
-    match call {
-        Some(call) if !slot.has_open(call.record) => Parent::Record(call.record),
-        _ => Parent::Here,
+    let mut next = span.parent();
+    while let Some(ancestor) = next {
+        let state = ancestor.extensions().get::<SpanCall>().copied();
+        match state {
+            Some(state) if state.epoch == epoch => return Parent::Record(state.call.record),
+            _ => next = ancestor.parent(),
+        }
     }
+    Parent::Here
 }
 
 impl<S> Layer<S> for TracingLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    fn on_new_span(&self, _attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        if !context::any_running() {
-            return;
-        }
-        let Some(recorder) = context::with_attachment(|a| Arc::clone(&a.recorder)) else {
-            return;
-        };
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().replace(SpanStage {
-                recorder,
-                call: None,
-            });
-        }
-    }
+    // Nothing at `on_new_span`: a span's call begins at its first enter.
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         if !context::any_running() {
@@ -159,23 +147,28 @@ where
         let Some(span) = ctx.span(id) else {
             return;
         };
-        let mut extensions = span.extensions_mut();
-        let Some(stage) = extensions.get_mut::<SpanStage>() else {
-            return;
-        };
         context::with_attachment(|a| {
-            if !Arc::ptr_eq(&a.recorder, &stage.recorder) || a.recorder.is_ended() {
-                return;
-            }
-            let call = *stage.call.get_or_insert_with(|| {
-                let parent = parent_of(&span, &a.recorder, &a.slot);
-                let name = StageName::Borrowed(span.name());
-                a.recorder.open_async(&a.slot, name, parent)
-            });
-            if let Some(seq) = a.recorder.push_poll(&a.slot, call.record) {
+            let epoch = a.recorder.epoch;
+            let mut extensions = span.extensions_mut();
+            let seq = match extensions.get_mut::<SpanCall>() {
+                Some(state) if state.epoch == epoch => {
+                    a.recorder.push_poll(&a.slot, state.call.record)
+                }
+                // Another monitor's span: it records nothing more.
+                Some(_) => None,
+                None => {
+                    let parent = parent_of(&span, epoch);
+                    let name = StageName::Borrowed(span.name());
+                    let (call, seq) = a.recorder.open_and_poll(&a.slot, name, parent);
+                    extensions.insert(SpanCall { epoch, call });
+                    seq
+                }
+            };
+            drop(extensions);
+            if let Some(seq) = seq {
                 let frame = Frame {
                     span: id.into_u64(),
-                    epoch: a.recorder.epoch,
+                    epoch,
                     seq,
                 };
                 let _ = FRAMES.try_with(|frames| {
@@ -203,17 +196,23 @@ where
         let Some(span) = ctx.span(&id) else {
             return;
         };
-        let Some(stage) = span.extensions_mut().remove::<SpanStage>() else {
+        let Some(SpanCall { epoch, call }) = span.extensions().get::<SpanCall>().copied() else {
             return;
         };
-        let Some(call) = stage.call else {
-            return;
-        };
+        drop(span);
         // A span closed while still entered here (its guard was forgotten) leaves no frame.
         while let Some(frame) = take_frame(id.into_u64()) {
             pop(frame);
         }
         let error = std::thread::panicking().then_some(Cow::Borrowed("panic"));
-        stage.recorder.close_async(call, error);
+        context::with_own(epoch, |own| match own {
+            Some(a) => a.recorder.close_async(Some(&a.slot), call, error),
+            // Closed on a thread that records elsewhere, or nowhere.
+            None => {
+                if let Some(recorder) = context::recorder_of(epoch) {
+                    recorder.close_async(None, call, error);
+                }
+            }
+        });
     }
 }
