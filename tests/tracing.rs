@@ -399,3 +399,30 @@ fn a_directly_recursive_span_folds_into_one_record_timed_once() {
     let descend = stage(&report, "descend");
     assert!(descend.wall_seconds <= report.wall_seconds, "timed once");
 }
+
+#[test]
+fn a_span_closed_on_another_thread_is_closed_once_in_its_monitor() {
+    let _serial = serial();
+    let _layer = layer_here();
+    let monitor = start();
+    let moved = info_span!("moved");
+    moved.in_scope(|| drop(info_span!("inner").entered()));
+    // The thread that drops it records nothing itself: the span's own monitor closes it.
+    std::thread::scope(|scope| {
+        scope.spawn(move || drop(moved));
+    });
+    let kept = info_span!("kept");
+    kept.in_scope(|| ());
+    let (first, second) = (monitor.summary(), monitor.summary());
+    // A closed call's wall time is fixed; an open one's grows from summary to summary.
+    let wall = |report: &Report, path: &str| stage(report, path).wall_seconds;
+    assert_eq!(wall(&first, "moved"), wall(&second, "moved"), "closed");
+    assert!(wall(&first, "kept") < wall(&second, "kept"), "still open");
+    drop(kept);
+    let report = monitor.finish();
+    assert_eq!(
+        calls(&report),
+        [("moved", 1), ("moved/inner", 1), ("kept", 1)]
+    );
+    assert_eq!(stage(&report, "moved").errors, 0);
+}

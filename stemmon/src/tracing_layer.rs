@@ -29,9 +29,10 @@ use tracing_subscriber::registry::{LookupSpan, SpanRef};
 ///   `TracingLayer::new().with_filter(...)`; the filtered-out ones are not stages, and
 ///   their children nest under the nearest span that is (so do the children of a span
 ///   that was never entered).
-/// - **Which monitor.** The one running at the span's first enter under it: a span
-///   made before a monitor started and entered after is recorded from that enter; one
-///   whose monitor finished before it closed records nothing more.
+/// - **Which monitor.** The one running when the span is first entered with a monitor
+///   running: a span made (or entered) before a monitor started is recorded from its
+///   first enter after the start; one whose monitor finished before it closed records
+///   nothing more.
 /// - **Cost.** With no monitor running, each callback is one relaxed load.
 ///
 /// ```
@@ -87,10 +88,49 @@ struct Frame {
     seq: u32,
 }
 
+/// How many calls this thread opened for spans it remembers: a span closed soon after
+/// its first enter, on that thread, is closed without looking it up.
+const REMEMBERED: usize = 16;
+
 thread_local! {
     /// The frames of the spans entered on this thread, innermost last: an exit pops its
     /// frame without looking the span up (enters and exits pair up on one thread).
     static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    /// The calls this thread opened most recently, by span id, newest last. A hint only:
+    /// an entry may be stale (the span closed elsewhere and its id was reused), and the
+    /// engine closes a call only if it is still open on this thread.
+    static OPENED: RefCell<Vec<(u64, SpanCall)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Remembers that this thread opened `state` for `span`.
+#[inline]
+fn remember(span: u64, state: SpanCall) {
+    let _ = OPENED.try_with(|opened| {
+        if let Ok(mut opened) = opened.try_borrow_mut() {
+            if opened.len() == REMEMBERED {
+                opened.remove(0);
+            }
+            opened.push((span, state));
+        }
+    });
+}
+
+/// Takes what this thread remembers of `span`.
+#[inline]
+fn recall(span: u64) -> Option<SpanCall> {
+    OPENED
+        .try_with(|opened| {
+            let mut opened = opened.try_borrow_mut().ok()?;
+            match opened.last() {
+                Some((id, _)) if *id == span => opened.pop().map(|(_, state)| state),
+                _ => {
+                    let index = opened.iter().rposition(|(id, _)| *id == span)?;
+                    Some(opened.remove(index).1)
+                }
+            }
+        })
+        .ok()
+        .flatten()
 }
 
 /// Takes the newest frame of `span` this thread pushed.
@@ -99,11 +139,13 @@ fn take_frame(span: u64) -> Option<Frame> {
     FRAMES
         .try_with(|frames| {
             let mut frames = frames.try_borrow_mut().ok()?;
-            let index = match frames.last() {
-                Some(top) if top.span == span => frames.len() - 1,
-                _ => frames.iter().rposition(|frame| frame.span == span)?,
-            };
-            Some(frames.remove(index))
+            match frames.last() {
+                Some(top) if top.span == span => frames.pop(),
+                _ => {
+                    let index = frames.iter().rposition(|frame| frame.span == span)?;
+                    Some(frames.remove(index))
+                }
+            }
         })
         .ok()
         .flatten()
@@ -160,7 +202,9 @@ where
                     let parent = parent_of(&span, epoch);
                     let name = StageName::Borrowed(span.name());
                     let (call, seq) = a.recorder.open_and_poll(&a.slot, name, parent);
-                    extensions.insert(SpanCall { epoch, call });
+                    let state = SpanCall { epoch, call };
+                    extensions.insert(state);
+                    remember(id.into_u64(), state);
                     seq
                 }
             };
@@ -193,6 +237,20 @@ where
         if !context::any_running() {
             return;
         }
+        // A span closed while still entered here (its guard was forgotten) leaves no frame.
+        while let Some(frame) = take_frame(id.into_u64()) {
+            pop(frame);
+        }
+        let error = std::thread::panicking().then_some(Cow::Borrowed("panic"));
+        // Opened here lately: closed without a lookup, if the engine still has it open.
+        if let Some(SpanCall { epoch, call }) = recall(id.into_u64()) {
+            let closed = context::with_own(epoch, |own| {
+                own.is_some_and(|a| a.recorder.close_if_open_here(&a.slot, call, error.clone()))
+            });
+            if closed {
+                return;
+            }
+        }
         let Some(span) = ctx.span(&id) else {
             return;
         };
@@ -200,11 +258,6 @@ where
             return;
         };
         drop(span);
-        // A span closed while still entered here (its guard was forgotten) leaves no frame.
-        while let Some(frame) = take_frame(id.into_u64()) {
-            pop(frame);
-        }
-        let error = std::thread::panicking().then_some(Cow::Borrowed("panic"));
         context::with_own(epoch, |own| match own {
             Some(a) => a.recorder.close_async(Some(&a.slot), call, error),
             // Closed on a thread that records elsewhere, or nowhere.

@@ -158,7 +158,11 @@ impl Recorder {
     pub(crate) fn pop_poll(&self, slot: &ThreadSlot, seq: u32) {
         let mut thread = slot.lock();
         if let Some(index) = thread.position(seq) {
-            thread.stack.remove(index);
+            if index + 1 == thread.stack.len() {
+                thread.stack.pop();
+            } else {
+                thread.stack.remove(index);
+            }
             if slot.id == 0 {
                 let top = thread.stack.last().map_or(0, |top| top.record + 1);
                 self.owner_top.0.store(top, Ordering::Relaxed);
@@ -183,18 +187,41 @@ impl Recorder {
             return;
         }
         match slot {
-            Some(slot) if slot.id == call.thread => self.close_here(slot, call, error),
+            Some(slot) if slot.id == call.thread => {
+                self.close_here(slot, call, error);
+            }
             _ => self.close_elsewhere(call, error),
         }
     }
 
-    /// Closes `call` on the thread that opened it.
+    /// Closes `call` if `slot`'s thread opened it and it is open there now; false (and
+    /// nothing done) otherwise, so a caller that remembered the call may be wrong.
+    #[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the `tracing` layer's
     #[inline]
-    fn close_here(&self, slot: &ThreadSlot, call: OpenCall, error: Option<Cow<'static, str>>) {
+    pub(crate) fn close_if_open_here(
+        &self,
+        slot: &ThreadSlot,
+        call: OpenCall,
+        error: Option<Cow<'static, str>>,
+    ) -> bool {
+        call.seq != FOLDED && slot.id == call.thread && self.close_here(slot, call, error)
+    }
+
+    /// Closes `call` on the thread that opened it; false if it was not open there.
+    #[inline]
+    fn close_here(
+        &self,
+        slot: &ThreadSlot,
+        call: OpenCall,
+        error: Option<Cow<'static, str>>,
+    ) -> bool {
         let now = self.clock.raw();
         let mut thread = slot.lock();
-        if self.is_ended() || !thread.close_call(call.seq) {
-            return;
+        if self.is_ended() {
+            return true;
+        }
+        if !thread.close_call(call.seq) {
+            return false;
         }
         let ticks = now.saturating_sub(call.started);
         let delta = thread.delta(call.record);
@@ -207,7 +234,7 @@ impl Recorder {
         let quiet = error.is_none() && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(call.record) {
             thread.delta(call.record).saw_boundary = true;
-            return;
+            return true;
         }
         thread.mark_completed(call.record);
         let mut state = self.lock();
@@ -225,6 +252,7 @@ impl Recorder {
             drop(thread);
             self.log_event(message, stage);
         }
+        true
     }
 
     /// Closes `call` on a thread other than the one that keeps it.

@@ -193,6 +193,10 @@ impl ThreadState {
     #[inline]
     pub(crate) fn close_call(&mut self, seq: u64) -> bool {
         match self.open_async.iter().rposition(|call| call.seq == seq) {
+            Some(index) if index + 1 == self.open_async.len() => {
+                self.open_async.pop();
+                true
+            }
             Some(index) => {
                 self.open_async.remove(index);
                 true
