@@ -4,12 +4,15 @@
 //! stemmon's sample is the default one: RSS and the high-water marks of every process
 //! (read together from `status`, each reset through `clear_refs`), and the job's cgroup.
 //! Budgets (spec §6): 10 descendants, at most 1/4 of sysinfo and 1/8 of psutil;
-//! 100 descendants, at most 1/2 and 1/4.
+//! 100 descendants, at most 1/2 and 1/4. Beside them, the floor of the same sample
+//! ([`Floor`]: the `pread`s and writes alone, through descriptors kept open); stemmon's
+//! budget is 1.3× the floor at both sizes.
 
 use criterion::Criterion;
 use std::collections::HashMap;
 use std::hint::black_box;
-use stemmon_bench::Tree;
+use std::time::Instant;
+use stemmon_bench::{Floor, Tree};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
 /// Refreshes every process with `kind`, then walks parent links from `root`; returns
@@ -36,6 +39,27 @@ fn sysinfo_tree(system: &mut System, kind: ProcessRefreshKind, root: u32) -> (u3
         queue.extend(kids.remove(&pid).unwrap_or_default());
     }
     (count, rss)
+}
+
+/// Times `a` and `b` alternately for about `seconds` and returns the median of each, in
+/// nanoseconds: on a shared machine whose load shifts between criterion's runs, both
+/// see the same load, so their ratio holds.
+fn interleaved(seconds: f64, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let (mut times_a, mut times_b) = (Vec::new(), Vec::new());
+    let started = Instant::now();
+    while started.elapsed().as_secs_f64() < seconds || times_a.len() < 11 {
+        let at = Instant::now();
+        a();
+        let between = Instant::now();
+        b();
+        times_a.push((between - at).as_nanos() as f64);
+        times_b.push(between.elapsed().as_nanos() as f64);
+    }
+    let median = |times: &mut Vec<f64>| {
+        times.sort_by(f64::total_cmp);
+        times[times.len() / 2]
+    };
+    (median(&mut times_a), median(&mut times_b))
 }
 
 fn main() {
@@ -68,9 +92,19 @@ fn main() {
         assert_eq!(stemmon_count, expected, "stemmon sees the whole tree");
         assert_eq!(sysinfo_count, expected, "sysinfo sees the whole tree");
 
+        let mut floor = Floor::open(root).expect("the floor's files open");
+        let (floor_processes, floor_tasks) = floor.files();
+        assert_eq!(
+            floor_processes as u32, expected,
+            "the floor reads the whole tree"
+        );
+
         let mut group = c.benchmark_group(format!("tree_{size}"));
         group.bench_function("stemmon", |b| {
             b.iter(|| black_box(reader.read_tree(black_box(root)).map(|r| r.tree_rss)))
+        });
+        group.bench_function("floor", |b| {
+            b.iter(|| black_box(floor.sample().expect("the floor reads")))
         });
         group.bench_function("sysinfo", |b| {
             b.iter(|| black_box(sysinfo_tree(&mut system, with_tasks, root)))
@@ -80,6 +114,15 @@ fn main() {
             b.iter(|| black_box(sysinfo_tree(&mut lean, without_tasks, root)))
         });
         group.finish();
+        let (stemmon_ns, floor_ns) = interleaved(
+            3.0,
+            || drop(black_box(reader.read_tree(root).map(|r| r.tree_rss))),
+            || drop(black_box(floor.sample())),
+        );
+        eprintln!(
+            "tree_{size}: stemmon {stemmon_ns:.0} ns, floor {floor_ns:.0} ns interleaved: {:.2}x",
+            stemmon_ns / floor_ns
+        );
 
         let psutil = match stemmon_bench::run_psutil(root, 4.0) {
             Ok(Some(figures)) => figures,
@@ -96,6 +139,9 @@ fn main() {
             "descendants": tree.descendants(),
             "stemmon_process_count": stemmon_count,
             "sysinfo_process_count": sysinfo_count,
+            "floor_processes": floor_processes,
+            "floor_children_files": floor_tasks,
+            "interleaved": {"stemmon_ns": stemmon_ns, "floor_ns": floor_ns},
             "psutil": psutil,
         });
         stemmon_bench::write_result(&format!("tree_{size}"), &result)

@@ -8,7 +8,8 @@
 //! - `active_call`: the same call under an active monitor, beside a `tracing`
 //!   `#[instrument]` span (registry + a layer) and hotpath's `#[measure]`;
 //! - `tree_sample`: one full tree sample of 10 and 100 descendants, beside sysinfo's
-//!   all-process refresh and (through `psutil_tree.py`) psutil;
+//!   all-process refresh, (through `psutil_tree.py`) psutil, and the [`Floor`] of the
+//!   same sample;
 //! - `footprint`: memory held after 10 million active calls, and the sampler thread's CPU;
 //! - `tracing_layer`: a `tracing` span under `stemmon::TracingLayer` with a monitor
 //!   running, beside the same span under a registry with a layer counting callbacks.
@@ -220,6 +221,77 @@ impl Drop for Tree {
             unsafe { libc::kill(-group, libc::SIGKILL) };
         }
         let _ = self.root.wait();
+    }
+}
+
+/// The floor of one tree sample with high-water marks: per process, one `pread` of
+/// `status`, one write of `5` to `clear_refs` and one `pread` of each thread's
+/// `children`, through descriptors opened once. No parsing, no listing, no
+/// bookkeeping: what any reader of the same figures must at least spend in the kernel.
+/// The `tree_sample` bench times it beside stemmon's sample, same tree, same run.
+#[derive(Debug)]
+pub struct Floor {
+    processes: Vec<FloorProcess>,
+    buf: Vec<u8>,
+}
+
+#[derive(Debug)]
+struct FloorProcess {
+    status: fs::File,
+    clear_refs: fs::File,
+    children: Vec<fs::File>,
+}
+
+impl Floor {
+    /// Opens the files of `root` and of every descendant it has now, found through the
+    /// same `children` files.
+    pub fn open(root: u32) -> io::Result<Floor> {
+        let mut processes = Vec::new();
+        let mut queue = vec![root];
+        let mut buf = vec![0u8; 4096];
+        while let Some(pid) = queue.pop() {
+            let dir = PathBuf::from(format!("/proc/{pid}"));
+            let mut children = Vec::new();
+            for task in fs::read_dir(dir.join("task"))? {
+                let file = fs::File::open(task?.path().join("children"))?;
+                let n = std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0)?;
+                queue.extend(
+                    String::from_utf8_lossy(&buf[..n])
+                        .split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+                children.push(file);
+            }
+            processes.push(FloorProcess {
+                status: fs::File::open(dir.join("status"))?,
+                clear_refs: fs::OpenOptions::new()
+                    .write(true)
+                    .open(dir.join("clear_refs"))?,
+                children,
+            });
+        }
+        Ok(Floor { processes, buf })
+    }
+
+    /// How many processes and how many `children` files (threads) one sample reads.
+    pub fn files(&self) -> (usize, usize) {
+        let tasks = self.processes.iter().map(|p| p.children.len()).sum();
+        (self.processes.len(), tasks)
+    }
+
+    /// One sample at the floor; returns the bytes read, so nothing is optimized away.
+    pub fn sample(&mut self) -> io::Result<usize> {
+        use std::io::Write as _;
+        use std::os::unix::fs::FileExt as _;
+        let mut read = 0;
+        for process in &self.processes {
+            read += process.status.read_at(&mut self.buf, 0)?;
+            (&process.clear_refs).write_all(b"5")?;
+            for children in &process.children {
+                read += children.read_at(&mut self.buf, 0)?;
+            }
+        }
+        Ok(read)
     }
 }
 

@@ -1,9 +1,9 @@
 //! `Monitor`: the lifecycle of a monitor (start, stage, summary, finish, drop).
 
-use crate::config::{Config, Reader};
+use crate::config::Config;
 use crate::context;
 use crate::error::Error;
-use crate::memory::{self, ProcSelfReader, TreeReader};
+use crate::memory::{self, TreeReader};
 use crate::publish::{Moment, Publisher};
 use crate::recorder::{Event, Line, OpenStage, Recorder, RunInfo, StageName};
 use crate::report::Report;
@@ -51,6 +51,9 @@ type SamplerThread = (Sender<Event>, JoinHandle<Box<dyn TreeReader>>);
 pub struct Monitor {
     recorder: Arc<Recorder>,
     publisher: Arc<Publisher>,
+    /// Makes a tree reader on this monitor's ledger for a last sample without the
+    /// sampler's own.
+    spare: memory::ReaderHandle,
     sampler: Option<SamplerThread>,
     finished: bool,
     _not_send: PhantomData<*const ()>,
@@ -72,23 +75,19 @@ impl std::fmt::Debug for Monitor {
 
 impl Monitor {
     pub(crate) fn start(config: Config) -> Result<Monitor, Error> {
-        let make: fn(bool) -> Box<dyn TreeReader> = match config.reader {
-            Reader::Portable => memory::portable_reader,
-            _ => memory::default_reader,
-        };
-        Monitor::start_with(config, make)
+        let readers = memory::Readers::new(memory::ReaderSettings::of(&config));
+        Monitor::start_with(config, readers)
     }
 
-    fn start_with(config: Config, make: fn(bool) -> Box<dyn TreeReader>) -> Result<Monitor, Error> {
+    fn start_with(config: Config, readers: memory::Readers) -> Result<Monitor, Error> {
         let (host, labels) = crate::identity::collect(&config)?;
         let exporter = crate::export::Exporter::from_config(&config, &host, &labels)?;
-        let mut reader = make(config.detailed_memory);
-        reader.adopt_orphans(config.adopted_orphans && config.root.is_some());
-        // The marks as asked and as this reader can read them.
-        let root = config.root.unwrap_or_else(std::process::id);
-        let marks = reader.configure_marks(config.high_water_marks, root);
-        // The boundary reads this process's marks only when it is the root.
-        let self_reader = Box::new(ProcSelfReader::new(marks.parent && config.root.is_none()));
+        let memory::Readers {
+            tree: mut reader,
+            boundary,
+            marks,
+            spare,
+        } = readers;
         let info = RunInfo {
             sampler: reader.name(),
             marks,
@@ -98,7 +97,7 @@ impl Monitor {
         };
         let publisher = Arc::new(Publisher::new(&config, exporter));
         let clock = quanta::Clock::new();
-        let recorder = Arc::new(Recorder::new(config, info, self_reader, clock));
+        let recorder = Arc::new(Recorder::new(config, info, boundary, clock));
         context::install(&recorder)?;
         publisher.sample(&recorder, &mut *reader);
         let (events, received) = mpsc::channel();
@@ -122,6 +121,7 @@ impl Monitor {
         Ok(Monitor {
             recorder,
             publisher,
+            spare,
             sampler: Some((events, thread)),
             finished: false,
             _not_send: PhantomData,
@@ -170,6 +170,7 @@ impl Monitor {
         *ENDINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(Ending {
             recorder: Arc::clone(&self.recorder),
             publisher: Arc::clone(&self.publisher),
+            spare: self.spare.clone(),
         });
     }
 
@@ -193,7 +194,7 @@ impl Monitor {
             }
             None => None,
         }
-        .unwrap_or_else(|| memory::default_reader(self.recorder.config.detailed_memory));
+        .unwrap_or_else(|| self.spare.tree_reader());
         self.publisher.sample(&self.recorder, &mut *reader);
         let event = match &error {
             None => "finished".to_owned(),
@@ -211,6 +212,8 @@ impl Monitor {
 struct Ending {
     recorder: Arc<Recorder>,
     publisher: Arc<Publisher>,
+    /// Makes a tree reader on the monitor's ledger (the sampler still holds its own).
+    spare: memory::ReaderHandle,
 }
 
 /// The monitor `#[monitor_main]` started, until it finishes.
@@ -237,9 +240,12 @@ pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
     if let Some(Ending {
         recorder,
         publisher,
+        spare,
     }) = ending
     {
-        let mut reader = memory::default_reader(recorder.config.detailed_memory);
+        // The sampler still holds its reader: another on the same ledger continues
+        // from its last sample, so the final interval keeps its reaped peaks.
+        let mut reader = spare.tree_reader();
         publisher.sample(&recorder, &mut *reader);
         let line = match error {
             Some(error) => format!("failed ({error})"),
@@ -286,7 +292,9 @@ mod tests {
             .log_interval(None)
             .current_thread_only()
             .sample_interval(Duration::from_millis(5));
-        let monitor = Monitor::start_with(builder.config, |_| Box::new(Denied))
+        let mut readers = memory::Readers::new(memory::ReaderSettings::of(&builder.config));
+        readers.tree = Box::new(Denied);
+        let monitor = Monitor::start_with(builder.config, readers)
             .expect("a failing reader does not stop the start");
         {
             let _stage = monitor.stage("work").unwrap();

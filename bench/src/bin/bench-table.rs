@@ -265,6 +265,52 @@ fn tree(rows: &mut Vec<Row>) {
     }
 }
 
+/// Bench 3, beside its floor: the same sample as the `pread`s and writes alone through
+/// kept descriptors (`stemmon_bench::Floor`), same tree, same run, the two timed
+/// alternately; at most 1.3× of it.
+fn tree_floor(rows: &mut Vec<Row>) {
+    const BUDGET: f64 = 1.3;
+    for size in [10, 100] {
+        let group = format!("tree_{size}");
+        let figure = format!("tree sample vs floor, {size} descendants");
+        let budget = format!("≤ {BUDGET}× floor");
+        // The medians of the two timed alternately (the bench's `interleaved`): on a
+        // machine whose load shifts between criterion's runs, the ratio that holds.
+        let data = result(&group);
+        let interleaved = |key: &str| {
+            data.as_ref()?
+                .pointer(&format!("/interleaved/{key}"))?
+                .as_f64()
+        };
+        let (Some(ours), Some(floor)) = (
+            interleaved("stemmon_ns").or_else(|| criterion_ns(&group, "stemmon")),
+            interleaved("floor_ns").or_else(|| criterion_ns(&group, "floor")),
+        ) else {
+            rows.push(missing(&figure, &budget));
+            continue;
+        };
+        let files = data
+            .as_ref()
+            .and_then(|r| {
+                let processes = r.get("floor_processes")?.as_u64()?;
+                let tasks = r.get("floor_children_files")?.as_u64()?;
+                Some(format!(
+                    " ({processes} status + {processes} clear_refs + {tasks} children)"
+                ))
+            })
+            .unwrap_or_default();
+        rows.push(Row {
+            figure,
+            stemmon: time(ours),
+            peer: format!("floor: kept-fd pread/write only{files}"),
+            peer_value: time(floor),
+            ratio: format!("{:.2}", ours / floor),
+            budget,
+            status: Status::of(ours / floor <= BUDGET),
+        });
+    }
+}
+
 /// Bench 5: a call on a worker thread and on two threads at once, and the scale figures.
 fn threads(rows: &mut Vec<Row>) {
     let owner = criterion_ns("threads", "owner");
@@ -520,6 +566,7 @@ fn main() {
     active(&mut rows, expanded);
     footprint(&mut rows, expanded);
     tree(&mut rows);
+    tree_floor(&mut rows);
     sampler(&mut rows);
     threads(&mut rows);
     run_overhead(&mut rows);

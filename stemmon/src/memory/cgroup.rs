@@ -7,10 +7,10 @@
 //! give `cgroup.procs`. An unlimited limit is `None`. Nothing is ever written: the
 //! kernel's peak belongs to the job.
 
+use super::linux::procfs::{page_size, parse_pid_list, parse_u64, Buf};
 use crate::report::CgroupReport;
 use std::fs::{self, File};
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// A v1 limit at or above this is the kernel's "unlimited" (`9223372036854771712`, the
@@ -105,41 +105,39 @@ fn unescape(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn parse_u64(text: &str) -> Option<u64> {
-    text.trim().parse().ok()
-}
-
 /// The value of `key` in a `key value` per line file (`memory.events`, `memory.oom_control`).
-fn keyed(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|line| {
-        let (k, v) = line.split_once(' ')?;
-        (k == key).then(|| parse_u64(v)).flatten()
+fn keyed(text: &[u8], key: &[u8]) -> Option<u64> {
+    text.split(|b| *b == b'\n').find_map(|line| {
+        let rest = line.strip_prefix(key)?.strip_prefix(b" ")?;
+        parse_u64(rest)
     })
 }
 
 /// A v2 `memory.max`: `max` is unlimited.
-fn parse_v2_limit(text: &str) -> Option<u64> {
-    match text.trim() {
-        "max" => None,
+fn parse_v2_limit(text: &[u8]) -> Option<u64> {
+    match text.trim_ascii() {
+        b"max" => None,
         other => parse_u64(other),
     }
 }
 
 /// A v1 `memory.limit_in_bytes`: a huge value is unlimited.
-fn parse_v1_limit(text: &str) -> Option<u64> {
+fn parse_v1_limit(text: &[u8]) -> Option<u64> {
     parse_u64(text).filter(|limit| *limit < V1_UNLIMITED)
 }
 
-/// One cgroup's memory files, kept open and read with `pread` at each sample.
+/// One cgroup's memory files, kept open and read with one `pread` each at each sample.
 pub(crate) struct CgroupReader {
-    dir: PathBuf,
+    /// The directory, as the report names it.
+    path: String,
     version: u8,
     current: File,
     peak: Option<File>,
     limit: Option<File>,
     events: Option<File>,
     procs: Option<File>,
-    buf: Vec<u8>,
+    buf: Buf,
+    page: usize,
 }
 
 impl CgroupReader {
@@ -171,49 +169,41 @@ impl CgroupReader {
         };
         let open = |name: &str| File::open(dir.join(name));
         Ok(CgroupReader {
-            dir: dir.to_owned(),
+            path: dir.display().to_string(),
             version,
             current: open(names[0])?,
             peak: open(names[1]).ok(),
             limit: open(names[2]).ok(),
             events: open(names[3]).ok(),
             procs: open("cgroup.procs").ok(),
-            buf: Vec::with_capacity(256),
+            buf: Buf::new(4096),
+            page: usize::try_from(page_size()).unwrap_or(4096),
         })
     }
 
-    fn text(buf: &mut Vec<u8>, file: &File) -> io::Result<String> {
-        buf.clear();
-        buf.resize(4096, 0);
-        let mut len = 0;
-        loop {
-            if len == buf.len() {
-                buf.resize(len * 2, 0);
-            }
-            let n = file.read_at(&mut buf[len..], len as u64)?;
-            if n == 0 {
-                break;
-            }
-            len += n;
-        }
-        Ok(String::from_utf8_lossy(&buf[..len]).into_owned())
-    }
-
-    /// Reads the cgroup now. Fails only when the current charge cannot be read.
+    /// Reads the cgroup now: one `pread` per file. Fails only when the current charge
+    /// cannot be read.
     pub(crate) fn read(&mut self) -> io::Result<CgroupReport> {
         let buf = &mut self.buf;
-        let current = parse_u64(&Self::text(buf, &self.current)?);
-        let mut read = |file: &Option<File>| file.as_ref().and_then(|f| Self::text(buf, f).ok());
-        let peak = read(&self.peak).and_then(|t| parse_u64(&t));
-        let limit = read(&self.limit).and_then(|t| match self.version {
-            2 => parse_v2_limit(&t),
-            _ => parse_v1_limit(&t),
+        let current = parse_u64(buf.read_whole(&self.current)?);
+        let mut value = |file: &Option<File>, parse: &dyn Fn(&[u8]) -> Option<u64>| {
+            file.as_ref()
+                .and_then(|f| buf.read_whole(f).ok().and_then(parse))
+        };
+        let peak = value(&self.peak, &parse_u64);
+        let limit = match self.version {
+            2 => value(&self.limit, &parse_v2_limit),
+            _ => value(&self.limit, &parse_v1_limit),
+        };
+        let oom_kills = value(&self.events, &|text| keyed(text, b"oom_kill"));
+        let processes = self.procs.as_ref().and_then(|file| {
+            let text = self.buf.read_records(file, self.page).ok()?;
+            let mut count = 0u32;
+            parse_pid_list(text, |_| count += 1);
+            Some(count)
         });
-        let oom_kills = read(&self.events).and_then(|t| keyed(&t, "oom_kill"));
-        let processes =
-            read(&self.procs).map(|t| t.lines().filter(|l| !l.trim().is_empty()).count() as u32);
         Ok(CgroupReport {
-            path: self.dir.display().to_string(),
+            path: self.path.clone(),
             version: self.version,
             memory_current_bytes: current,
             memory_peak_bytes: peak,
@@ -267,10 +257,15 @@ mod tests {
 
     #[test]
     fn limits_read_as_written() {
-        assert_eq!(parse_v2_limit("max\n"), None);
-        assert_eq!(parse_v2_limit("1048576\n"), Some(1 << 20));
-        assert_eq!(parse_v1_limit("9223372036854771712\n"), None);
-        assert_eq!(parse_v1_limit("536870912\n"), Some(512 << 20));
+        assert_eq!(parse_v2_limit(b"max\n"), None);
+        assert_eq!(parse_v2_limit(b"1048576\n"), Some(1 << 20));
+        assert_eq!(parse_v1_limit(b"9223372036854771712\n"), None);
+        assert_eq!(parse_v1_limit(b"536870912\n"), Some(512 << 20));
+        assert_eq!(keyed(b"low 0\noom 3\noom_kill 2\n", b"oom_kill"), Some(2));
+        assert_eq!(
+            keyed(b"oom_kill_disable 0\nunder_oom 0\n", b"oom_kill"),
+            None
+        );
     }
 
     #[test]

@@ -5,9 +5,16 @@
 //! each process's `VmHWM`, reset at every reading, the peaks of reaped children, and
 //! the job's cgroup. The sampled peak can miss a spike between two samples; the marks
 //! cannot, and the true peak lies between the two.
+//!
+//! A monitor makes its readers together with [`Readers::new`]: on Linux they share
+//! that monitor's ledger (`linux::Ledger`), so each interval of the marks is counted
+//! once and by that monitor alone; nothing here is process-wide.
 
+use crate::config::{Config, Reader};
 use crate::report::{CgroupReport, HighWaterMarks};
 use std::io;
+#[cfg(target_os = "linux")]
+use std::sync::Arc;
 
 #[cfg(target_os = "linux")]
 pub(crate) mod cgroup;
@@ -97,7 +104,9 @@ pub trait TreeReader: Send {
     }
 }
 
-/// The best reader for this platform (with high-water marks on Linux).
+/// The best reader for this platform (with high-water marks on Linux), on a ledger of
+/// its own: for a reader used alone (the benchmarks). A monitor makes its readers
+/// together, on one ledger.
 pub fn default_reader(detailed: bool) -> Box<dyn TreeReader> {
     #[cfg(target_os = "linux")]
     {
@@ -114,6 +123,145 @@ pub fn portable_reader(detailed: bool) -> Box<dyn TreeReader> {
     Box::new(portable::SysinfoReader::new(detailed))
 }
 
+/// How a monitor's readers are made: its reader settings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ReaderSettings {
+    /// Which tree reader.
+    pub(crate) kind: Reader,
+    /// USS and PSS (Linux), physical footprint (macOS).
+    pub(crate) detailed: bool,
+    /// Read (and reset) the high-water marks.
+    pub(crate) high_water_marks: bool,
+    /// The root of the tree: this process when `None`.
+    pub(crate) root: Option<u32>,
+    /// With `root`: this process's other children count as descendants too.
+    pub(crate) adopted_orphans: bool,
+}
+
+impl ReaderSettings {
+    /// The reader settings of a monitor's settings.
+    pub(crate) fn of(config: &Config) -> ReaderSettings {
+        ReaderSettings {
+            kind: config.reader,
+            detailed: config.detailed_memory,
+            high_water_marks: config.high_water_marks,
+            root: config.root,
+            adopted_orphans: config.adopted_orphans && config.root.is_some(),
+        }
+    }
+
+    fn root_pid(&self) -> u32 {
+        self.root.unwrap_or_else(std::process::id)
+    }
+}
+
+/// One monitor's readers, made together on one ledger (Linux), so that every interval
+/// of the kernel's marks is counted once and by that monitor alone: the tree reader
+/// the sampler owns, the boundary reader the engine owns, and a handle that makes
+/// another tree reader on the same ledger (for a last sample taken while the sampler
+/// still holds its own, as on a signal).
+pub(crate) struct Readers {
+    /// The full tree sample.
+    pub(crate) tree: Box<dyn TreeReader>,
+    /// The reading of this process alone at stage boundaries.
+    pub(crate) boundary: Box<dyn SelfReader>,
+    /// The marks as asked and as the tree reader can read them.
+    pub(crate) marks: HighWaterMarks,
+    /// Makes another tree reader on the same ledger.
+    pub(crate) spare: ReaderHandle,
+}
+
+impl Readers {
+    /// Makes the readers, turns the marks on or off (probing, on Linux, that this
+    /// process may reset them, which starts the first interval) and says which marks
+    /// can be read.
+    pub(crate) fn new(settings: ReaderSettings) -> Readers {
+        #[cfg(target_os = "linux")]
+        let spare = ReaderHandle {
+            settings,
+            ledger: Arc::new(linux::Ledger::new()),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let spare = ReaderHandle { settings };
+        let mut tree: Box<dyn TreeReader> = match settings.kind {
+            Reader::Portable => portable_reader(settings.detailed),
+            #[cfg(target_os = "linux")]
+            _ => Box::new(linux::ProcReader::on_ledger(
+                Arc::clone(&spare.ledger),
+                settings.detailed,
+            )),
+            #[cfg(not(target_os = "linux"))]
+            _ => default_reader(settings.detailed),
+        };
+        tree.adopt_orphans(settings.adopted_orphans);
+        let marks = tree.configure_marks(settings.high_water_marks, settings.root_pid());
+        // The boundary reads this process's marks only when it is the root.
+        let boundary_marks = marks.parent && settings.root.is_none();
+        #[cfg(target_os = "linux")]
+        let boundary: Box<dyn SelfReader> = Box::new(linux::ProcSelfReader::new(
+            Arc::clone(&spare.ledger),
+            boundary_marks,
+        ));
+        #[cfg(not(target_os = "linux"))]
+        let boundary: Box<dyn SelfReader> = {
+            let _ = boundary_marks;
+            Box::new(portable::SysinfoSelf::new())
+        };
+        Readers {
+            tree,
+            boundary,
+            marks,
+            spare,
+        }
+    }
+}
+
+/// Makes tree readers on one monitor's ledger, configured as that monitor's.
+#[derive(Clone)]
+pub(crate) struct ReaderHandle {
+    settings: ReaderSettings,
+    #[cfg(target_os = "linux")]
+    ledger: Arc<linux::Ledger>,
+}
+
+impl std::fmt::Debug for ReaderHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReaderHandle")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ReaderHandle {
+    /// Another tree reader of the monitor: it continues from the last sample of any
+    /// other (the marks' intervals, the reaped children, the cgroup's figures), and its
+    /// samples never overlap theirs. Its own files open at its first sample.
+    pub(crate) fn tree_reader(&self) -> Box<dyn TreeReader> {
+        let ReaderSettings {
+            kind,
+            detailed,
+            high_water_marks,
+            adopted_orphans,
+            ..
+        } = self.settings;
+        match kind {
+            Reader::Portable => portable_reader(detailed),
+            #[cfg(target_os = "linux")]
+            _ => {
+                let mut reader = linux::ProcReader::on_ledger(Arc::clone(&self.ledger), detailed);
+                reader.adopt_orphans(adopted_orphans);
+                reader.set_marks(high_water_marks, self.settings.root_pid());
+                Box::new(reader)
+            }
+            #[cfg(not(target_os = "linux"))]
+            _ => {
+                let _ = (high_water_marks, adopted_orphans);
+                default_reader(detailed)
+            }
+        }
+    }
+}
+
 /// A stage-boundary reading of the monitored process alone.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct SelfReading {
@@ -123,8 +271,7 @@ pub(crate) struct SelfReading {
     /// `None` with marks off or unavailable.
     pub(crate) hwm: Option<u64>,
     /// The kernel's peak of the children reaped since the previous reading, if any
-    /// was reaped (see [`linux::Reaped`]): also the sign that some last-sampled
-    /// children may be gone.
+    /// was reaped: also the sign that some last-sampled children may be gone.
     pub(crate) reaped: Option<u64>,
     /// A child of this process was reaped or has exited since the previous reading:
     /// some last-sampled descendants may be gone.
@@ -148,83 +295,6 @@ pub(crate) trait SelfReader: Send {
     ) -> (u64, Option<u64>);
 }
 
-/// The cheap reading of the monitored process alone, taken at stage boundaries: one
-/// `pread` of `status`, one write to `clear_refs`, one `getrusage`.
-pub(crate) struct ProcSelfReader {
-    marks: bool,
-    /// `getrusage` stands for `VmHWM` above this (see [`linux::read_self_cheap`]).
-    #[cfg(target_os = "linux")]
-    floor: u64,
-    /// `RUSAGE_CHILDREN` at this reader's previous reading: a change means a child was
-    /// reaped, even where a full sample counted its peak first.
-    #[cfg(target_os = "linux")]
-    last_usage: [i64; 7],
-    #[cfg(target_os = "linux")]
-    buf: Vec<u8>,
-    #[cfg(not(target_os = "linux"))]
-    inner: portable::SysinfoSelf,
-}
-
-impl ProcSelfReader {
-    /// A reader of this process; `marks` reads and resets its high-water mark too.
-    pub(crate) fn new(marks: bool) -> ProcSelfReader {
-        #[cfg(target_os = "linux")]
-        let mut buf = Vec::with_capacity(2048);
-        ProcSelfReader {
-            marks,
-            #[cfg(target_os = "linux")]
-            floor: if marks {
-                linux::self_exec_floor(&mut buf)
-            } else {
-                0
-            },
-            #[cfg(target_os = "linux")]
-            last_usage: linux::reaped_and_usage().1,
-            #[cfg(target_os = "linux")]
-            buf,
-            #[cfg(not(target_os = "linux"))]
-            inner: portable::SysinfoSelf::new(),
-        }
-    }
-}
-
-impl SelfReader for ProcSelfReader {
-    fn read(&mut self) -> Option<SelfReading> {
-        #[cfg(target_os = "linux")]
-        {
-            let (reaped, usage) = linux::reaped_and_usage();
-            let reaped_any = std::mem::replace(&mut self.last_usage, usage) != usage;
-            let children_changed = reaped_any || linux::any_zombie_child();
-            let reaped = reaped.filter(|_| self.marks).map(|r| r.peak);
-            let status = linux::read_self_cheap(&mut self.buf, self.marks, self.floor).ok()?;
-            Some(SelfReading {
-                rss: status.rss?,
-                hwm: status.hwm.filter(|_| self.marks),
-                reaped,
-                children_changed,
-            })
-        }
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = self.marks;
-            Some(SelfReading {
-                rss: self.inner.read()?,
-                hwm: None,
-                reaped: None,
-                children_changed: false,
-            })
-        }
-    }
-
-    fn live_children(
-        &mut self,
-        descendants: &[Descendant],
-        gone: &mut Vec<bool>,
-    ) -> (u64, Option<u64>) {
-        live_children_rss(descendants, gone)
-    }
-}
-
 /// Whether the process `pid` has exited: gone, or a zombie child of this process.
 /// A stage-boundary reading leaves such descendants out of the last sample's sum.
 pub(crate) fn has_exited(pid: u32) -> bool {
@@ -240,12 +310,13 @@ pub(crate) fn has_exited(pid: u32) -> bool {
 }
 
 /// The sum of the RSS of `descendants` (as last sampled) that are still alive, and the
-/// largest peak of those newly found exited. `gone` keeps, per descendant, whether it
-/// was already found gone, so each is checked until it goes and never after; one found
-/// here is not counted as reaped again by the next sample.
+/// largest peak of those newly found exited, each of which is given to `exited`.
+/// `gone` keeps, per descendant, whether it was already found gone, so each is checked
+/// until it goes and never after.
 pub(crate) fn live_children_rss(
     descendants: &[Descendant],
     gone: &mut Vec<bool>,
+    mut exited: impl FnMut(u32),
 ) -> (u64, Option<u64>) {
     gone.resize(descendants.len(), false);
     let (mut sum, mut exited_peak) = (0, None);
@@ -253,8 +324,7 @@ pub(crate) fn live_children_rss(
         if !*gone && has_exited(pid) {
             *gone = true;
             exited_peak = exited_peak.max(Some(peak));
-            #[cfg(target_os = "linux")]
-            linux::counted_as_exited(pid);
+            exited(pid);
         }
         if !*gone {
             sum += rss;
@@ -263,87 +333,63 @@ pub(crate) fn live_children_rss(
     (sum, exited_peak)
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 
+    fn settings(high_water_marks: bool) -> ReaderSettings {
+        ReaderSettings::of(&Config {
+            high_water_marks,
+            ..Config::default()
+        })
+    }
+
     #[test]
-    #[cfg(target_os = "linux")]
-    #[ignore = "a measurement: cargo test --release -p stemmon --lib boundary_reading_cost \
-                -- --ignored --nocapture"]
-    fn boundary_reading_cost() {
-        use std::hint::black_box;
-        use std::time::Instant;
-        let calls = 20_000u32;
-        // Below the floor (the launcher's peak from before exec) `status` is read.
-        let mut reader = ProcSelfReader::new(true);
-        let started = Instant::now();
-        for _ in 0..calls {
-            black_box(reader.read());
-        }
-        let below = started.elapsed() / calls;
-        let mut block = vec![0u8; (reader.floor + (64 << 20)) as usize];
-        for page in block.chunks_mut(4096) {
-            page[0] = 1;
-        }
-        let started = Instant::now();
-        for _ in 0..calls {
-            black_box(reader.read());
-        }
-        let marks = started.elapsed() / calls;
-        drop(black_box(block));
-        let mut plain = ProcSelfReader::new(false);
-        let started = Instant::now();
-        for _ in 0..calls {
-            black_box(plain.read());
-        }
-        let rss_only = started.elapsed() / calls;
-        let statm = std::fs::File::open("/proc/self/statm").unwrap();
-        let mut buf = [0u8; 256];
-        let started = Instant::now();
-        for _ in 0..calls {
-            black_box(std::os::unix::fs::FileExt::read_at(&statm, &mut buf, 0).unwrap());
-        }
-        let statm_cost = started.elapsed() / calls;
-        let started = Instant::now();
-        for _ in 0..calls {
-            // SAFETY: an all-zero rusage is valid; getrusage only writes into it.
-            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-            // SAFETY: a valid pointer to a live rusage.
-            black_box(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) });
-        }
-        let rusage_cost = started.elapsed() / calls;
-        println!("statm pread: {statm_cost:?}; getrusage: {rusage_cost:?}");
-        let mut kids: Vec<_> = (0..10)
-            .map(|_| {
-                std::process::Command::new("sleep")
-                    .arg("30")
-                    .spawn()
-                    .unwrap()
-            })
-            .collect();
-        let descendants: Vec<_> = kids
-            .iter()
-            .map(|k| Descendant {
-                pid: k.id(),
-                rss: 1,
-                peak: 1,
-            })
-            .collect();
-        let mut gone = Vec::new();
-        let started = Instant::now();
-        for _ in 0..calls {
-            black_box(live_children_rss(&descendants, &mut gone));
-        }
-        let check = started.elapsed() / calls;
-        for kid in &mut kids {
-            kid.kill().unwrap();
-            kid.wait().unwrap();
-        }
-        println!(
-            "boundary reading: {marks:?} with marks (statm, getrusage, clear_refs), {below:?} \
-             below the exec floor (status), {rss_only:?} RSS only; exited-children check of \
-             10 descendants: {check:?}"
+    fn the_spare_reader_continues_the_samplers_interval() {
+        let _mark = linux::tests::self_mark();
+        let me = std::process::id();
+        let mut readers = Readers::new(settings(true));
+        assert!(
+            readers.marks.parent && readers.marks.reaped,
+            "{:?}",
+            readers.marks
         );
+        readers.tree.read_tree(me).unwrap();
+        let status = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+            ])
+            .status()
+            .expect("python3 runs");
+        assert!(status.success());
+        // The signal path: the sampler keeps its reader, the last sample takes another.
+        let last = readers.spare.tree_reader().read_tree(me).unwrap();
+        let peak = last
+            .reaped_child_peak
+            .expect("the final interval keeps the reaping");
+        assert!(peak >= 64 << 20, "{peak}");
+        assert!(last.tree_rss_bound.is_some(), "{last:?}");
+        // Configured as the sampler's: its cgroup is read too.
+        let sampler = readers.tree.read_tree(me).unwrap();
+        assert_eq!(last.cgroup.is_some(), sampler.cgroup.is_some());
+    }
+
+    #[test]
+    fn the_spare_reader_keeps_the_marks_off() {
+        let readers = Readers::new(settings(false));
+        assert!(!readers.marks.enabled);
+        let reading = readers
+            .spare
+            .tree_reader()
+            .read_tree(std::process::id())
+            .unwrap();
+        assert_eq!((reading.parent_hwm, reading.tree_rss_bound), (None, None));
+        let portable = Readers::new(ReaderSettings {
+            kind: Reader::Portable,
+            ..settings(true)
+        });
+        assert_eq!(portable.spare.tree_reader().name(), "sysinfo");
+        assert!(!portable.marks.parent);
     }
 }

@@ -86,15 +86,29 @@ impl SysinfoSelf {
             pid: Pid::from_u32(std::process::id()),
         }
     }
+}
 
-    pub(crate) fn read(&mut self) -> Option<u64> {
+#[cfg(not(target_os = "linux"))]
+impl super::SelfReader for SysinfoSelf {
+    fn read(&mut self) -> Option<super::SelfReading> {
         let system = self.system.as_mut()?;
         system.refresh_processes_specifics(
             ProcessesToUpdate::Some(&[self.pid]),
             false,
             ProcessRefreshKind::nothing().with_memory(),
         );
-        system.process(self.pid).map(|p| p.memory())
+        Some(super::SelfReading {
+            rss: system.process(self.pid)?.memory(),
+            ..super::SelfReading::default()
+        })
+    }
+
+    fn live_children(
+        &mut self,
+        descendants: &[super::Descendant],
+        gone: &mut Vec<bool>,
+    ) -> (u64, Option<u64>) {
+        super::live_children_rss(descendants, gone, |_| {})
     }
 }
 

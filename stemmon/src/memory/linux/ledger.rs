@@ -1,0 +1,200 @@
+//! The ledger of one monitor: what its tree readers and its boundary reader share, so
+//! that each interval of the kernel's marks is counted once, by that monitor alone.
+//!
+//! A monitor owns one ([`Ledger::new`] when its readers are made) and hands it, in an
+//! `Arc`, to each of its readers. Nothing here is process-wide: two monitors never
+//! see each other's baselines. (The kernel keeps one mark per process, though: two
+//! monitors of one process, each with marks on, each end the other's intervals with
+//! their resets; their reaped children and exited descendants stay apart.)
+
+use super::reaped::{ChildUsage, Reaped};
+use super::self_reading::SelfFiles;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// At most this many exited descendants wait in [`Shared::count_exited`] for the next
+/// sample. Each sample takes them all, and between two samples a boundary reading adds
+/// only descendants of the last one, once each; the cap holds even when no sample
+/// comes. A descendant left out past it is counted again by the sample: the bound is
+/// then higher than it need be, never lower.
+pub(crate) const MAX_COUNTED_EXITED: usize = 4096;
+
+/// A hasher for pids: one multiplication (the keys are small integers chosen by the
+/// kernel, not by an attacker), spreading them over the high bits the table probes.
+#[derive(Default)]
+pub(crate) struct PidHasher(u64);
+
+impl Hasher for PidHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0 ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+}
+
+/// A map keyed by pid.
+pub(crate) type PidMap<V> = HashMap<u32, V, BuildHasherDefault<PidHasher>>;
+
+/// What the previous sample knew of a descendant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Known {
+    /// Its mark at that sample (its peak in that sample's interval).
+    pub(crate) hwm: u64,
+    /// The highest of its marks so far: its peak over its life.
+    pub(crate) peak: u64,
+    /// This process is its parent, so its peak shows in `RUSAGE_CHILDREN` when it is
+    /// reaped.
+    pub(crate) direct: bool,
+}
+
+/// The job's cgroup at the previous sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CgroupLast {
+    /// The kernel's peak then.
+    pub(crate) peak: Option<u64>,
+    /// The OOM kills then.
+    pub(crate) oom_kills: Option<u64>,
+}
+
+/// What the boundary reader and the tree readers share, held only for a few calls.
+pub(crate) struct Shared {
+    /// This process's own `status`, `clear_refs` and `statm`, opened at the first
+    /// reading: every reading of this process's mark goes through them under this lock,
+    /// so one reading's reset never falls between another's read and reset.
+    own: Option<SelfFiles>,
+    /// `RUSAGE_CHILDREN` at the previous reading of either kind: a reaping counts in
+    /// the interval of the first reading after it.
+    child_usage: ChildUsage,
+    /// Descendants that boundary readings counted as exited (with their peaks) since
+    /// the last sample, which does not count them again. At most
+    /// [`MAX_COUNTED_EXITED`].
+    counted_exited: Vec<u32>,
+}
+
+impl Shared {
+    /// This process's own files, opened on first use.
+    pub(crate) fn own(&mut self) -> io::Result<&mut SelfFiles> {
+        if self.own.is_none() {
+            self.own = Some(SelfFiles::open()?);
+        }
+        Ok(self.own.as_mut().expect("opened above"))
+    }
+
+    /// Whether this process reaped a child since the previous check (of either kind of
+    /// reader of this ledger), and the kernel's figure for its peak; also the figures
+    /// now, which a reader can compare with its own last ones. One `getrusage` call.
+    pub(crate) fn reaped_and_usage(&mut self) -> (Option<Reaped>, ChildUsage) {
+        let now = ChildUsage::now();
+        let before = std::mem::replace(&mut self.child_usage, now);
+        (now.reaped_since(&before), now)
+    }
+
+    /// Records that a boundary reading counted `pid`'s exit and peak, so that the next
+    /// sample does not count them again. Past the cap, the sample counts it again.
+    pub(crate) fn count_exited(&mut self, pid: u32) {
+        if self.counted_exited.len() < MAX_COUNTED_EXITED {
+            self.counted_exited.push(pid);
+        }
+    }
+
+    /// Moves the descendants counted since the previous sample into `into`, sorted.
+    /// Both vectors keep their capacity: nothing is allocated in the steady state.
+    pub(crate) fn take_counted(&mut self, into: &mut Vec<u32>) {
+        into.clear();
+        into.append(&mut self.counted_exited);
+        into.sort_unstable();
+    }
+
+    /// How many exited descendants wait for the next sample.
+    #[cfg(test)]
+    pub(crate) fn counted_len(&self) -> usize {
+        self.counted_exited.len()
+    }
+}
+
+/// What the tree readers of one monitor share: held through a whole sample, so that
+/// two samples of one monitor (the sampler's and a signal's last one) never overlap,
+/// and the second continues from the first.
+#[derive(Default)]
+pub(crate) struct TreeLedger {
+    /// The descendants the previous sample read.
+    pub(crate) known: PidMap<Known>,
+    /// The map the current sample fills, then swaps with `known` (kept to reuse its
+    /// capacity).
+    pub(crate) next: PidMap<Known>,
+    /// The job's cgroup at the previous sample.
+    pub(crate) cgroup_last: CgroupLast,
+}
+
+/// One monitor's ledger. See the module docs.
+pub(crate) struct Ledger {
+    shared: Mutex<Shared>,
+    tree: Mutex<TreeLedger>,
+}
+
+impl Ledger {
+    /// A ledger that counts the children reaped from now on.
+    pub(crate) fn new() -> Ledger {
+        Ledger {
+            shared: Mutex::new(Shared {
+                own: None,
+                child_usage: ChildUsage::now(),
+                counted_exited: Vec::new(),
+            }),
+            tree: Mutex::new(TreeLedger::default()),
+        }
+    }
+
+    /// The part the boundary reader shares: hold it for a few calls only.
+    pub(crate) fn shared(&self) -> MutexGuard<'_, Shared> {
+        // Every update under this lock is complete before any call that could panic.
+        self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The part the tree readers share: held through one sample.
+    pub(crate) fn tree(&self) -> MutexGuard<'_, TreeLedger> {
+        // A sample that panicked left the previous sample's figures: still usable.
+        self.tree.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exited_set_is_bounded_and_emptied_by_each_sample() {
+        let ledger = Ledger::new();
+        let mut taken = Vec::new();
+        for pid in 0..(MAX_COUNTED_EXITED as u32 + 100) {
+            ledger.shared().count_exited(pid);
+        }
+        assert_eq!(ledger.shared().counted_len(), MAX_COUNTED_EXITED);
+        ledger.shared().take_counted(&mut taken);
+        assert_eq!(taken.len(), MAX_COUNTED_EXITED);
+        assert_eq!(ledger.shared().counted_len(), 0);
+        ledger.shared().count_exited(7);
+        ledger.shared().count_exited(3);
+        ledger.shared().take_counted(&mut taken);
+        assert_eq!(taken, vec![3, 7], "sorted, the earlier ones gone");
+    }
+
+    #[test]
+    fn pids_spread_over_the_high_bits() {
+        use std::hash::BuildHasher;
+        let build = BuildHasherDefault::<PidHasher>::default();
+        let top = |pid: u32| build.hash_one(pid) >> 57;
+        let tops: std::collections::HashSet<u64> = (1000..1100).map(top).collect();
+        assert!(tops.len() > 50, "{} distinct of 100", tops.len());
+    }
+}

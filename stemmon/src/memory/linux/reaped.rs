@@ -1,0 +1,189 @@
+//! Children that exited: the peaks the kernel keeps for those this process reaped
+//! (`getrusage(RUSAGE_CHILDREN)`) and for those waiting to be reaped (`waitid` with
+//! `WNOWAIT`, which leaves them to the program's own `wait`).
+
+use std::io;
+
+/// The `RUSAGE_CHILDREN` figures of this process: any change means that a child was
+/// reaped since they were taken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ChildUsage {
+    user_seconds: libc::time_t,
+    user_micros: libc::suseconds_t,
+    system_seconds: libc::time_t,
+    system_micros: libc::suseconds_t,
+    minor_faults: libc::c_long,
+    major_faults: libc::c_long,
+    voluntary_switches: libc::c_long,
+    involuntary_switches: libc::c_long,
+    /// The largest peak RSS of any child ever reaped, in KiB (`ru_maxrss`).
+    max_rss_kib: libc::c_long,
+}
+
+impl ChildUsage {
+    /// The figures now: one `getrusage` call.
+    pub(crate) fn now() -> ChildUsage {
+        // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is valid for writes and outlives the call; RUSAGE_CHILDREN
+        // is a valid `who`, so the call cannot fail.
+        unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+        ChildUsage {
+            user_seconds: usage.ru_utime.tv_sec,
+            user_micros: usage.ru_utime.tv_usec,
+            system_seconds: usage.ru_stime.tv_sec,
+            system_micros: usage.ru_stime.tv_usec,
+            minor_faults: usage.ru_minflt,
+            major_faults: usage.ru_majflt,
+            voluntary_switches: usage.ru_nvcsw,
+            involuntary_switches: usage.ru_nivcsw,
+            max_rss_kib: usage.ru_maxrss,
+        }
+    }
+
+    /// What changed from `before` to `self`: `Some` when a child was reaped in between.
+    pub(crate) fn reaped_since(&self, before: &ChildUsage) -> Option<Reaped> {
+        (self != before).then(|| Reaped {
+            peak: u64::try_from(self.max_rss_kib).unwrap_or(0) * 1024,
+            exact: self.max_rss_kib > before.max_rss_kib,
+        })
+    }
+}
+
+/// The peak of the children this process reaped since a previous check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Reaped {
+    /// The largest peak RSS, in bytes, of any child this process ever reaped: the kernel
+    /// keeps the maximum (`ru_maxrss`), not one figure per child.
+    pub(crate) peak: u64,
+    /// The maximum grew since the previous check, so a child reaped since had exactly
+    /// `peak`; otherwise `peak` is an upper bound of theirs.
+    pub(crate) exact: bool,
+}
+
+/// The peak RSS of `pid` if it is a child of this process that has exited and is not
+/// yet reaped: `waitid(WEXITED | WNOWAIT | WNOHANG)` returns its rusage and leaves it
+/// for the program's own `wait`. A zombie's pid cannot be reused, so `P_PID` is as safe
+/// here as a pidfd.
+pub(crate) fn zombie_peak(pid: u32) -> Option<u64> {
+    // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: the raw syscall takes (idtype, id, *siginfo, options, *rusage) (libc's
+    // `waitid` wrapper has no rusage argument); both pointers are valid for writes and
+    // outlive the call. WNOWAIT leaves the child waitable, WNOHANG keeps it from blocking.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_waitid,
+            libc::P_PID,
+            libc::id_t::from(pid),
+            &mut info as *mut libc::siginfo_t,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+            &mut usage as *mut libc::rusage,
+        )
+    };
+    // SAFETY: `info` is initialized (zeroed, then possibly filled by waitid for a
+    // SIGCHLD); si_pid reads the pid field of that layout, 0 when no child had exited.
+    let found = unsafe { info.si_pid() };
+    (result == 0 && u32::try_from(found) == Ok(pid))
+        .then(|| u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024)
+}
+
+/// Whether some child of this process has exited and waits to be reaped: one
+/// `waitid(P_ALL, WEXITED | WNOWAIT | WNOHANG)`, which reaps nothing.
+pub(crate) fn any_zombie_child() -> bool {
+    // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is valid for writes and outlives the call; WNOWAIT leaves any
+    // child waitable and WNOHANG keeps the call from blocking.
+    let result = unsafe {
+        libc::waitid(
+            libc::P_ALL,
+            0,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+        )
+    };
+    // SAFETY: `info` is initialized (zeroed, then possibly filled by waitid); si_pid
+    // is 0 when no child had exited.
+    result == 0 && unsafe { info.si_pid() } != 0
+}
+
+/// Whether `pid` has exited: gone from the process table, or a zombie child of this
+/// process (which holds no memory any more).
+pub(crate) fn has_exited(pid: u32) -> bool {
+    let Ok(signed) = i32::try_from(pid) else {
+        return true;
+    };
+    // SAFETY: signal 0 sends nothing; kill only checks that the process exists and
+    // that this process may signal it.
+    if unsafe { libc::kill(signed, 0) } != 0 {
+        return io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+    }
+    zombie_peak(pid).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    #[test]
+    fn a_zombie_childs_peak_is_read_without_reaping_it() {
+        let _mark = crate::memory::linux::tests::self_mark();
+        let mut child = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "b = bytearray(80 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+            ])
+            .spawn()
+            .expect("python3 runs");
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let peak = loop {
+            if let Some(peak) = zombie_peak(pid) {
+                break peak;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the child never exited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        assert!(peak >= 80 * MIB, "zombie peak {peak}");
+        assert!(has_exited(pid));
+        // Still there for the program's own wait.
+        assert!(child.wait().unwrap().success());
+    }
+
+    #[test]
+    fn a_change_of_the_figures_is_a_reaping() {
+        let before = ChildUsage::default();
+        assert_eq!(before.reaped_since(&before), None);
+        let after = ChildUsage {
+            max_rss_kib: 2048,
+            minor_faults: 10,
+            ..before
+        };
+        assert_eq!(
+            after.reaped_since(&before),
+            Some(Reaped {
+                peak: 2 * MIB,
+                exact: true
+            })
+        );
+        let smaller = ChildUsage {
+            minor_faults: 20,
+            ..after
+        };
+        assert_eq!(
+            smaller.reaped_since(&after),
+            Some(Reaped {
+                peak: 2 * MIB,
+                exact: false
+            })
+        );
+    }
+}

@@ -1,0 +1,607 @@
+//! The Linux reader's tests: real processes, real `/proc`.
+
+use super::procfs::parse_status;
+use super::*;
+use std::fs;
+use std::sync::{Mutex, PoisonError};
+
+/// Tests that read or reset this process's own mark, or reap a child, must not
+/// interleave.
+static SELF_MARK: Mutex<()> = Mutex::new(());
+
+pub(crate) fn self_mark() -> std::sync::MutexGuard<'static, ()> {
+    SELF_MARK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// VmRSS of this process from a fresh `open` + `read` of its status file.
+fn fresh_vm_rss() -> u64 {
+    let text = fs::read("/proc/self/status").unwrap();
+    parse_status(&text).rss.unwrap()
+}
+
+const MIB: u64 = 1 << 20;
+
+fn touched(mib: u64) -> Vec<u8> {
+    let mut block = vec![0u8; (mib * MIB) as usize];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    std::hint::black_box(block)
+}
+
+#[test]
+fn self_status_matches_a_fresh_read_and_its_mark_resets() {
+    let _mark = self_mark();
+    let ledger = Ledger::new();
+    let mut shared = ledger.shared();
+    let own = shared.own().unwrap();
+    own.read_status(true).unwrap();
+    let block = touched(64);
+    let held = own.read_status(false).unwrap();
+    let fresh = fresh_vm_rss();
+    let rss = held.rss.unwrap();
+    assert!(
+        rss.abs_diff(fresh) < 4 * MIB,
+        "the kept fd reads what a fresh open reads: {rss} vs {fresh}"
+    );
+    drop(block);
+    let after = own.read_status(true).unwrap();
+    let (rss_after, hwm) = (after.rss.unwrap(), after.hwm.unwrap());
+    assert!(
+        hwm + MIB >= rss && hwm >= rss_after + 40 * MIB,
+        "the mark kept the freed 64 MiB: hwm {hwm}, rss then {rss}, now {rss_after}"
+    );
+    let next = own.read_status(true).unwrap().hwm.unwrap();
+    assert!(
+        next + 40 * MIB <= hwm,
+        "the reset started a new interval: {next} after {hwm}"
+    );
+}
+
+#[test]
+fn a_descendants_mark_is_read_and_reset_at_each_sample() {
+    let _mark = self_mark();
+    // A child that touches 96 MiB, frees it, then waits: only its mark remembers.
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "b = bytearray(96 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\n\
+             del b\nprint('freed', flush=True)\nimport sys; sys.stdin.read()",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    io::BufRead::read_line(
+        &mut io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    assert_eq!(line.trim(), "freed");
+    let mut reader = ProcReader::new(false);
+    let first = reader.read_tree(std::process::id()).unwrap();
+    let second = reader.read_tree(std::process::id()).unwrap();
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    let (rss, hwm) = (first.children_rss.unwrap(), first.children_hwm.unwrap());
+    assert!(
+        hwm >= rss + 90 * MIB,
+        "the child's mark holds the freed 96 MiB: hwm {hwm}, rss {rss}"
+    );
+    let again = second.children_hwm.unwrap();
+    assert!(
+        again + 90 * MIB <= hwm,
+        "reset after the first sample: {again} after {hwm}"
+    );
+    let bound = first.tree_rss_bound.unwrap();
+    assert!(bound >= first.parent_hwm.unwrap() + hwm, "{first:?}");
+}
+
+#[test]
+fn a_reaped_childs_peak_shows_in_the_next_reading() {
+    let _mark = self_mark();
+    let mut reader = ProcReader::new(false);
+    reader.read_tree(std::process::id()).unwrap();
+    let status = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+        ])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    let reading = reader.read_tree(std::process::id()).unwrap();
+    let peak = reading.reaped_child_peak.unwrap();
+    assert!(peak >= 128 * MIB, "reaped peak {peak}");
+    assert!(reading.tree_rss_bound.unwrap() >= peak + reading.parent_hwm.unwrap());
+    // Consumed: the next reading has no reaped child.
+    let next = reader.read_tree(std::process::id()).unwrap();
+    assert_eq!(next.reaped_child_peak, None);
+}
+
+/// Run by `samples_survive_a_low_descriptor_limit` in a child under `ulimit -n 36`.
+#[test]
+#[ignore = "a helper: runs in a child process under `ulimit -n 36`"]
+fn fd_limit_probe() {
+    if std::env::var_os("STEMMON_FD_PROBE").is_none() {
+        return;
+    }
+    let (stop, parked) = std::sync::mpsc::channel::<()>();
+    let parked = std::sync::Arc::new(Mutex::new(parked));
+    let threads: Vec<_> = (0..31)
+        .map(|_| {
+            let parked = std::sync::Arc::clone(&parked);
+            std::thread::spawn(move || {
+                let _ = parked.lock().map(|rx| rx.recv());
+            })
+        })
+        .collect();
+    let mut kids = spawn_sleepers(3);
+    let me = std::process::id();
+    let mut reader = ProcReader::new(false);
+    for _ in 0..3 {
+        match reader.read_tree(me) {
+            Ok(r) => println!(
+                "sample count={} read={} complete={}",
+                r.process_count, r.rss_processes, r.rss_complete
+            ),
+            Err(e) => println!("sample failed: {e}"),
+        }
+    }
+    // With no descriptor left, the failure says so rather than "not found".
+    let mut hog = Vec::new();
+    while let Ok(file) = File::open("/dev/null") {
+        hog.push(file);
+    }
+    let mut fresh = ProcReader::new(false).with_budget(0);
+    match fresh.read_tree(me) {
+        Ok(_) => println!("exhausted: read"),
+        Err(e) => println!("exhausted: {e}"),
+    }
+    drop(hog);
+    for kid in &mut kids {
+        kid.kill().unwrap();
+        kid.wait().unwrap();
+    }
+    drop(stop);
+    for thread in threads {
+        thread.join().unwrap();
+    }
+}
+
+#[test]
+fn samples_survive_a_low_descriptor_limit() {
+    let exe = std::env::current_exe().unwrap();
+    let output = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 36 && exec \"$0\" \"$@\""])
+        .arg(&exe)
+        .args([
+            "--exact",
+            "memory::linux::tests::fd_limit_probe",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("STEMMON_FD_PROBE", "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let samples: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.find("sample ").map(|at| &l[at..]))
+        .collect();
+    assert_eq!(
+        samples,
+        vec!["sample count=4 read=4 complete=true"; 3],
+        "31 threads and 3 children under 36 descriptors:\n{stdout}"
+    );
+    let exhausted = stdout.lines().find(|l| l.starts_with("exhausted")).unwrap();
+    assert!(
+        exhausted.contains("Too many open files"),
+        "the real error is kept: {exhausted}"
+    );
+}
+
+fn spawn_sleepers(n: usize) -> Vec<std::process::Child> {
+    (0..n)
+        .map(|_| {
+            std::process::Command::new("sleep")
+                .arg("30")
+                .spawn()
+                .unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn children_walk_and_stat_scan_find_the_same_tree() {
+    let _mark = self_mark();
+    let mut kids = spawn_sleepers(3);
+    let me = std::process::id();
+    let mut walk = ProcReader::new(false);
+    let mut scan = ProcReader::new(false).with_stat_scan();
+    let a = walk.read_tree(me).unwrap();
+    let b = scan.read_tree(me).unwrap();
+    // Other tests of this binary may run their own children; ours are among them.
+    assert!(a.process_count >= 4, "{a:?}");
+    let mut found_walk = walk.pids();
+    let mut found_scan = scan.pids();
+    found_walk.sort_unstable();
+    found_scan.sort_unstable();
+    for kid in &kids {
+        assert!(found_walk.contains(&kid.id()));
+        assert!(found_scan.contains(&kid.id()));
+    }
+    assert!(b.rss_complete && a.rss_complete);
+    for kid in &mut kids {
+        kid.kill().unwrap();
+        kid.wait().unwrap();
+    }
+}
+
+#[test]
+fn detailed_reading_has_uss_and_pss() {
+    let _mark = self_mark();
+    let mut reader = ProcReader::new(true);
+    let reading = reader.read_tree(std::process::id()).unwrap();
+    let (uss, pss, rss) = (
+        reading.tree_uss.unwrap(),
+        reading.tree_pss.unwrap(),
+        reading.tree_rss.unwrap(),
+    );
+    assert!(
+        uss > 0 && uss <= pss && pss <= rss,
+        "uss {uss} pss {pss} rss {rss}"
+    );
+}
+
+#[test]
+fn a_missing_root_is_an_error() {
+    let mut reader = ProcReader::new(false);
+    assert!(reader.read_tree(u32::MAX - 1).is_err());
+}
+
+/// A `sh` root that starts one `sleep` and prints its pid, then at each line on its
+/// stdin kills and reaps it and starts another: a tree whose changes the test drives.
+struct Driven {
+    root: std::process::Child,
+    lines: io::Lines<io::BufReader<std::process::ChildStdout>>,
+}
+
+impl Driven {
+    fn start() -> Driven {
+        let mut root = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "while :; do sleep 600 & echo $!; read line || break; kill $!; wait $!; done; \
+                 kill $!",
+            ])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = io::BufRead::lines(io::BufReader::new(root.stdout.take().unwrap()));
+        Driven { root, lines }
+    }
+
+    /// The pid of the current `sleep`.
+    fn next_child(&mut self) -> u32 {
+        self.lines.next().unwrap().unwrap().trim().parse().unwrap()
+    }
+
+    /// Replaces the `sleep` with another; returns its pid.
+    fn replace_child(&mut self) -> u32 {
+        io::Write::write_all(self.root.stdin.as_mut().unwrap(), b"next\n").unwrap();
+        self.next_child()
+    }
+}
+
+impl Drop for Driven {
+    fn drop(&mut self) {
+        drop(self.root.stdin.take());
+        let _ = self.root.wait();
+    }
+}
+
+#[test]
+fn the_kept_files_follow_a_child_that_exits_and_one_that_starts() {
+    let mut tree = Driven::start();
+    let first = tree.next_child();
+    let root = tree.root.id();
+    let mut reader = ProcReader::new(false);
+    let before = reader.read_tree(root).unwrap();
+    assert_eq!(reader.pids(), vec![root, first]);
+    assert!(before.rss_complete);
+    // status, clear_refs and one thread's children, for each of the two processes.
+    let kept = reader.open_fds();
+    assert_eq!(kept, 6);
+    for _ in 0..3 {
+        let second = tree.replace_child();
+        let after = reader.read_tree(root).unwrap();
+        assert_eq!(reader.pids(), vec![root, second], "{after:?}");
+        assert!(after.rss_complete && after.rss_processes == 2);
+        assert_eq!(after.descendants.len(), 1);
+        assert_eq!(after.descendants[0].pid, second);
+        assert!(after.children_rss.unwrap() > 0);
+        // The gone child's files were closed and the new one's kept: no leak.
+        assert_eq!(reader.open_fds(), kept);
+    }
+}
+
+#[test]
+fn past_the_descriptor_budget_files_are_opened_at_each_sample() {
+    let mut tree = Driven::start();
+    let first = tree.next_child();
+    let root = tree.root.id();
+    for budget in [0, 2, 4] {
+        let mut reader = ProcReader::new(false).with_budget(budget);
+        for _ in 0..3 {
+            let reading = reader.read_tree(root).unwrap();
+            assert_eq!(reader.pids(), vec![root, first]);
+            assert!(reading.rss_complete && reading.rss_processes == 2);
+            assert!(reading.children_hwm.unwrap() > 0);
+            assert!(
+                reader.open_fds() <= budget,
+                "{} > {budget}",
+                reader.open_fds()
+            );
+        }
+    }
+}
+
+#[test]
+fn an_exited_threads_kept_children_file_reads_empty() {
+    // Why a swap of threads needs the periodic listing: the file of a thread that
+    // ended is no error to read, only empty.
+    let (opened, open_rx) = std::sync::mpsc::channel();
+    let (finish, finish_rx) = std::sync::mpsc::channel::<()>();
+    let thread = std::thread::spawn(move || {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        opened.send(tid).unwrap();
+        let _ = finish_rx.recv();
+    });
+    let tid = open_rx.recv().unwrap();
+    let path = format!("/proc/self/task/{tid}/children");
+    let file = File::open(path).unwrap();
+    drop(finish);
+    thread.join().unwrap();
+    let mut buf = [0u8; 64];
+    let read = std::os::unix::fs::FileExt::read_at(&file, &mut buf, 0);
+    assert!(matches!(read, Ok(0)), "{read:?}");
+}
+
+#[test]
+fn a_child_of_a_thread_that_replaced_another_is_found_within_the_cadence() {
+    // Python: thread one waits; at a line it ends and thread two starts and spawns a
+    // child, so `Threads:` is the same at both samples.
+    let script = "\
+import subprocess, sys, threading
+one_done = threading.Event()
+one = threading.Thread(target=one_done.wait)
+one.start()
+print('one', flush=True)
+sys.stdin.readline()
+one_done.set(); one.join()
+box = {}; spawned = threading.Event(); two_done = threading.Event()
+def two():
+    box['p'] = subprocess.Popen(['sleep', '600']); spawned.set(); two_done.wait()
+t = threading.Thread(target=two); t.start(); spawned.wait()
+print(box['p'].pid, flush=True)
+sys.stdin.readline()
+box['p'].kill(); box['p'].wait(); two_done.set(); t.join()
+";
+    let mut python = std::process::Command::new("python3")
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let root = python.id();
+    let mut lines = io::BufRead::lines(io::BufReader::new(python.stdout.take().unwrap()));
+    assert_eq!(lines.next().unwrap().unwrap(), "one");
+    let mut reader = ProcReader::new(false);
+    let threads = |reader: &ProcReader| reader.seen[0].status.unwrap().threads.unwrap();
+    reader.read_tree(root).unwrap();
+    let threads_before = threads(&reader);
+    io::Write::write_all(python.stdin.as_mut().unwrap(), b"\n").unwrap();
+    let child: u32 = lines.next().unwrap().unwrap().parse().unwrap();
+    let mut found_at = None;
+    for sample in 1..=tree::RELIST_EVERY {
+        reader.read_tree(root).unwrap();
+        if sample == 1 {
+            assert_eq!(threads(&reader), threads_before, "the swap kept the count");
+        }
+        if reader.pids().contains(&child) {
+            found_at = Some(sample);
+            break;
+        }
+    }
+    io::Write::write_all(python.stdin.as_mut().unwrap(), b"\n").unwrap();
+    assert!(python.wait().unwrap().success());
+    assert!(
+        found_at.is_some(),
+        "the new thread's child is found within {} samples",
+        tree::RELIST_EVERY
+    );
+}
+
+#[test]
+fn a_fresh_tree_reader_on_the_same_ledger_keeps_the_reaped_baseline() {
+    let _mark = self_mark();
+    let me = std::process::id();
+    let ledger = Arc::new(Ledger::new());
+    let mut sampler = ProcReader::on_ledger(Arc::clone(&ledger), false);
+    sampler.read_tree(me).unwrap();
+    // Another monitor's ledger: it counts the same reaping for itself.
+    let mut other = ProcReader::new(false);
+    other.read_tree(me).unwrap();
+    let status = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+        ])
+        .status()
+        .expect("python3 runs");
+    assert!(status.success());
+    // The last sample of a signal: a new reader, on the sampler's ledger.
+    let mut last = ProcReader::on_ledger(Arc::clone(&ledger), false);
+    let reading = last.read_tree(me).unwrap();
+    let peak = reading.reaped_child_peak.expect("the reaping is kept");
+    assert!(peak >= 128 * MIB, "reaped peak {peak}");
+    assert!(reading.tree_rss_bound.unwrap() >= peak);
+    let theirs = other.read_tree(me).unwrap().reaped_child_peak;
+    assert!(
+        theirs >= Some(128 * MIB),
+        "the other monitor's own: {theirs:?}"
+    );
+    // Counted once per ledger: the sampler's next sample has no reaped child.
+    assert_eq!(sampler.read_tree(me).unwrap().reaped_child_peak, None);
+}
+
+#[test]
+fn a_fresh_tree_reader_on_the_same_ledger_counts_a_grandchild_gone_since() {
+    let _mark = self_mark();
+    // A grandchild that holds 96 MiB until a line comes, then exits and is reaped by
+    // its parent, which stays: only the last sample's marks know its peak.
+    let mut parent = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "python3 -c \"import sys\nb = bytearray(96 << 20)\n\
+             for i in range(0, len(b), 4096): b[i] = 1\nprint('held', flush=True)\n\
+             sys.stdin.readline()\"; echo reaped; read line",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = io::BufRead::lines(io::BufReader::new(parent.stdout.take().unwrap()));
+    assert_eq!(lines.next().unwrap().unwrap(), "held");
+    let me = std::process::id();
+    let ledger = Arc::new(Ledger::new());
+    let mut sampler = ProcReader::on_ledger(Arc::clone(&ledger), false);
+    let first = sampler.read_tree(me).unwrap();
+    assert!(first.children_hwm.unwrap() >= 96 * MIB, "{first:?}");
+    io::Write::write_all(parent.stdin.as_mut().unwrap(), b"\n").unwrap();
+    assert_eq!(lines.next().unwrap().unwrap(), "reaped");
+    let mut last = ProcReader::on_ledger(Arc::clone(&ledger), false);
+    let reading = last.read_tree(me).unwrap();
+    drop(parent.stdin.take());
+    parent.wait().unwrap();
+    let peak = reading
+        .reaped_child_peak
+        .expect("the grandchild's exit is counted");
+    assert!(peak >= 96 * MIB, "{reading:?}");
+    assert!(reading.tree_rss_bound.unwrap() >= reading.parent_hwm.unwrap() + 96 * MIB);
+}
+
+#[test]
+fn the_exited_set_is_emptied_by_every_sample_and_filled_only_with_marks() {
+    let _mark = self_mark();
+    let me = std::process::id();
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    exited.wait().unwrap();
+    let descendants = [Descendant {
+        pid: exited.id(),
+        rss: 1,
+        peak: 1,
+    }];
+    let ledger = Arc::new(Ledger::new());
+    // Without marks the boundary does not count the exit: nothing is kept for it.
+    let mut plain = ProcSelfReader::new(Arc::clone(&ledger), false);
+    let (live, peak) =
+        crate::memory::SelfReader::live_children(&mut plain, &descendants, &mut Vec::new());
+    assert_eq!((live, peak), (0, Some(1)));
+    assert_eq!(ledger.shared().counted_len(), 0);
+    let mut marked = ProcSelfReader::new(Arc::clone(&ledger), true);
+    for _ in 0..3 {
+        crate::memory::SelfReader::live_children(&mut marked, &descendants, &mut Vec::new());
+    }
+    assert_eq!(ledger.shared().counted_len(), 3);
+    // A sample with marks off takes them too.
+    let mut tree = ProcReader::on_ledger(Arc::clone(&ledger), false);
+    tree.set_marks(false, me);
+    tree.read_tree(me).unwrap();
+    assert_eq!(ledger.shared().counted_len(), 0);
+}
+
+#[test]
+#[ignore = "a measurement: cargo test --release -p stemmon --lib boundary_reading_cost \
+            -- --ignored --nocapture"]
+fn boundary_reading_cost() {
+    use crate::memory::{live_children_rss, SelfReader};
+    use std::hint::black_box;
+    use std::time::Instant;
+    let _mark = self_mark();
+    let calls = 20_000u32;
+    let ledger = Arc::new(Ledger::new());
+    // Below the floor (the launcher's peak from before exec) `status` is read.
+    let mut reader = ProcSelfReader::new(Arc::clone(&ledger), true);
+    let started = Instant::now();
+    for _ in 0..calls {
+        black_box(reader.read());
+    }
+    let below = started.elapsed() / calls;
+    let mut block = vec![0u8; (reader.floor() + (64 << 20)) as usize];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    let started = Instant::now();
+    for _ in 0..calls {
+        black_box(reader.read());
+    }
+    let marks = started.elapsed() / calls;
+    drop(black_box(block));
+    let mut plain = ProcSelfReader::new(Arc::clone(&ledger), false);
+    let started = Instant::now();
+    for _ in 0..calls {
+        black_box(plain.read());
+    }
+    let rss_only = started.elapsed() / calls;
+    let statm = File::open("/proc/self/statm").unwrap();
+    let mut buf = [0u8; 256];
+    let started = Instant::now();
+    for _ in 0..calls {
+        black_box(std::os::unix::fs::FileExt::read_at(&statm, &mut buf, 0).unwrap());
+    }
+    let statm_cost = started.elapsed() / calls;
+    let started = Instant::now();
+    for _ in 0..calls {
+        // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `usage` is valid for writes and outlives the call.
+        black_box(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) });
+    }
+    let rusage_cost = started.elapsed() / calls;
+    println!("statm pread: {statm_cost:?}; getrusage: {rusage_cost:?}");
+    let mut kids = spawn_sleepers(10);
+    let descendants: Vec<_> = kids
+        .iter()
+        .map(|k| Descendant {
+            pid: k.id(),
+            rss: 1,
+            peak: 1,
+        })
+        .collect();
+    let mut gone = Vec::new();
+    let started = Instant::now();
+    for _ in 0..calls {
+        black_box(live_children_rss(&descendants, &mut gone, |_| {}));
+    }
+    let check = started.elapsed() / calls;
+    for kid in &mut kids {
+        kid.kill().unwrap();
+        kid.wait().unwrap();
+    }
+    println!(
+        "boundary reading: {marks:?} with marks (statm, getrusage, clear_refs), {below:?} \
+         below the exec floor (status), {rss_only:?} RSS only; exited-children check of \
+         10 descendants: {check:?}"
+    );
+}

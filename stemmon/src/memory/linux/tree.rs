@@ -1,0 +1,481 @@
+//! The walk of a process tree through `/proc/PID/task/TID/children`, with the files of
+//! every live process kept open between samples (up to a descriptor budget), so that a
+//! sample is, per process, one `pread` of `status`, one write to `clear_refs` and one
+//! `pread` of each thread's `children`: the floor of the work.
+//!
+//! Where the kernel has no `children` files, a scan of every `/proc/*/stat` parent
+//! field finds the tree instead (slower, and only there).
+
+use super::ledger::{Ledger, PidMap};
+use super::procfs::{
+    is_gone, list_numeric_dir, page_size, parse_pid_list, parse_stat_ppid, parse_status, Buf,
+    ProcPath, Status,
+};
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+
+/// The thread list of a process of several threads is read again at least every this
+/// many samples, whatever its `Threads:` count says (staggered by pid). See
+/// [`ProcTable::children_of`] for why that is safe.
+pub(crate) const RELIST_EVERY: u64 = 8;
+
+/// How many `/proc` files a reader keeps open between samples: a quarter of the soft
+/// descriptor limit, at most 4096, so that the program keeps the rest. Files beyond it
+/// are opened, read and closed at each sample.
+pub(crate) fn fd_budget() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: `limit` is valid for writes and outlives the call; RLIMIT_NOFILE is a
+    // valid resource.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 64;
+    }
+    usize::try_from(limit.rlim_cur / 4).map_or(4096, |n| n.min(4096))
+}
+
+/// One process of a sample, as the walk found it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Seen {
+    pub(crate) pid: u32,
+    /// Its `status`; `None` when it vanished or denied access before it was read.
+    pub(crate) status: Option<Status>,
+    /// A child of the root (or an orphan the root's monitor adopted).
+    pub(crate) direct: bool,
+}
+
+/// The descriptors kept open, against their budget.
+#[derive(Debug)]
+struct Fds {
+    open: usize,
+    budget: usize,
+}
+
+impl Fds {
+    /// Keeps `file` if the budget has room; else it is closed once read.
+    fn keep(&mut self, file: File) -> Option<File> {
+        (self.open < self.budget).then(|| {
+            self.open += 1;
+            file
+        })
+    }
+
+    fn release(&mut self, file: Option<File>) {
+        if file.is_some() {
+            self.open -= 1;
+        }
+    }
+}
+
+/// One thread and its `children` file.
+#[derive(Debug)]
+struct Task {
+    tid: u32,
+    /// `None` past the budget: opened at each sample then.
+    children: Option<File>,
+}
+
+/// One process's files, kept between samples.
+#[derive(Debug, Default)]
+struct Proc {
+    /// `None` past the budget: opened at each sample then.
+    status: Option<File>,
+    clear_refs: Option<File>,
+    /// Its threads as last listed.
+    tasks: Vec<Task>,
+    /// `Threads:` when `tasks` were listed; `None`: list them at the next sample.
+    listed_threads: Option<u32>,
+    /// The last sample that found it.
+    stamp: u64,
+}
+
+impl Proc {
+    /// Closes every file (the process is gone, or its pid is another process's now).
+    fn close(&mut self, fds: &mut Fds) {
+        fds.release(self.status.take());
+        fds.release(self.clear_refs.take());
+        for task in self.tasks.drain(..) {
+            fds.release(task.children);
+        }
+        self.listed_threads = None;
+    }
+}
+
+/// The tree walk and its cache of open files. See the module docs.
+pub(crate) struct ProcTable {
+    own_pid: u32,
+    page: usize,
+    fds: Fds,
+    procs: PidMap<Proc>,
+    /// Samples taken: the re-list cadence, and the stamp that finds who left.
+    sample: u64,
+    /// `Some(false)` where the kernel has no `children` files (checked once).
+    children_files: Option<bool>,
+    status_buf: Buf,
+    children_buf: Buf,
+    tids: Vec<u32>,
+}
+
+impl ProcTable {
+    pub(crate) fn new(own_pid: u32, budget: usize) -> ProcTable {
+        ProcTable {
+            own_pid,
+            page: usize::try_from(page_size()).unwrap_or(4096),
+            fds: Fds { open: 0, budget },
+            procs: PidMap::default(),
+            sample: 0,
+            children_files: None,
+            status_buf: Buf::new(4096),
+            children_buf: Buf::new(4096),
+            tids: Vec::new(),
+        }
+    }
+
+    /// Forces the `/proc/*/stat` parent scan, as on kernels without `children` files.
+    #[cfg(test)]
+    pub(crate) fn force_stat_scan(&mut self) {
+        self.children_files = Some(false);
+    }
+
+    /// Caps the descriptors kept open between samples.
+    #[cfg(test)]
+    pub(crate) fn set_budget(&mut self, budget: usize) {
+        self.fds.budget = budget;
+    }
+
+    /// The descriptors kept open now.
+    #[cfg(test)]
+    pub(crate) fn open_fds(&self) -> usize {
+        self.fds.open
+    }
+
+    /// Reads `root` and its descendants into `seen`, root first: each one's `status`
+    /// (its mark reset when `reset`), through `ledger` for this process. With `adopted`
+    /// and a root other than this process, this process's other children are
+    /// descendants too. Returns whether every `children` file could be read; an error
+    /// means that the root itself could not be.
+    pub(crate) fn sample(
+        &mut self,
+        root: u32,
+        reset: bool,
+        adopted: bool,
+        ledger: &Ledger,
+        seen: &mut Vec<Seen>,
+    ) -> io::Result<bool> {
+        self.sample += 1;
+        seen.clear();
+        let children_files = *self
+            .children_files
+            .get_or_insert_with(|| has_children_files(self.own_pid));
+        let mut complete = true;
+        if children_files {
+            seen.push(Seen {
+                pid: root,
+                status: None,
+                direct: false,
+            });
+            let mut index = 0;
+            while index < seen.len() {
+                let pid = seen[index].pid;
+                let is_root = index == 0;
+                let status = match self.status_of(pid, reset, ledger) {
+                    Ok(status) => Some(status),
+                    Err(e) if is_root => {
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!("cannot read /proc/{root}/status: {e}"),
+                        ))
+                    }
+                    // Exited since its parent listed it: no children left to walk.
+                    Err(e) if is_gone(&e) => {
+                        index += 1;
+                        continue;
+                    }
+                    // Denied: the coverage says so, its children may still be read.
+                    Err(_) => None,
+                };
+                seen[index].status = status;
+                let threads = status.and_then(|s| s.threads);
+                match self.children_of(pid, threads, is_root, seen) {
+                    Ok(read_all) => complete &= read_all,
+                    Err(e) if is_root => {
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!("cannot list /proc/{root}/task: {e}"),
+                        ))
+                    }
+                    Err(e) => complete &= is_gone(&e),
+                }
+                if is_root && adopted && root != self.own_pid {
+                    complete &= self.adopted_children(root, seen);
+                }
+                index += 1;
+            }
+        } else {
+            scan_stat(root, seen)?;
+            for (index, process) in seen.iter_mut().enumerate() {
+                match self.status_of(process.pid, reset, ledger) {
+                    Ok(status) => process.status = Some(status),
+                    Err(e) if index == 0 => {
+                        return Err(io::Error::new(
+                            e.kind(),
+                            format!("cannot read /proc/{root}/status: {e}"),
+                        ))
+                    }
+                    Err(_) => {}
+                }
+            }
+        }
+        self.forget_gone(seen.len());
+        Ok(complete)
+    }
+
+    /// Reads `pid`'s status (and resets its mark), through its kept files when the
+    /// budget has room.
+    fn status_of(&mut self, pid: u32, reset: bool, ledger: &Ledger) -> io::Result<Status> {
+        let ProcTable {
+            own_pid,
+            fds,
+            procs,
+            sample,
+            status_buf,
+            ..
+        } = self;
+        let proc = procs.entry(pid).or_default();
+        proc.stamp = *sample;
+        if pid == *own_pid {
+            return ledger.shared().own()?.read_status(reset);
+        }
+        if let Some(file) = &proc.status {
+            match read_status(file, status_buf, proc.clear_refs.as_ref(), reset) {
+                Ok(status) => return Ok(status),
+                // Gone, or its pid is another process's now: start afresh.
+                Err(_) => proc.close(fds),
+            }
+        }
+        let status = File::open(ProcPath::of(pid, "status").as_path())?;
+        // Without write access the mark is still read: it then runs from the process's
+        // start, which still bounds every interval's peak from above.
+        let clear_refs = reset
+            .then(|| {
+                OpenOptions::new()
+                    .write(true)
+                    .open(ProcPath::of(pid, "clear_refs").as_path())
+            })
+            .and_then(Result::ok);
+        let read = read_status(&status, status_buf, clear_refs.as_ref(), reset)?;
+        if fds.open + 1 + usize::from(clear_refs.is_some()) <= fds.budget {
+            proc.status = fds.keep(status);
+            proc.clear_refs = clear_refs.and_then(|f| fds.keep(f));
+        }
+        Ok(read)
+    }
+
+    /// Reads the `children` file of each of `pid`'s threads into `seen` (as `direct`
+    /// when `pid` is the root). `Ok(false)`: some could not be read (descendants may be
+    /// missing); `Err`: the threads could not be listed.
+    ///
+    /// The thread list is read again only when `threads` (this sample's `Threads:`)
+    /// differs from the count at the last listing, when a thread's file failed, and,
+    /// for a process of more than one thread, at least every [`RELIST_EVERY`] samples.
+    /// Why no child is lost: a thread that exits hands its children to a live thread
+    /// of the same process (the kernel's `find_alive_thread`), so a child can hide only
+    /// in the `children` of a thread started since the last listing and still alive.
+    /// That thread raises the count, unless another thread exited in the same interval
+    /// (whose kept file then reads empty, not as an error). The exited one cannot be
+    /// the leader, which stays in the count until the whole process exits: so a
+    /// process of one thread cannot swap, and in a process of more, the periodic
+    /// listing finds the swapped-in thread's children within [`RELIST_EVERY`] samples
+    /// (those that are this process's own children show meanwhile, once they exit, in
+    /// `RUSAGE_CHILDREN` and their zombie marks). A listing keeps the file of a tid it
+    /// lists again: only a tid that died and came back to the same process (a wrap of
+    /// the whole pid space between two listings) would keep a dead thread's file.
+    fn children_of(
+        &mut self,
+        pid: u32,
+        threads: Option<u32>,
+        direct: bool,
+        seen: &mut Vec<Seen>,
+    ) -> io::Result<bool> {
+        let ProcTable {
+            page,
+            fds,
+            procs,
+            sample,
+            children_buf,
+            tids,
+            ..
+        } = self;
+        let proc = procs.entry(pid).or_default();
+        proc.stamp = *sample;
+        let due = threads > Some(1) && (*sample + u64::from(pid)) % RELIST_EVERY == 0;
+        if threads.is_none() || proc.listed_threads != threads || due {
+            list_numeric_dir(ProcPath::of(pid, "task").as_path(), tids)?;
+            proc.tasks.retain_mut(|task| {
+                let alive = tids.contains(&task.tid);
+                if !alive {
+                    fds.release(task.children.take());
+                }
+                alive
+            });
+            for &tid in tids.iter() {
+                if !proc.tasks.iter().any(|t| t.tid == tid) {
+                    proc.tasks.push(Task {
+                        tid,
+                        children: None,
+                    });
+                }
+            }
+            proc.listed_threads = threads;
+        }
+        let mut read_all = true;
+        for task in &mut proc.tasks {
+            let read = match &task.children {
+                Some(file) => children_buf.read_records(file, *page),
+                None => match File::open(ProcPath::of_task(pid, task.tid, "children").as_path()) {
+                    Ok(file) => {
+                        let read = children_buf.read_records(&file, *page).map(drop);
+                        task.children = fds.keep(file);
+                        read.map(|()| children_buf.text())
+                    }
+                    Err(e) => Err(e),
+                },
+            };
+            match read {
+                Ok(text) => parse_pid_list(text, |child| {
+                    seen.push(Seen {
+                        pid: child,
+                        status: None,
+                        direct,
+                    })
+                }),
+                Err(e) => {
+                    // A thread that ended lists nobody: list the threads again next
+                    // time. Any other failure (no descriptor left, no permission) may
+                    // hide descendants.
+                    proc.listed_threads = None;
+                    read_all &= is_gone(&e);
+                }
+            }
+        }
+        Ok(read_all)
+    }
+
+    /// Adds this process's children but `root` (orphans re-parented to this
+    /// subreaper) to the walk, as direct; their own descendants follow through the
+    /// walk. Returns whether every `children` file could be read.
+    fn adopted_children(&mut self, root: u32, seen: &mut Vec<Seen>) -> bool {
+        let start = seen.len();
+        // This process's own status is not read here: list its threads every time.
+        let read_all = self
+            .children_of(self.own_pid, None, true, seen)
+            .unwrap_or(false);
+        let mut index = start;
+        while index < seen.len() {
+            if seen[index].pid == root {
+                seen.swap_remove(index);
+            } else {
+                index += 1;
+            }
+        }
+        read_all
+    }
+
+    /// Closes the files of processes that left the tree (`alive` processes remain).
+    fn forget_gone(&mut self, alive: usize) {
+        // Only when some entry is not of this sample's (this process's own, read for
+        // adopted orphans, is stamped too, and stays).
+        if self.procs.len() <= alive {
+            return;
+        }
+        let (sample, fds) = (self.sample, &mut self.fds);
+        self.procs.retain(|_, proc| {
+            let keep = proc.stamp == sample;
+            if !keep {
+                proc.close(fds);
+            }
+            keep
+        });
+    }
+}
+
+/// One `status` read (a second only when its first lines did not fit the buffer),
+/// then the reset of the mark when `reset` and there is one.
+fn read_status(
+    file: &File,
+    buf: &mut Buf,
+    clear_refs: Option<&File>,
+    reset: bool,
+) -> io::Result<Status> {
+    let status = loop {
+        let text = buf.read_prefix(file)?;
+        if text.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, "empty status"));
+        }
+        let status = parse_status(text);
+        if status.threads.is_some() || !buf.is_full() {
+            break status;
+        }
+        buf.grow();
+    };
+    if let (Some(mut file), true, Some(_)) = (clear_refs, reset, status.hwm) {
+        // A failed reset leaves the mark running from the earlier reset: still a bound.
+        let _ = file.write(b"5");
+    }
+    Ok(status)
+}
+
+/// Whether this kernel has `children` files (CONFIG_PROC_CHILDREN): this process's
+/// main thread has one if any task does.
+fn has_children_files(own_pid: u32) -> bool {
+    let task = ProcPath::of_task(own_pid, own_pid, "children");
+    match fs::metadata(task.as_path()) {
+        Ok(_) => true,
+        // The task exists but the file does not: the kernel lacks them.
+        Err(_) => fs::metadata(ProcPath::of_task(own_pid, own_pid, "stat").as_path()).is_err(),
+    }
+}
+
+/// Fills `seen` with `root` and its descendants from a scan of every `/proc/*/stat`
+/// parent field (the fallback: it allocates, and reads every process of the system).
+fn scan_stat(root: u32, seen: &mut Vec<Seen>) -> io::Result<()> {
+    let mut kids: HashMap<u32, Vec<u32>> = HashMap::new();
+    for entry in fs::read_dir("/proc")? {
+        let Ok(entry) = entry else { continue };
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(text) = fs::read(ProcPath::of(pid, "stat").as_path()) else {
+            continue;
+        };
+        if let Some(ppid) = parse_stat_ppid(&text) {
+            kids.entry(ppid).or_default().push(pid);
+        }
+    }
+    fs::metadata(ProcPath::of(root, "").as_path())?;
+    seen.clear();
+    seen.push(Seen {
+        pid: root,
+        status: None,
+        direct: false,
+    });
+    let mut index = 0;
+    while index < seen.len() {
+        if let Some(children) = kids.remove(&seen[index].pid) {
+            let direct = index == 0;
+            seen.extend(children.into_iter().map(|pid| Seen {
+                pid,
+                status: None,
+                direct,
+            }));
+        }
+        index += 1;
+    }
+    Ok(())
+}
