@@ -10,7 +10,9 @@
 //! - `tree_sample`: one full tree sample of 10 and 100 descendants, beside sysinfo's
 //!   all-process refresh, (through `psutil_tree.py`) psutil, and the [`Floor`] of the
 //!   same sample;
-//! - `footprint`: memory held after 10 million active calls, and the sampler thread's CPU.
+//! - `footprint`: memory held after 10 million active calls, and the sampler thread's CPU;
+//! - `tracing_layer`: a `tracing` span under `stemmon::TracingLayer` with a monitor
+//!   running, beside the same span under a registry with a layer counting callbacks.
 //!
 //! Criterion keeps its estimates under `$CRITERION_HOME`; the figures that are not
 //! criterion timings go to [`out_dir`] as one JSON file each, and the `bench-table`

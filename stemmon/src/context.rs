@@ -17,6 +17,10 @@ static RUNNING: AtomicUsize = AtomicUsize::new(0);
 static GLOBAL: Mutex<Option<Arc<Recorder>>> = Mutex::new(None);
 /// Whether `GLOBAL` holds one: a thread with nothing to join need not take the lock.
 static GLOBAL_SET: AtomicBool = AtomicBool::new(false);
+/// Every running monitor, thread-only ones too: a span closed on a thread that records
+/// elsewhere (or nowhere) finds its monitor here.
+#[cfg(feature = "tracing")]
+static INSTALLED: Mutex<Vec<std::sync::Weak<Recorder>>> = Mutex::new(Vec::new());
 
 /// A thread's tie to the monitor it records to.
 pub(crate) struct Attachment {
@@ -78,6 +82,36 @@ pub(crate) fn with_epoch(epoch: u64, f: impl FnOnce(&Attachment)) {
     });
 }
 
+/// Runs `f` with the attachment of the calling thread if it belongs to the monitor of
+/// `epoch`, else with `None` (another monitor's thread, or none).
+#[inline]
+pub(crate) fn with_own<R>(epoch: u64, f: impl FnOnce(Option<&Attachment>) -> R) -> R {
+    let mut f = Some(f);
+    let done = SLOT
+        .try_with(|slot| {
+            let slot = slot.try_borrow().ok()?;
+            let attachment = slot.as_ref().filter(|a| a.recorder.epoch == epoch)?;
+            f.take().map(|f| f(Some(attachment)))
+        })
+        .ok()
+        .flatten();
+    match (done, f) {
+        (Some(done), _) => done,
+        (None, Some(f)) => f(None),
+        (None, None) => unreachable!("`f` ran and returned"),
+    }
+}
+
+/// The running monitor of `epoch`, wherever it was started.
+#[cfg(feature = "tracing")]
+pub(crate) fn recorder_of(epoch: u64) -> Option<Arc<Recorder>> {
+    let installed = INSTALLED.lock().unwrap_or_else(PoisonError::into_inner);
+    installed
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .find(|recorder| recorder.epoch == epoch)
+}
+
 /// Makes `recorder` the process's monitor, or (thread-only) the calling thread's;
 /// the calling thread is registered first, as thread 0. Fails if a monitor covers
 /// this thread already.
@@ -100,6 +134,11 @@ pub(crate) fn install(recorder: &Arc<Recorder>) -> Result<(), crate::Error> {
             recorder: Arc::clone(recorder),
             slot: thread,
         });
+        #[cfg(feature = "tracing")]
+        INSTALLED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(Arc::downgrade(recorder));
         RUNNING.fetch_add(1, Ordering::Relaxed);
         Ok(())
     })
@@ -124,6 +163,11 @@ pub(crate) fn uninstall(recorder: &Arc<Recorder>) {
             }
         }
     });
+    #[cfg(feature = "tracing")]
+    INSTALLED
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|weak| weak.strong_count() > 0 && weak.as_ptr() != Arc::as_ptr(recorder));
     RUNNING.fetch_sub(1, Ordering::Relaxed);
 }
 

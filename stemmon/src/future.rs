@@ -74,7 +74,10 @@ impl Drop for AsyncStage {
             } else {
                 self.error.map(|e| Cow::Owned(short_type_name(e)))
             };
-            open.recorder.close_async(open.call, error);
+            let (recorder, call) = (&open.recorder, open.call);
+            context::with_own(recorder.epoch, |own| {
+                recorder.close_async(own.map(|a| &*a.slot), call, error);
+            });
         }
     }
 }

@@ -76,6 +76,9 @@
 //!
 //! Turn off the default feature `enabled` (`default-features = false`) and both
 //! attributes expand to the item exactly as written: no monitor, no thread, no cost.
+//!
+//! Turn on the feature `tracing` and [`TracingLayer`] makes every `tracing` span a
+//! stage: `tracing_subscriber::registry().with(stemmon::TracingLayer::new()).init()`.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -100,6 +103,8 @@ pub mod report;
 mod sampler;
 mod signals;
 mod stage;
+#[cfg(feature = "tracing")]
+mod tracing_layer;
 
 #[doc(hidden)]
 #[path = "private.rs"]
@@ -121,3 +126,5 @@ pub use report::Report;
 pub use stage::stage;
 pub use stage::Stage;
 pub use stemmon_macros::{monitor_main, monitored};
+#[cfg(feature = "tracing")]
+pub use tracing_layer::TracingLayer;

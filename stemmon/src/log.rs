@@ -98,8 +98,9 @@ fn needs_escape(c: char) -> bool {
         || ('\u{2066}'..='\u{2069}').contains(&c)
 }
 
-/// `text` with every character of [`needs_escape`] written as Rust writes it in a
-/// string literal: `\n`, `\r`, `\t`, `\0`, `\u{1b}`.
+/// `text` with every character `needs_escape` picks (control, line-separator and bidi
+/// characters) written as Rust writes it in a string literal: `\n`, `\r`, `\t`, `\0`,
+/// `\u{1b}`.
 pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(needs_escape) {
         return text.into();

@@ -428,6 +428,58 @@ fn run_overhead(rows: &mut Vec<Row>) {
     });
 }
 
+/// Bench 7: a `tracing` span under `TracingLayer` with a monitor running, beside the same
+/// span under a registry with a layer that only counts callbacks (spec §13).
+fn tracing_layer(rows: &mut Vec<Row>) {
+    const BUDGET: f64 = 1.5;
+    let figure = "tracing span new + enter + exit + close, TracingLayer, active monitor";
+    let budget = format!("≤ {BUDGET}× peer");
+    let recorded = result("tracing_layer")
+        .and_then(|r| r.get("stemmon_span_calls")?.as_u64())
+        .unwrap_or(0);
+    let (Some(ours), Some(theirs)) = (
+        criterion_ns("tracing_layer", "stemmon"),
+        criterion_ns("tracing_layer", "counting"),
+    ) else {
+        rows.push(missing(figure, &budget));
+        return;
+    };
+    rows.push(Row {
+        figure: figure.into(),
+        stemmon: time(ours),
+        peer: "same span, registry + counting layer".into(),
+        peer_value: time(theirs),
+        ratio: format!("{:.2}", ours / theirs),
+        budget: budget.clone(),
+        // A layer that recorded no span timed nothing.
+        status: if recorded == 0 {
+            Status::Missing
+        } else {
+            Status::of(ours / theirs <= BUDGET)
+        },
+    });
+    // The same two, timed alternately batch by batch (fastest batch of each side).
+    let figure = "the same span, timed alternately with the peer (fastest batch)";
+    let alternating = result("tracing_layer").and_then(|r| {
+        let ours = r.get("alternating_stemmon_ns")?.as_f64()?;
+        let theirs = r.get("alternating_counting_ns")?.as_f64()?;
+        Some((ours, theirs))
+    });
+    let Some((ours, theirs)) = alternating.filter(|_| recorded > 0) else {
+        rows.push(missing(figure, &budget));
+        return;
+    };
+    rows.push(Row {
+        figure: figure.into(),
+        stemmon: time(ours),
+        peer: "same span, registry + counting layer".into(),
+        peer_value: time(theirs),
+        ratio: format!("{:.2}", ours / theirs),
+        budget,
+        status: Status::of(ours / theirs <= BUDGET),
+    });
+}
+
 /// Bench 4: the sampler thread's CPU at the default interval.
 fn sampler(rows: &mut Vec<Row>) {
     const BUDGET: f64 = 0.001;
@@ -518,6 +570,7 @@ fn main() {
     sampler(&mut rows);
     threads(&mut rows);
     run_overhead(&mut rows);
+    tracing_layer(&mut rows);
 
     let table = render(&rows);
     println!("{table}");

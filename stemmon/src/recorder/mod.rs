@@ -5,7 +5,7 @@
 //! moves counters into the shared [`records`] at most about once a millisecond per
 //! thread, at a boundary reading ([`boundary`]), on an error or a long call; full
 //! samples ([`sample`]) count toward every open stage; async calls ([`calls`]) are
-//! open apart from any thread's stack; log lines are handed to the sampler thread as
+//! open apart from any thread's stack, kept by the thread that opened them; log lines are handed to the sampler thread as
 //! [`Event`]s; [`snapshot`] turns it all into a report. This file is the hot path:
 //! `enter`, `exit` and the merge.
 //!
@@ -34,7 +34,6 @@ use crate::config::Config;
 use crate::memory::SelfReader;
 use crate::report::HighWaterMarks;
 use boundary::Boundary;
-use calls::AsyncCalls;
 use records::{Records, Total};
 use sample::Samples;
 use spans::Spans;
@@ -101,8 +100,6 @@ pub(crate) struct State {
     pub(crate) records: Records,
     /// The whole run's counters and peaks.
     pub(crate) total: Total,
-    /// Async calls started and not yet closed.
-    pub(crate) calls: AsyncCalls,
     /// Full samples: the latest, the recent ones, the timeline and the sampler's health.
     pub(crate) samples: Samples,
     /// Stage-boundary readings and the intervals of the kernel's marks they close.
@@ -189,7 +186,6 @@ impl Recorder {
             state: Mutex::new(State {
                 records: Records::default(),
                 total: Total::default(),
-                calls: AsyncCalls::default(),
                 samples: Samples::new(config.max_samples),
                 boundary: Boundary::new(self_reader),
                 spans: Spans::default(),

@@ -109,7 +109,6 @@ impl Recorder {
         };
         let kills = reading.oom_kills.unwrap_or(0);
         let stage = self.owner_stage(&state.records);
-        let open: Vec<OpenFrame> = open.into_iter().chain(state.calls.frames()).collect();
         state.apply_sample(
             reading,
             &open,
@@ -248,7 +247,7 @@ mod tests {
             (latest.stage.as_str(), latest.tree_rss_bytes),
             ("fit", Some(700 << 20))
         );
-        rig.recorder.close_async(call, None);
+        rig.recorder.close_async(None, call, None);
         rig.recorder.exit(&worker, predict);
         rig.recorder.exit(&main, fit);
         rig.advance_micros(5_000);

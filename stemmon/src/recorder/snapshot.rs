@@ -52,10 +52,7 @@ impl Recorder {
             .as_ref()
             .map_or_else(|| self.clock.raw(), |ended| ended.at);
         let mut open = vec![Open::NONE; state.records.list.len()];
-        let timed = calls
-            .into_iter()
-            .filter(|frame| frame.entered != POLL)
-            .chain(state.calls.frames());
+        let timed = calls.into_iter().filter(|frame| frame.entered != POLL);
         for frame in timed {
             if let Some(slot) = open.get_mut(frame.record as usize) {
                 slot.add(seconds(self.clock.delta_as_nanos(frame.entered, now)));

@@ -3,6 +3,7 @@
 //! contends for it but the sampler and summaries, a few times a second, so a call
 //! writes no cache line that another thread writes.
 
+use super::calls::OpenCall;
 use super::records::StageName;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -104,6 +105,10 @@ pub(crate) struct ThreadState {
     /// completion: later completions here may take the fast one.
     completed: Vec<bool>,
     next_seq: u32,
+    /// The async calls this thread opened and nobody closed yet, oldest first.
+    open_async: Vec<OpenCall>,
+    /// The `seq` of the newest of them.
+    next_call: u64,
     /// Calls merged so far.
     pub(crate) calls: u64,
 }
@@ -168,6 +173,41 @@ impl ThreadState {
             error: None,
         });
         self.next_seq
+    }
+
+    /// Opens an async call of `record` at `now` kept by this thread, slot `id`.
+    #[inline]
+    pub(crate) fn open_call(&mut self, record: u32, now: u64, id: u32) -> OpenCall {
+        self.next_call += 1;
+        let call = OpenCall {
+            record,
+            seq: self.next_call,
+            started: now,
+            thread: id,
+        };
+        self.open_async.push(call);
+        call
+    }
+
+    /// Forgets the open async call `seq`; false if it is not open here.
+    #[inline]
+    pub(crate) fn close_call(&mut self, seq: u64) -> bool {
+        match self.open_async.iter().rposition(|call| call.seq == seq) {
+            Some(index) if index + 1 == self.open_async.len() => {
+                self.open_async.pop();
+                true
+            }
+            Some(index) => {
+                self.open_async.remove(index);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The async calls open now that this thread keeps.
+    pub(crate) fn open_calls(&self) -> impl Iterator<Item = &OpenCall> {
+        self.open_async.iter()
     }
 
     /// The frame `seq` (the top one, unless guards were dropped out of order).
