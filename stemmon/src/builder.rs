@@ -12,6 +12,14 @@ use std::time::Duration;
 /// RSS and high-water marks (no USS / PSS), summaries only (no raw samples kept), and
 /// every thread of the process covered.
 ///
+/// The environment: `STEMMON_HIGH_WATER_MARKS=0` (or `false`, `no`, `off`) turns the
+/// high-water marks off at [`start`](Self::start), whatever
+/// [`high_water_marks`](Self::high_water_marks) said: reading them resets every
+/// process's mark, which changes what the monitored programs see of themselves, and the
+/// variable is how whoever runs them says no, everywhere (`#[monitor_main]`, `stemmon
+/// run` and a builder alike). `1` changes nothing here: the marks are on by default, and
+/// a builder that turned them off keeps them off.
+///
 /// ```
 /// use std::time::Duration;
 ///
@@ -28,6 +36,8 @@ use std::time::Duration;
 #[must_use = "a builder does nothing until `.start()` is called"]
 pub struct MonitorBuilder {
     pub(crate) config: Config,
+    /// The environment was read already (`#[monitor_main]`, which warned about it).
+    pub(crate) env_read: bool,
 }
 
 impl Monitor {
@@ -178,8 +188,25 @@ impl MonitorBuilder {
     ///
     /// Fails if a setting is out of range, if a monitor already covers this thread, or
     /// if the thread cannot be started.
-    pub fn start(self) -> Result<Monitor, Error> {
+    pub fn start(mut self) -> Result<Monitor, Error> {
         self.validate()?;
+        if !self.env_read {
+            let (on, warning) =
+                crate::env::high_water_marks_override(&|name| std::env::var_os(name));
+            if let Some(warning) = warning {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "[stemmon] warning: {warning}");
+            }
+            self.apply_marks_override(on);
+        }
         Monitor::start(self.config)
+    }
+
+    /// What `STEMMON_HIGH_WATER_MARKS` (`on`) does to this builder: `0` turns the marks
+    /// off, `1` leaves them as set.
+    pub(crate) fn apply_marks_override(&mut self, on: Option<bool>) {
+        if on == Some(false) {
+            self.config.high_water_marks = false;
+        }
     }
 }
