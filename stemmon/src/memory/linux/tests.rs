@@ -628,7 +628,10 @@ fn an_exited_roots_final_interval_comes_from_its_rusage() {
     drop(child.stdin.take());
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while reaped::zombie_peak(root).is_none() {
-        assert!(std::time::Instant::now() < deadline, "the root never exited");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the root never exited"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     // A zombie: nothing resident, no VmHWM, and still its final interval.
