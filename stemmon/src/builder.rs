@@ -191,8 +191,7 @@ impl MonitorBuilder {
     pub fn start(mut self) -> Result<Monitor, Error> {
         self.validate()?;
         if !self.env_read {
-            let (on, warning) =
-                crate::env::high_water_marks_override(&|name| std::env::var_os(name));
+            let (on, warning) = marks_override(&|name| std::env::var_os(name));
             if let Some(warning) = warning {
                 use std::io::Write;
                 let _ = writeln!(std::io::stderr(), "[stemmon] warning: {warning}");
@@ -208,5 +207,59 @@ impl MonitorBuilder {
         if on == Some(false) {
             self.config.high_water_marks = false;
         }
+    }
+}
+
+/// `STEMMON_HIGH_WATER_MARKS` as `lookup` answers for it, for [`MonitorBuilder::start`]:
+/// the flag (`1`/`true`/`yes`/`on`, `0`/`false`/`no`/`off`, as `#[monitor_main]` reads
+/// it), or the warning for a bad value. (`env` reads it for `#[monitor_main]`; it
+/// depends on this module, so this one cannot use it.)
+fn marks_override(
+    lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> (Option<bool>, Option<String>) {
+    let name = "STEMMON_HIGH_WATER_MARKS";
+    let Some(value) = lookup(name) else {
+        return (None, None);
+    };
+    let text = value.to_string_lossy();
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => (Some(true), None),
+        "0" | "false" | "no" | "off" => (Some(false), None),
+        _ => (
+            None,
+            Some(format!(
+                "ignoring {name}={text:?}: expected 1 or 0; the program's own setting stands"
+            )),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    #[test]
+    fn a_builders_start_turns_the_marks_off_for_a_zero_and_only_then() {
+        let read = |value: &str| {
+            let value = OsString::from(value);
+            marks_override(&move |name: &str| {
+                (name == "STEMMON_HIGH_WATER_MARKS").then(|| value.clone())
+            })
+        };
+        for (value, set, expected) in [
+            ("0", true, false),
+            ("off", true, false),
+            ("1", true, true),
+            ("1", false, false),
+            ("", true, true),
+        ] {
+            let (on, warning) = read(value);
+            assert_eq!(warning.is_some(), value.is_empty(), "{value}");
+            let mut builder = Monitor::builder().high_water_marks(set);
+            builder.apply_marks_override(on);
+            assert_eq!(builder.config.high_water_marks, expected, "{value} {set}");
+        }
+        assert_eq!(marks_override(&|_| None), (None, None));
     }
 }

@@ -191,19 +191,6 @@ fn builder_for(config: &MainConfig, overrides: &mut Overrides<'_>) -> Option<Mon
     Some(builder)
 }
 
-/// `STEMMON_HIGH_WATER_MARKS` as `lookup` answers for it, for a builder's `start`: the
-/// flag, or the warning for a bad value.
-pub(crate) fn high_water_marks_override(
-    lookup: &dyn Fn(&str) -> Option<OsString>,
-) -> (Option<bool>, Option<String>) {
-    let mut overrides = Overrides {
-        lookup,
-        warnings: Vec::new(),
-    };
-    let on = overrides.high_water_marks();
-    (on, overrides.warnings.pop())
-}
-
 /// The builder for `config` under the environment `lookup` answers for (`None` when
 /// `STEMMON_DISABLE` asks for no monitor), and the warnings, one per bad value.
 pub(crate) fn resolve(
@@ -328,28 +315,8 @@ mod tests {
     }
 
     #[test]
-    fn a_builders_start_turns_the_marks_off_for_a_zero_and_only_then() {
-        let read = |value: &str| {
-            let value = OsString::from(value);
-            high_water_marks_override(&move |name: &str| {
-                (name == "STEMMON_HIGH_WATER_MARKS").then(|| value.clone())
-            })
-        };
-        for (value, set, expected) in [
-            ("0", true, false),
-            ("off", true, false),
-            ("1", true, true),
-            ("1", false, false),
-            ("", true, true),
-        ] {
-            let (on, warning) = read(value);
-            assert_eq!(warning.is_some(), value.is_empty(), "{value}");
-            let mut builder = Monitor::builder().high_water_marks(set);
-            builder.apply_marks_override(on);
-            assert_eq!(builder.config.high_water_marks, expected, "{value} {set}");
-        }
-        assert_eq!(high_water_marks_override(&|_| None), (None, None));
-        // `#[monitor_main]` read it already.
+    fn the_builder_is_marked_as_having_read_the_environment() {
+        // `start` does not read it again (nor warn about it twice).
         let (builder, _) = resolve(&attribute(), &|_| None);
         assert!(builder.unwrap().env_read);
     }
