@@ -66,6 +66,7 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "pid",
         "running",
         "error",
+        "exit_code",
         "wall_seconds",
         "sample_interval",
         "platform",

@@ -35,6 +35,12 @@ pub(crate) struct Args {
     /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
     #[arg(long)]
     detailed_memory: bool,
+    /// Do not read the kernel's high-water marks: RSS samples only. Reading them resets
+    /// each process's mark, which changes what the command sees of itself (its
+    /// `ru_maxrss`, `VmHWM`, a `/usr/bin/time` inside it). `STEMMON_HIGH_WATER_MARKS=0`
+    /// turns them off too.
+    #[arg(long)]
+    no_high_water_marks: bool,
     /// A label for the report and the exported metrics (repeatable): `--label rank=3`.
     #[arg(long, value_name = "K=V", value_parser = label)]
     label: Vec<(String, String)>,
@@ -168,11 +174,16 @@ mod unix {
         let monitor = start_monitor(&args, pid);
         let (status, signal) = wait_for(pid as libc::pid_t);
         // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
-        // nothing resident) instead of a missing process. A command killed by a signal
-        // is the run's failure, named in the report.
-        let report = monitor.map(|monitor| match signal {
-            Some(signal) => monitor.finish_with_error(signal_name(signal)),
-            None => monitor.finish(),
+        // nothing resident, whose final interval is in its rusage) instead of a missing
+        // process. A non-zero exit or a signal is the run's failure, named in the report.
+        let report = monitor.map(|monitor| {
+            monitor.finish_command(match signal {
+                Some(number) => stemmon::__cli::CommandExit::Signal {
+                    number,
+                    name: signal_name(number),
+                },
+                None => stemmon::__cli::CommandExit::Code(i32::from(status)),
+            })
         });
         // No signal is passed on once CMD's pid may be reused.
         child_pid.lock().unwrap_or_else(PoisonError::into_inner).pid = 0;
@@ -211,6 +222,9 @@ mod unix {
             .sample_interval(seconds(args.sample_interval))
             .log_interval(args.log_interval.0.map(seconds))
             .detailed_memory(args.detailed_memory);
+        if args.no_high_water_marks {
+            builder = builder.high_water_marks(false);
+        }
         if let Some(output) = &args.output {
             builder = builder.output(output);
         }

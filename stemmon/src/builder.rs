@@ -12,6 +12,14 @@ use std::time::Duration;
 /// RSS and high-water marks (no USS / PSS), summaries only (no raw samples kept), and
 /// every thread of the process covered.
 ///
+/// The environment: `STEMMON_HIGH_WATER_MARKS=0` (or `false`, `no`, `off`) turns the
+/// high-water marks off at [`start`](Self::start), whatever
+/// [`high_water_marks`](Self::high_water_marks) said: reading them resets every
+/// process's mark, which changes what the monitored programs see of themselves, and the
+/// variable is how whoever runs them says no, everywhere (`#[monitor_main]`, `stemmon
+/// run` and a builder alike). `1` changes nothing here: the marks are on by default, and
+/// a builder that turned them off keeps them off.
+///
 /// ```
 /// use std::time::Duration;
 ///
@@ -28,6 +36,8 @@ use std::time::Duration;
 #[must_use = "a builder does nothing until `.start()` is called"]
 pub struct MonitorBuilder {
     pub(crate) config: Config,
+    /// The environment was read already (`#[monitor_main]`, which warned about it).
+    pub(crate) env_read: bool,
 }
 
 impl Monitor {
@@ -178,8 +188,78 @@ impl MonitorBuilder {
     ///
     /// Fails if a setting is out of range, if a monitor already covers this thread, or
     /// if the thread cannot be started.
-    pub fn start(self) -> Result<Monitor, Error> {
+    pub fn start(mut self) -> Result<Monitor, Error> {
         self.validate()?;
+        if !self.env_read {
+            let (on, warning) = marks_override(&|name| std::env::var_os(name));
+            if let Some(warning) = warning {
+                use std::io::Write;
+                let _ = writeln!(std::io::stderr(), "[stemmon] warning: {warning}");
+            }
+            self.apply_marks_override(on);
+        }
         Monitor::start(self.config)
+    }
+
+    /// What `STEMMON_HIGH_WATER_MARKS` (`on`) does to this builder: `0` turns the marks
+    /// off, `1` leaves them as set.
+    pub(crate) fn apply_marks_override(&mut self, on: Option<bool>) {
+        if on == Some(false) {
+            self.config.high_water_marks = false;
+        }
+    }
+}
+
+/// `STEMMON_HIGH_WATER_MARKS` as `lookup` answers for it, for [`MonitorBuilder::start`]:
+/// the flag (`1`/`true`/`yes`/`on`, `0`/`false`/`no`/`off`, as `#[monitor_main]` reads
+/// it), or the warning for a bad value. (`env` reads it for `#[monitor_main]`; it
+/// depends on this module, so this one cannot use it.)
+fn marks_override(
+    lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> (Option<bool>, Option<String>) {
+    let name = "STEMMON_HIGH_WATER_MARKS";
+    let Some(value) = lookup(name) else {
+        return (None, None);
+    };
+    let text = value.to_string_lossy();
+    match text.trim().to_ascii_lowercase().as_str() {
+        "1" | "true" | "yes" | "on" => (Some(true), None),
+        "0" | "false" | "no" | "off" => (Some(false), None),
+        _ => (
+            None,
+            Some(format!(
+                "ignoring {name}={text:?}: expected 1 or 0; the program's own setting stands"
+            )),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    #[test]
+    fn a_builders_start_turns_the_marks_off_for_a_zero_and_only_then() {
+        let read = |value: &str| {
+            let value = OsString::from(value);
+            marks_override(&move |name: &str| {
+                (name == "STEMMON_HIGH_WATER_MARKS").then(|| value.clone())
+            })
+        };
+        for (value, set, expected) in [
+            ("0", true, false),
+            ("off", true, false),
+            ("1", true, true),
+            ("1", false, false),
+            ("", true, true),
+        ] {
+            let (on, warning) = read(value);
+            assert_eq!(warning.is_some(), value.is_empty(), "{value}");
+            let mut builder = Monitor::builder().high_water_marks(set);
+            builder.apply_marks_override(on);
+            assert_eq!(builder.config.high_water_marks, expected, "{value} {set}");
+        }
+        assert_eq!(marks_override(&|_| None), (None, None));
     }
 }

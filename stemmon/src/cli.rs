@@ -4,4 +4,5 @@
 
 pub use crate::identity::check_label;
 pub use crate::log::{escape, format_bytes};
+pub use crate::monitor::CommandExit;
 pub use crate::output::Output;

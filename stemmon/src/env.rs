@@ -186,6 +186,8 @@ fn builder_for(config: &MainConfig, overrides: &mut Overrides<'_>) -> Option<Mon
     if let Some(on) = overrides.high_water_marks() {
         builder = builder.high_water_marks(on);
     }
+    // Read and warned about here: `start` does not read the variable again.
+    builder.env_read = true;
     Some(builder)
 }
 
@@ -310,6 +312,13 @@ mod tests {
         let config = config.unwrap();
         assert_eq!(config.output, Some(PathBuf::from("attr.json")));
         assert!(!config.high_water_marks);
+    }
+
+    #[test]
+    fn the_builder_is_marked_as_having_read_the_environment() {
+        // `start` does not read it again (nor warn about it twice).
+        let (builder, _) = resolve(&attribute(), &|_| None);
+        assert!(builder.unwrap().env_read);
     }
 
     #[cfg(unix)]

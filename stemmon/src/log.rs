@@ -58,7 +58,8 @@ pub(crate) fn format_line(event: &str, stage: &str, report: &Report) -> String {
         human_bytes(sample.and_then(|s| s.parent_rss_bytes)),
         human_bytes(sample.and_then(|s| s.children_rss_bytes)),
     );
-    if let Some(headroom) = report.cgroup.as_ref().and_then(headroom) {
+    let run_peak = report.high_water.peak_cgroup_memory_bytes;
+    if let Some(headroom) = report.cgroup.as_ref().and_then(|c| headroom(c, run_peak)) {
         let _ = write!(line, "; {headroom}");
     }
     line
@@ -78,11 +79,12 @@ fn peak_range(sampled: Option<u64>, bound: Option<u64>) -> String {
     }
 }
 
-/// The cgroup's headroom, `limit=4.0 GiB (83 %)`, when it has a limit: its peak charge
+/// The cgroup's headroom, `limit=4.0 GiB (83 %)`, when it has a limit: the run's peak
+/// charge `run_peak` (never the cgroup's lifetime peak, which may be another job's)
 /// (or its charge now) against the limit.
-fn headroom(cgroup: &CgroupReport) -> Option<String> {
+fn headroom(cgroup: &CgroupReport, run_peak: Option<u64>) -> Option<String> {
     let limit = cgroup.memory_limit_bytes.filter(|l| *l > 0)?;
-    let used = cgroup.memory_peak_bytes.or(cgroup.memory_current_bytes)?;
+    let used = run_peak.or(cgroup.memory_current_bytes)?;
     Some(format!(
         "limit={} ({:.0} %)",
         human_bytes(Some(limit)),
@@ -155,12 +157,16 @@ mod tests {
     fn the_headroom_shows_only_with_a_limit() {
         let mut cgroup = CgroupReport {
             memory_current_bytes: Some(800 << 20),
-            memory_peak_bytes: Some(850 << 20),
+            memory_peak_bytes: Some(1000 << 20),
             ..CgroupReport::default()
         };
-        assert_eq!(headroom(&cgroup), None);
+        assert_eq!(headroom(&cgroup, Some(850 << 20)), None);
         cgroup.memory_limit_bytes = Some(1 << 30);
-        assert_eq!(headroom(&cgroup).as_deref(), Some("limit=1.0 GiB (83 %)"));
+        // The run's peak, not the cgroup's lifetime one.
+        let run = headroom(&cgroup, Some(850 << 20));
+        assert_eq!(run.as_deref(), Some("limit=1.0 GiB (83 %)"));
+        let now = headroom(&cgroup, None);
+        assert_eq!(now.as_deref(), Some("limit=1.0 GiB (78 %)"));
     }
 
     #[test]

@@ -154,14 +154,28 @@ impl Monitor {
 
     /// Takes a last sample, logs `finished`, writes the report and returns it.
     pub fn finish(mut self) -> Report {
-        self.finalize(None)
+        self.finalize(None, None)
     }
 
     /// Finishes like [`finish`](Monitor::finish), with `error` as the run's failure in
     /// the report's `error` and the `failed (<error>)` line: what `#[monitor_main]` does
     /// when `main` returns `Err`, and `stemmon run` when the command was killed.
     pub fn finish_with_error(mut self, error: impl Into<String>) -> Report {
-        self.finalize(Some(error.into()))
+        self.finalize(Some(error.into()), None)
+    }
+
+    /// Finishes the monitor of a command `stemmon run` watched, with how it ended: the
+    /// report's `exit_code`, and its `error` for a failure (`"exit 3"`, `"SIGKILL"`),
+    /// so that a failed run's report never reads as a good one. The last sample is
+    /// taken before the caller reaps the command, whose final interval it reads.
+    #[doc(hidden)]
+    pub fn finish_command(mut self, exit: CommandExit) -> Report {
+        let (error, code) = match exit {
+            CommandExit::Code(0) => (None, 0),
+            CommandExit::Code(code) => (Some(format!("exit {code}")), code),
+            CommandExit::Signal { number, name } => (Some(name), 128 + number),
+        };
+        self.finalize(error, Some(code))
     }
 
     /// Makes this the monitor that SIGINT, SIGTERM and `process::exit` finalize
@@ -174,7 +188,7 @@ impl Monitor {
         });
     }
 
-    fn finalize(&mut self, error: Option<String>) -> Report {
+    fn finalize(&mut self, error: Option<String>, exit_code: Option<i32>) -> Report {
         if self.finished {
             return self.recorder.snapshot();
         }
@@ -200,12 +214,27 @@ impl Monitor {
             None => "finished".to_owned(),
             Some(error) => format!("failed ({error})"),
         };
-        self.recorder.end(error);
+        self.recorder.end_with(error, exit_code);
         context::uninstall(&self.recorder);
         let _endings = endings;
         let last = [(Line::Text(event), OpenStage::OwnerNow)];
         self.publisher.publish(&self.recorder, &last, Moment::Final)
     }
+}
+
+/// How the command `stemmon run` watched ended, for [`Monitor::finish_command`].
+#[doc(hidden)]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommandExit {
+    /// It exited with this code.
+    Code(i32),
+    /// Signal `number`, called `name` (`"SIGKILL"`), killed it.
+    Signal {
+        /// The signal's number.
+        number: i32,
+        /// Its name, the report's `error`.
+        name: String,
+    },
 }
 
 /// What a signal or `process::exit` finalizes.
@@ -261,7 +290,7 @@ impl Drop for Monitor {
     fn drop(&mut self) {
         if !self.finished {
             let error = std::thread::panicking().then(|| "panic".to_owned());
-            self.finalize(error);
+            self.finalize(error, None);
         }
     }
 }

@@ -39,11 +39,15 @@ pub struct HighWater {
     pub peak_parent_hwm_bytes: Option<u64>,
     /// An upper bound of the tree's peak that no spike escapes: per interval between
     /// readings, the sum of every live process's own high-water mark plus the peak of
-    /// every descendant reaped in the interval.
+    /// every descendant reaped in the interval (an exited root's final interval from its
+    /// rusage). Never below `peak_tree_rss_bytes`: where a mark reads lower, the sampled
+    /// figure stands.
     pub peak_tree_rss_bound_bytes: Option<u64>,
     /// The largest peak RSS of a descendant that exited while the record was open.
     pub peak_reaped_child_rss_bytes: Option<u64>,
-    /// The highest memory charge of the job's cgroup.
+    /// The highest memory charge of the job's cgroup seen while the record was open:
+    /// its charge at each sample, or the kernel's peak where that rose in between. Not
+    /// the cgroup's lifetime peak, which is [`CgroupReport::memory_peak_bytes`].
     pub peak_cgroup_memory_bytes: Option<u64>,
     /// OOM kills in the job's cgroup while the record was open.
     pub oom_kills: Option<u64>,
@@ -77,7 +81,9 @@ pub struct CgroupReport {
     pub version: u8,
     /// Memory charged to the cgroup now.
     pub memory_current_bytes: Option<u64>,
-    /// The highest charge the kernel recorded (`memory.peak`, `memory.max_usage_in_bytes`).
+    /// The highest charge the kernel recorded since the cgroup was made (`memory.peak`,
+    /// `memory.max_usage_in_bytes`): its lifetime peak, which may be an earlier job's,
+    /// not this run's (that is `peak_cgroup_memory_bytes`).
     pub memory_peak_bytes: Option<u64>,
     /// The limit; `null` when unlimited.
     pub memory_limit_bytes: Option<u64>,
@@ -236,8 +242,12 @@ pub struct Report {
     /// `true` while the monitor runs, `false` once it finished.
     pub running: bool,
     /// Why the monitored run failed: `"panic"`, the error type `main` returned, or the
-    /// signal that ended it (`"SIGTERM"`).
+    /// signal that ended it (`"SIGTERM"`); under `stemmon run`, `"exit N"` when the
+    /// command exited with a non-zero code N.
     pub error: Option<String>,
+    /// The exit code of the command `stemmon run` watched (128 + N when signal N
+    /// killed it, as the shell and `stemmon run` itself give it); `null` otherwise.
+    pub exit_code: Option<i32>,
     /// Seconds since the monitor started (until it finished).
     pub wall_seconds: f64,
     /// Seconds between background samples.

@@ -8,6 +8,7 @@ use super::records::{BoundaryInterval, Stats};
 use super::thread::ThreadState;
 use super::{Recorder, State, BOUNDARY_REUSE_NANOS};
 use crate::memory::{SelfReader, TreeReading};
+use crate::report::TimelinePoint;
 use std::sync::atomic::Ordering;
 
 /// A reading of the parent alone.
@@ -173,6 +174,23 @@ impl Recorder {
             reaped: fresh.reaped,
             children_rss: boundary.children.unwrap_or(0),
         };
+        // The plot's series gets the fresh reading too (at most one a millisecond),
+        // folded into the newest point: its bound line reaches the report's bound.
+        let elapsed = self.elapsed(now);
+        state.samples.timeline.raise_last(TimelinePoint {
+            elapsed_seconds: elapsed,
+            end_seconds: elapsed,
+            tree_rss_bytes: reading.tree_rss,
+            parent_rss_bytes: reading.parent_rss,
+            children_rss_bytes: reading.children_rss,
+            tree_rss_bound_bytes: interval.parent_hwm.map(|hwm| {
+                (hwm + interval.reaped.unwrap_or(0) + interval.children_rss)
+                    .max(reading.tree_rss.unwrap_or(0))
+            }),
+            samples: 0,
+            ..TimelinePoint::default()
+        });
+        let boundary = &mut state.boundary;
         if interval.parent_hwm.is_some() {
             boundary.intervals.push(Closed { end: now, interval });
         }

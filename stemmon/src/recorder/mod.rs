@@ -92,6 +92,8 @@ pub(crate) struct Ended {
     pub(crate) at: u64,
     /// The run's own failure, if any (`"panic"`, a signal, `main`'s error).
     pub(crate) error: Option<String>,
+    /// The exit code of the command `stemmon run` watched.
+    pub(crate) exit_code: Option<i32>,
 }
 
 /// State behind the recorder's one lock, one part per job.
@@ -463,11 +465,17 @@ impl Recorder {
 
     /// Ends recording: merges every thread, freezes the clock, sets the run's error.
     pub(crate) fn end(&self, error: Option<String>) {
+        self.end_with(error, None);
+    }
+
+    /// Ends recording like [`end`](Self::end), with the watched command's exit code.
+    pub(crate) fn end_with(&self, error: Option<String>, exit_code: Option<i32>) {
         self.merge_all();
         let mut state = self.lock();
         state.ended = Some(Ended {
             at: self.clock.raw(),
             error,
+            exit_code,
         });
         self.ended.store(true, Ordering::Relaxed);
     }

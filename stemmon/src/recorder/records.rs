@@ -69,6 +69,20 @@ impl Stats {
         raised
     }
 
+    /// Keeps `bound >= sampled` for the tree and the parent (SPEC §8): a mark read low
+    /// (a zombie's, one reset between a boundary and a sample, one that could not be
+    /// read) bounds nothing, and where the sampled figure is higher it is the better
+    /// bound. Only where both are present: a missing mark stays missing.
+    fn keep_bounds(&mut self) {
+        let (p, h) = (&self.peaks, &mut self.high_water);
+        if h.peak_tree_rss_bound_bytes.is_some() {
+            raise(&mut h.peak_tree_rss_bound_bytes, p.peak_tree_rss_bytes);
+        }
+        if h.peak_parent_hwm_bytes.is_some() {
+            raise(&mut h.peak_parent_hwm_bytes, p.peak_parent_rss_bytes);
+        }
+    }
+
     /// Counts the interval that a full sample closes: marks, reaped peaks, the cgroup.
     pub(crate) fn apply_sample_interval(&mut self, reading: &TreeReading) {
         let h = &mut self.high_water;
@@ -91,6 +105,7 @@ impl Stats {
             h.oom_kills = Some(h.oom_kills.unwrap_or(0) + kills);
         }
         self.awaiting_interval = false;
+        self.keep_bounds();
     }
 
     /// Closes, at a full sample, the interval of a record no longer open: its bound
@@ -102,6 +117,7 @@ impl Stats {
                 Some(local + children),
             );
         }
+        self.keep_bounds();
     }
 
     /// Counts the interval a fresh boundary reading closed; returns whether the record
@@ -121,6 +137,7 @@ impl Stats {
         let newly = self.pending_local.is_none();
         self.pending_local = self.pending_local.max(Some(local));
         self.awaiting_interval = false;
+        self.keep_bounds();
         newly
     }
 
@@ -131,7 +148,9 @@ impl Stats {
         let p = &mut self.peaks;
         raise(&mut p.peak_parent_rss_bytes, reading.parent_rss);
         raise(&mut p.peak_children_rss_bytes, reading.children_rss);
-        raise(&mut p.peak_tree_rss_bytes, reading.tree_rss)
+        let raised = raise(&mut p.peak_tree_rss_bytes, reading.tree_rss);
+        self.keep_bounds();
+        raised
     }
 }
 

@@ -52,8 +52,9 @@ impl Samples {
         }
     }
 
-    /// Keeps `sample` as the latest, among the recent ones and on the timeline.
-    fn push(&mut self, sample: SampleReport, reading: &TreeReading) {
+    /// Keeps `sample` as the latest, among the recent ones and on the timeline, with
+    /// `bound` as the interval's bound of the tree.
+    fn push(&mut self, sample: SampleReport, reading: &TreeReading, bound: Option<u64>) {
         if let Some(latest) = &self.latest {
             let gap = sample.elapsed_seconds - latest.elapsed_seconds;
             self.health.max_gap_seconds = self.health.max_gap_seconds.max(gap);
@@ -73,7 +74,7 @@ impl Samples {
             tree_rss_bytes: reading.tree_rss,
             parent_rss_bytes: reading.parent_rss,
             children_rss_bytes: reading.children_rss,
-            tree_rss_bound_bytes: reading.tree_rss_bound,
+            tree_rss_bound_bytes: bound,
             cgroup_memory_bytes: reading.cgroup_peak,
             process_count: reading.process_count,
             samples: 1,
@@ -142,6 +143,19 @@ impl State {
         elapsed: f64,
         done: u64,
     ) {
+        // The run's bound for this interval, as the total is about to count it (its
+        // boundary intervals widened by the descendants' marks, never below the
+        // sample), so that the timeline's bound reaches the report's.
+        let bound = reading
+            .tree_rss_bound
+            .max(
+                self.total
+                    .stats
+                    .pending_local
+                    .zip(reading.children_hwm)
+                    .map(|(local, children)| local + children),
+            )
+            .map(|bound| bound.max(reading.tree_rss.unwrap_or(0)));
         if self.total.stats.apply_sample(&reading) {
             self.total.peaked(stage.clone(), elapsed);
         }
@@ -197,7 +211,7 @@ impl State {
             rss_processes: reading.rss_processes,
             rss_complete: reading.rss_complete,
         };
-        self.samples.push(sample, &reading);
+        self.samples.push(sample, &reading, bound);
         self.boundary.sampled(reading, done);
     }
 }
@@ -257,6 +271,68 @@ mod tests {
         assert_eq!(report.samples, 2);
         assert_eq!(report.max_sample_gap_seconds, 5e-3);
         assert_eq!(report.timeline.len(), 2);
+    }
+
+    #[test]
+    fn a_mark_read_below_the_sample_never_leaves_the_bound_below_it() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let fit = rig.recorder.enter(&main, "fit".into());
+        rig.advance_micros(5_000);
+        // A zombie root's reading: its mark is gone, the descendants' are low.
+        rig.sample(TreeReading {
+            parent_hwm: Some(1 << 20),
+            tree_rss_bound: Some(2 << 20),
+            ..tree(300)
+        });
+        rig.recorder.exit(&main, fit);
+        let report = rig.recorder.snapshot();
+        for (peaks, high_water) in [
+            (&report.peaks, &report.high_water),
+            (
+                &report.stage("fit").unwrap().peaks,
+                &report.stage("fit").unwrap().high_water,
+            ),
+        ] {
+            assert_eq!(high_water.peak_tree_rss_bound_bytes, Some(300 << 20));
+            assert_eq!(high_water.peak_parent_hwm_bytes, Some(300 << 20));
+            assert_eq!(peaks.peak_tree_rss_bytes, Some(300 << 20));
+        }
+        assert_eq!(
+            report.timeline.last().unwrap().tree_rss_bound_bytes,
+            Some(300 << 20)
+        );
+    }
+
+    #[test]
+    fn the_timelines_bound_reaches_the_reports_through_boundary_readings() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(10 << 20, Some(10 << 20));
+        rig.sample(TreeReading {
+            parent_hwm: Some(10 << 20),
+            children_hwm: Some(0),
+            tree_rss_bound: Some(10 << 20),
+            ..tree(10)
+        });
+        rig.advance_micros(5_000);
+        // A spike between samples that only a stage's boundary reading sees.
+        let spike = rig.recorder.enter(&main, "spike".into());
+        rig.advance_micros(5_000);
+        rig.set_self(20 << 20, Some(700 << 20));
+        rig.recorder.exit(&main, spike);
+        let report = rig.recorder.snapshot();
+        let bound = report.high_water.peak_tree_rss_bound_bytes;
+        assert_eq!(bound, Some(700 << 20));
+        assert_eq!(report.timeline.len(), 1, "folded into the newest point");
+        let line = report
+            .timeline
+            .iter()
+            .filter_map(|p| p.tree_rss_bound_bytes)
+            .max();
+        assert_eq!(line, bound);
+        assert_eq!(report.timeline[0].parent_rss_bytes, Some(20 << 20));
+        assert_eq!(report.timeline[0].samples, 1);
     }
 
     #[test]

@@ -97,6 +97,7 @@ impl Recorder {
             pid: self.pid,
             running: state.ended.is_none(),
             error: state.ended.as_ref().and_then(|ended| ended.error.clone()),
+            exit_code: state.ended.as_ref().and_then(|ended| ended.exit_code),
             wall_seconds: self.elapsed(now),
             sample_interval: self.config.sample_interval.as_secs_f64(),
             platform: self.info.platform.clone(),

@@ -45,6 +45,15 @@ impl Timeline {
         }
     }
 
+    /// Raises the newest point's maxima to `reading`'s (a reading between samples, as
+    /// a stage boundary's, with `samples` 0): no point is added, so the series stays
+    /// bounded, and a figure between samples still shows.
+    pub(crate) fn raise_last(&mut self, reading: TimelinePoint) {
+        if let Some(last) = self.points.last_mut() {
+            merge_into(last, reading);
+        }
+    }
+
     /// The points, oldest first.
     pub(crate) fn points(&self) -> Vec<TimelinePoint> {
         self.points.clone()

@@ -156,8 +156,8 @@ impl ProcReader {
 /// What the descendants that left the tree since the previous sample add to this one.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Departed {
-    /// Children of this process (as the root) gone since: each had at most the
-    /// kernel's reaped maximum.
+    /// Children of this process (the root's, or adopted orphans) gone since: each had
+    /// at most the kernel's reaped maximum.
     direct: u64,
     /// The sum of the last marks of the other ones.
     others_hwm: u64,
@@ -183,6 +183,7 @@ impl TreeReader for ProcReader {
             };
         }
         let own = root == self.own_pid;
+        let ours = own || self.adopted;
         let parent = if own {
             match self.ledger.shared().own() {
                 Ok(files) => files.probe_reset(),
@@ -210,7 +211,7 @@ impl TreeReader for ProcReader {
             enabled: true,
             parent: parent.is_ok(),
             descendants: true,
-            reaped: own,
+            reaped: ours,
             missing: (!missing.is_empty()).then(|| missing.join("; ")),
             ..HighWaterMarks::default()
         }
@@ -221,8 +222,11 @@ impl TreeReader for ProcReader {
         // Samples of one monitor never overlap: each continues from the previous one.
         let mut intervals = ledger.tree();
         let own = root == self.own_pid;
+        // This process's children are the root's (its own tree) or the orphans it
+        // adopted (`stemmon run`): their peaks show in its RUSAGE_CHILDREN once reaped.
+        let ours = own || self.adopted;
         // Checked before reading the marks: a child reaped in between counts in this interval.
-        let reaped = if self.marks && own {
+        let reaped = if self.marks && ours {
             ledger.shared().reaped_and_usage().0
         } else {
             None
@@ -258,6 +262,14 @@ impl TreeReader for ProcReader {
             if index == 0 {
                 reading.parent_rss = Some(rss);
                 reading.parent_hwm = status.hwm.filter(|_| self.marks);
+                if status.rss.is_none() && !own && self.marks {
+                    // The root has exited and waits to be reaped (`stemmon run` reaps
+                    // its command after the last sample): its mark is gone with its
+                    // memory, but as this process's child its final interval is in its
+                    // rusage (`ru_maxrss`: its peak since the last reset, and that of
+                    // the children it waited for, which the kernel does not tell apart).
+                    reading.parent_hwm = zombie_peak(pid).or(reading.parent_hwm);
+                }
             } else {
                 children += rss;
                 let hwm = status.hwm.unwrap_or(rss).max(rss);
@@ -265,7 +277,7 @@ impl TreeReader for ProcReader {
                 let peak = known.get(&pid).map_or(hwm, |k| k.peak.max(hwm));
                 reading.descendants.push(Descendant { pid, rss, peak });
                 next.insert(pid, Known { hwm, peak, direct });
-                if status.rss.is_none() && direct && own && self.marks {
+                if status.rss.is_none() && direct && self.marks {
                     if let Some(peak) = zombie_peak(pid) {
                         zombie_sum += peak;
                         zombie_max = zombie_max.max(Some(peak));
@@ -282,7 +294,7 @@ impl TreeReader for ProcReader {
         // Taken at every sample, marks or not: the set never outgrows one interval.
         ledger.shared().take_counted(&mut self.counted);
         if self.marks {
-            let departed = departed(known, next, &self.counted, own);
+            let departed = departed(known, next, &self.counted);
             let kernel = reaped.map(|r| r.peak);
             reading.reaped_child_peak = kernel.max(zombie_max).max(departed.peak);
             // Each reaped child's peak is at most the kernel's maximum over all of them.
@@ -305,7 +317,6 @@ fn departed(
     before: &ledger::PidMap<Known>,
     now: &ledger::PidMap<Known>,
     counted: &[u32],
-    own: bool,
 ) -> Departed {
     let mut departed = Departed::default();
     for (pid, was) in before {
@@ -314,7 +325,7 @@ fn departed(
         }
         // Its peak over its life (an earlier sample may have reset its mark).
         departed.peak = departed.peak.max(Some(was.peak));
-        if was.direct && own {
+        if was.direct {
             departed.direct += 1;
         } else {
             departed.others_hwm += was.hwm;

@@ -605,3 +605,40 @@ fn boundary_reading_cost() {
          10 descendants: {check:?}"
     );
 }
+
+#[test]
+fn an_exited_roots_final_interval_comes_from_its_rusage() {
+    let _mark = self_mark();
+    // The root is a child of this process that peaks after the first sample and exits
+    // before the next, as `stemmon run`'s command does in its last second.
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import sys; sys.stdin.read()\n\
+             b = bytearray(96 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let root = child.id();
+    let mut reader = ProcReader::new(false);
+    assert!(reader.configure_marks(true, root).parent);
+    let first = reader.read_tree(root).unwrap();
+    assert!(first.parent_hwm.unwrap() < 96 * MIB, "{first:?}");
+    drop(child.stdin.take());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while reaped::zombie_peak(root).is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the root never exited"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // A zombie: nothing resident, no VmHWM, and still its final interval.
+    let last = reader.read_tree(root).unwrap();
+    assert_eq!(last.parent_rss, Some(0));
+    let hwm = last.parent_hwm.expect("the zombie root's rusage");
+    assert!(hwm >= 96 * MIB, "{last:?}");
+    assert!(last.tree_rss_bound.unwrap() >= hwm);
+    assert!(child.wait().unwrap().success());
+}

@@ -42,7 +42,9 @@ pub(crate) struct Seen {
     pub(crate) pid: u32,
     /// Its `status`; `None` when it vanished or denied access before it was read.
     pub(crate) status: Option<Status>,
-    /// A child of the root (or an orphan the root's monitor adopted).
+    /// A child of this process: of the root when the root is this process, or an
+    /// orphan it adopted as a subreaper. Its peak shows in this process's rusage
+    /// (`waitid(WNOWAIT)` as a zombie, `RUSAGE_CHILDREN` once reaped).
     pub(crate) direct: bool,
 }
 
@@ -198,7 +200,8 @@ impl ProcTable {
                 };
                 seen[index].status = status;
                 let threads = status.and_then(|s| s.threads);
-                match self.children_of(pid, threads, is_root, seen) {
+                let ours = is_root && root == self.own_pid;
+                match self.children_of(pid, threads, ours, seen) {
                     Ok(read_all) => complete &= read_all,
                     Err(e) if is_root => {
                         return Err(io::Error::new(
@@ -215,6 +218,11 @@ impl ProcTable {
             }
         } else {
             scan_stat(root, seen)?;
+            if root != self.own_pid {
+                // The root's children are not this process's: their peaks never show
+                // in its rusage.
+                seen.iter_mut().for_each(|s| s.direct = false);
+            }
             for (index, process) in seen.iter_mut().enumerate() {
                 match self.status_of(process.pid, reset, ledger) {
                     Ok(status) => process.status = Some(status),
@@ -274,7 +282,7 @@ impl ProcTable {
     }
 
     /// Reads the `children` file of each of `pid`'s threads into `seen` (as `direct`
-    /// when `pid` is the root). `Ok(false)`: some could not be read (descendants may be
+    /// when `pid` is this process). `Ok(false)`: some could not be read (descendants may be
     /// missing); `Err`: the threads could not be listed.
     ///
     /// The thread list is read again only when `threads` (this sample's `Threads:`)
