@@ -284,15 +284,19 @@ pub(crate) trait SelfReader: Send {
     /// This process now, `None` if it cannot be read.
     fn read(&mut self) -> Option<SelfReading>;
 
-    /// The sum of the RSS of `descendants` (as last sampled) that are still alive, and
-    /// the largest peak of those newly found exited. `gone` keeps, per descendant,
-    /// whether it was already found gone, so each is checked until it goes and never
-    /// after.
-    fn live_children(
-        &mut self,
-        descendants: &[Descendant],
-        gone: &mut Vec<bool>,
-    ) -> (u64, Option<u64>);
+    /// Which of `descendants` (as last sampled) are still alive. `gone` keeps, per
+    /// descendant, whether it was already found gone, so each is checked until it goes
+    /// and never after.
+    fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren;
+}
+
+/// What a stage boundary finds of the last-sampled descendants.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct LiveChildren {
+    /// The sum of the RSS of those still alive.
+    pub(crate) rss: u64,
+    /// The largest peak of those newly found exited.
+    pub(crate) exited_peak: Option<u64>,
 }
 
 /// Whether the process `pid` has exited: gone, or a zombie child of this process.
@@ -317,7 +321,7 @@ pub(crate) fn live_children_rss(
     descendants: &[Descendant],
     gone: &mut Vec<bool>,
     mut exited: impl FnMut(u32),
-) -> (u64, Option<u64>) {
+) -> LiveChildren {
     gone.resize(descendants.len(), false);
     let (mut sum, mut exited_peak) = (0, None);
     for (&Descendant { pid, rss, peak }, gone) in descendants.iter().zip(gone.iter_mut()) {
@@ -330,7 +334,10 @@ pub(crate) fn live_children_rss(
             sum += rss;
         }
     }
-    (sum, exited_peak)
+    LiveChildren {
+        rss: sum,
+        exited_peak,
+    }
 }
 
 #[cfg(all(test, target_os = "linux"))]

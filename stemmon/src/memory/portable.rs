@@ -107,7 +107,7 @@ impl super::SelfReader for SysinfoSelf {
         &mut self,
         descendants: &[super::Descendant],
         gone: &mut Vec<bool>,
-    ) -> (u64, Option<u64>) {
+    ) -> super::LiveChildren {
         super::live_children_rss(descendants, gone, |_| {})
     }
 }

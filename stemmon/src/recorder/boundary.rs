@@ -144,14 +144,14 @@ impl Recorder {
                     // was reaped or became a zombie, each last-sampled one is checked.
                     let descendants = &boundary.last_tree.descendants;
                     if reading.children_changed && !descendants.is_empty() {
-                        let (live, exited) = boundary
+                        let live = boundary
                             .reader
                             .live_children(descendants, &mut boundary.gone);
-                        boundary.children = Some(live);
+                        boundary.children = Some(live.rss);
                         // An exited child's peak counts in this interval (a sample may
                         // have reset its mark before it exited).
                         if reading.hwm.is_some() {
-                            reading.reaped = reading.reaped.max(exited);
+                            reading.reaped = reading.reaped.max(live.exited_peak);
                         }
                     }
                     Some(reading)
@@ -370,7 +370,10 @@ mod tests {
             ..TreeReading::default()
         });
         rig.advance_micros(2_000);
-        rig.set_children_changed((0, Some(40 << 20)));
+        rig.set_children_changed(crate::memory::LiveChildren {
+            rss: 0,
+            exited_peak: Some(40 << 20),
+        });
         let call = rig.recorder.enter(&main, "after_exit".into());
         rig.recorder.exit(&main, call);
         let report = rig.recorder.snapshot();

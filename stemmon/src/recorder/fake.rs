@@ -3,7 +3,7 @@
 
 use super::{Recorder, RunInfo, ThreadSlot};
 use crate::config::Config;
-use crate::memory::{Descendant, SelfReader, SelfReading, TreeReader, TreeReading};
+use crate::memory::{Descendant, LiveChildren, SelfReader, SelfReading, TreeReader, TreeReading};
 use std::sync::{Arc, Mutex};
 
 /// What the fake boundary reader answers, and how often it was asked.
@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 struct Script {
     reading: SelfReading,
     /// What `live_children` answers.
-    live: (u64, Option<u64>),
+    live: LiveChildren,
     reads: u32,
 }
 
@@ -25,11 +25,7 @@ impl SelfReader for FakeSelf {
         Some(script.reading)
     }
 
-    fn live_children(
-        &mut self,
-        descendants: &[Descendant],
-        gone: &mut Vec<bool>,
-    ) -> (u64, Option<u64>) {
+    fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren {
         gone.resize(descendants.len(), false);
         self.0.lock().unwrap().live
     }
@@ -64,7 +60,7 @@ impl Rig {
                 rss: 1 << 20,
                 ..SelfReading::default()
             },
-            live: (0, None),
+            live: LiveChildren::default(),
             reads: 0,
         }));
         let info = RunInfo {
@@ -101,7 +97,7 @@ impl Rig {
     }
 
     /// From now on a child has exited at each reading, and the live ones hold `live`.
-    pub(super) fn set_children_changed(&self, live: (u64, Option<u64>)) {
+    pub(super) fn set_children_changed(&self, live: LiveChildren) {
         let mut script = self.script.lock().unwrap();
         script.reading.children_changed = true;
         script.live = live;

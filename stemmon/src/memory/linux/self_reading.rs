@@ -6,7 +6,7 @@
 use super::ledger::Ledger;
 use super::procfs::{page_size, parse_statm_resident, parse_status, Buf, Status};
 use super::reaped::{any_zombie_child, ChildUsage};
-use crate::memory::{live_children_rss, Descendant, SelfReader, SelfReading};
+use crate::memory::{live_children_rss, Descendant, LiveChildren, SelfReader, SelfReading};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -178,11 +178,7 @@ impl SelfReader for ProcSelfReader {
         })
     }
 
-    fn live_children(
-        &mut self,
-        descendants: &[Descendant],
-        gone: &mut Vec<bool>,
-    ) -> (u64, Option<u64>) {
+    fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren {
         let (marks, ledger) = (self.marks, &self.ledger);
         live_children_rss(descendants, gone, |pid| {
             // Only a reading with marks counts the exit's peak (the engine adds it to

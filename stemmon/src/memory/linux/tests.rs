@@ -515,9 +515,8 @@ fn the_exited_set_is_emptied_by_every_sample_and_filled_only_with_marks() {
     let ledger = Arc::new(Ledger::new());
     // Without marks the boundary does not count the exit: nothing is kept for it.
     let mut plain = ProcSelfReader::new(Arc::clone(&ledger), false);
-    let (live, peak) =
-        crate::memory::SelfReader::live_children(&mut plain, &descendants, &mut Vec::new());
-    assert_eq!((live, peak), (0, Some(1)));
+    let live = crate::memory::SelfReader::live_children(&mut plain, &descendants, &mut Vec::new());
+    assert_eq!((live.rss, live.exited_peak), (0, Some(1)));
     assert_eq!(ledger.shared().counted_len(), 0);
     let mut marked = ProcSelfReader::new(Arc::clone(&ledger), true);
     for _ in 0..3 {
