@@ -4,6 +4,7 @@
 //! object would deserialize; a file is taken as a report only if it holds the keys every
 //! version has written.
 
+use crate::tree::Tree;
 use crate::Failure;
 use std::fs;
 use std::path::Path;
@@ -16,8 +17,94 @@ const REQUIRED_KEYS: [&str; 4] = ["pid", "wall_seconds", "sampler", "stages"];
 /// file (`/dev/zero`, a FIFO that never closes) is refused here, not held in memory.
 const MAX_REPORT_BYTES: u64 = 256 << 20;
 
-/// Reads and checks the report at `path`.
-pub(crate) fn load(path: &Path) -> Result<Report, Failure> {
+/// The longest time a report may hold, in seconds (about 31 years): past it a figure is
+/// hostile, and sums of such figures would overflow to infinity.
+const MAX_SECONDS: f64 = 1e9;
+
+/// A report read and checked, with its stage tree.
+#[derive(Debug)]
+pub(crate) struct Loaded {
+    pub(crate) report: Report,
+    pub(crate) tree: Tree,
+}
+
+/// Reads and checks the report at `path`: its JSON, its stage tree ([`Tree::of`]) and
+/// its times (finite, from 0 to [`MAX_SECONDS`]).
+pub(crate) fn load(path: &Path) -> Result<Loaded, Failure> {
+    let report = read(path)?;
+    let checked = times(&report).and_then(|()| Tree::of(&report));
+    match checked {
+        Ok(tree) => Ok(Loaded { report, tree }),
+        Err(why) => Err(Failure::input(format!("{}: {why}", path.display()))),
+    }
+}
+
+/// Every time in `report` is a number of seconds from 0 to [`MAX_SECONDS`].
+fn times(report: &Report) -> Result<(), String> {
+    let check = |what: &dyn Fn() -> String, value: f64| {
+        if (0.0..=MAX_SECONDS).contains(&value) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is {value:e}, not a time (0 to {MAX_SECONDS:e} seconds)",
+                what()
+            ))
+        }
+    };
+    let run = |key: &'static str| move || format!("`{key}`");
+    check(&run("wall_seconds"), report.wall_seconds)?;
+    check(&run("sample_interval"), report.sample_interval)?;
+    check(&run("sampling_seconds"), report.sampling_seconds)?;
+    check(&run("max_sampling_seconds"), report.max_sampling_seconds)?;
+    check(
+        &run("max_sample_gap_seconds"),
+        report.max_sample_gap_seconds,
+    )?;
+    if let Some(at) = report.peak_rss_elapsed_seconds {
+        check(&run("peak_rss_elapsed_seconds"), at)?;
+    }
+    for (index, stage) in report.stages.iter().enumerate() {
+        for (key, value) in [
+            ("start_seconds", stage.start_seconds),
+            ("wall_seconds", stage.wall_seconds),
+            ("min_wall_seconds", stage.min_wall_seconds),
+            ("max_wall_seconds", stage.max_wall_seconds),
+        ] {
+            check(&|| format!("stage {index}'s `{key}`"), value)?;
+        }
+    }
+    for (index, point) in report.timeline.iter().enumerate() {
+        check(
+            &|| format!("timeline point {index}'s `elapsed_seconds`"),
+            point.elapsed_seconds,
+        )?;
+        check(
+            &|| format!("timeline point {index}'s `end_seconds`"),
+            point.end_seconds,
+        )?;
+    }
+    for (index, span) in report.spans.iter().enumerate() {
+        check(
+            &|| format!("span {index}'s `start_seconds`"),
+            span.start_seconds,
+        )?;
+        check(
+            &|| format!("span {index}'s `wall_seconds`"),
+            span.wall_seconds,
+        )?;
+    }
+    let samples = report.recent_samples.iter().chain(&report.latest_sample);
+    for (index, sample) in samples.enumerate() {
+        check(
+            &|| format!("sample {index}'s `elapsed_seconds`"),
+            sample.elapsed_seconds,
+        )?;
+    }
+    Ok(())
+}
+
+/// Reads the report at `path` and parses it, its tree unchecked.
+fn read(path: &Path) -> Result<Report, Failure> {
     use std::io::Read;
     let shown = path.display();
     let cannot = |e: std::io::Error| Failure::input(format!("cannot read {shown}: {e}"));

@@ -92,13 +92,13 @@ fn compare_passes_the_same_workload_and_fails_more_memory() {
     let bigger = run_dd(dir.path(), "bigger.json", 150);
     let (code, out) = stdout_of(&["compare", "--max-time-increase", "200"], &[&base, &same]);
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains("no regression"), "{out}");
+    assert!(out.contains("pass: no regression"), "{out}");
     let (code, out) = stdout_of(
         &["compare", "--max-time-increase", "200"],
         &[&base, &bigger],
     );
     assert_eq!(code, Some(1), "{out}");
-    assert!(out.contains("REGRESSED: memory +"), "{out}");
+    assert!(out.contains("FAIL: bound +"), "{out}");
     // The other way round memory shrank: no regression.
     let (code, out) = stdout_of(
         &["compare", "--max-time-increase", "200"],
@@ -126,18 +126,17 @@ fn compare_judges_each_stage_and_ignores_short_ones() {
             .unwrap_or_else(|| panic!("no row {path} in\n{out}"))
             .to_owned()
     };
-    assert!(
-        row(&out, "fit/inner").contains("REGRESSED: time +"),
-        "{out}"
-    );
-    // Within a looser threshold it passes.
+    assert!(row(&out, "fit/inner").contains("FAIL: time +"), "{out}");
+    // Within a looser threshold it passes. The high-water bound of `predict` sums the
+    // marks of every process live in an interval: its two 100 MiB `dd`s in turn count
+    // once or twice, so it may double from run to run.
     let (code, out) = stdout_of(
         &[
             "compare",
             "--max-time-increase",
             "400",
             "--max-memory-increase",
-            "50",
+            "150",
         ],
         &[&base_path, &new_path],
     );
@@ -151,7 +150,7 @@ fn compare_judges_each_stage_and_ignores_short_ones() {
     );
     assert!(row(&out, "fit/inner").contains("ignored"), "{out}");
     assert!(
-        row(&out, "fit").contains("REGRESSED: time +"),
+        row(&out, "fit").contains("FAIL: time +"),
         "fit lasts longer than --min-seconds: {out}"
     );
 }
