@@ -5,8 +5,8 @@
 
 use crate::format::{bytes, change, clean, percent, seconds};
 use crate::input::Loaded;
+use crate::table::Table;
 use crate::{input, Failure};
-use comfy_table::{presets, CellAlignment, Table};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use stemmon::report::StageReport;
@@ -566,20 +566,13 @@ fn reason_lines(out: &mut String, reasons: &[String], prefix: &str, escape: fn(&
 }
 
 fn text(outcome: &Outcome, args: &Args) -> String {
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED);
-    table.set_header(header(&outcome.figures));
+    let mut table = Table::new(header(&outcome.figures));
     for row in &outcome.rows {
         let mut line = vec![clean(&row.name).into_owned()];
         line.extend(cells(row, &outcome.figures, args));
         table.add_row(line);
     }
-    let last = 4 + 3 * outcome.figures.len();
-    for column in 1..last {
-        if let Some(column) = table.column_mut(column) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
-    }
+    table.align_right(1..4 + 3 * outcome.figures.len());
     let mut out = format!("{}\n{table}\n", compared_line(outcome));
     reason_lines(&mut out, &outcome.reasons, "FAIL: ", |r| {
         clean(r).into_owned()

@@ -2,16 +2,13 @@
 //!
 //! Every key of [`Report`] has a default (0.1 reports lack the 0.2 keys), so any JSON
 //! object would deserialize; a file is taken as a report only if it holds the keys every
-//! version has written.
+//! version has written (`pid`, `wall_seconds`, `sampler`, `stages`).
 
 use crate::tree::Tree;
 use crate::Failure;
 use std::fs;
 use std::path::Path;
 use stemmon::Report;
-
-/// Keys written by every stemmon version since 0.1.
-const REQUIRED_KEYS: [&str; 4] = ["pid", "wall_seconds", "sampler", "stages"];
 
 /// The largest report read: a 100 000-stage report is far smaller; a 1 GiB or endless
 /// file (`/dev/zero`, a FIFO that never closes) is refused here, not held in memory.
@@ -121,12 +118,24 @@ fn read(path: &Path) -> Result<Report, Failure> {
     parse(&text).map_err(|why| Failure::input(format!("{shown}: {why}")))
 }
 
+/// The keys every stemmon version since 0.1 wrote, each only noted as there or not (nothing is built).
+#[derive(serde::Deserialize)]
+struct Keys {
+    pid: Option<serde::de::IgnoredAny>,
+    wall_seconds: Option<serde::de::IgnoredAny>,
+    sampler: Option<serde::de::IgnoredAny>,
+    stages: Option<serde::de::IgnoredAny>,
+}
+
 /// Parses the bytes of a report file; the error says what is wrong with them.
+///
+/// Two passes, neither building a `serde_json::Value` (which costs ten times the file):
+/// one that only notes which keys are there, then the report itself.
 pub(crate) fn parse(text: &[u8]) -> Result<Report, String> {
-    if text.iter().all(u8::is_ascii_whitespace) {
+    let Some(first) = text.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Err("the file is empty, not a stemmon report".into());
-    }
-    let value: serde_json::Value = serde_json::from_slice(text).map_err(|e| {
+    };
+    let not_json = |e: serde_json::Error| {
         if e.is_eof() {
             format!(
                 "the file is truncated (the JSON ends early at line {})",
@@ -135,21 +144,37 @@ pub(crate) fn parse(text: &[u8]) -> Result<Report, String> {
         } else {
             format!("not JSON ({e}), so not a stemmon report")
         }
-    })?;
-    let Some(object) = value.as_object() else {
-        return Err("not a stemmon report (the JSON is not an object)".into());
     };
-    let missing: Vec<&str> = REQUIRED_KEYS
-        .into_iter()
-        .filter(|key| !object.contains_key(*key))
-        .collect();
+    if *first != b'{' {
+        // Valid JSON of another kind, or not JSON at all.
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Err("not a stemmon report (the JSON is not an object)".into()),
+            Err(e) => Err(not_json(e)),
+        };
+    }
+    let keys: Keys = serde_json::from_slice(text).map_err(|e| {
+        if e.is_data() {
+            format!("not a stemmon report: {e}")
+        } else {
+            not_json(e)
+        }
+    })?;
+    let missing: Vec<&str> = [
+        ("pid", keys.pid.is_some()),
+        ("wall_seconds", keys.wall_seconds.is_some()),
+        ("sampler", keys.sampler.is_some()),
+        ("stages", keys.stages.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(key, there)| (!there).then_some(key))
+    .collect();
     if !missing.is_empty() {
         return Err(format!(
             "not a stemmon report (no `{}` key)",
             missing.join("`, `")
         ));
     }
-    serde_json::from_value(value).map_err(|e| format!("not a stemmon report: {e}"))
+    serde_json::from_slice(text).map_err(|e| format!("not a stemmon report: {e}"))
 }
 
 /// Writes `bytes` to `path` with the runtime's writer (SPEC §4): atomically, and never

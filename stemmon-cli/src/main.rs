@@ -13,6 +13,7 @@ mod merge;
 mod plot;
 mod run;
 mod show;
+mod table;
 mod tree;
 
 use clap::{Parser, Subcommand, ValueEnum};

@@ -1,9 +1,9 @@
 //! `stemmon show REPORT`: the stage tree as an aligned table under a header.
 
 use crate::format::{bytes, clean, command_line, seconds};
+use crate::table::Table;
 use crate::tree::Tree;
 use crate::{input, Failure};
-use comfy_table::{presets, CellAlignment, Table};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use stemmon::Report;
@@ -201,19 +201,22 @@ fn indented(name: &str, depth: usize) -> String {
 }
 
 fn table(report: &Report, tree: &Tree) -> Table {
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "stage",
-        "calls",
-        "errors",
-        "total",
-        "min",
-        "max",
-        "peak tree RSS",
-        "tree bound",
-        "processes",
-    ]);
+    let mut table = Table::new(
+        [
+            "stage",
+            "calls",
+            "errors",
+            "total",
+            "min",
+            "max",
+            "peak tree RSS",
+            "tree bound",
+            "processes",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    table.align_right(1..9);
     for &index in tree.order() {
         let stage = &report.stages[index];
         let errors = match (&stage.error, stage.errors) {
@@ -232,11 +235,6 @@ fn table(report: &Report, tree: &Tree) -> Table {
             bytes(stage.high_water.peak_tree_rss_bound_bytes),
             stage.peak_process_count.to_string(),
         ]);
-    }
-    for column in 1..9 {
-        if let Some(column) = table.column_mut(column) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
     }
     table
 }
