@@ -358,7 +358,7 @@ fn markdown_is_a_table_for_a_pull_request() {
     );
     assert!(out.contains("| --- | ---: |"), "{out}");
     assert!(
-        out.contains("- stage \\`fit\\` \\(5.000s in BASE\\) is missing from NEW"),
+        out.contains("- stage \\`fit\\` (5.000s in BASE) is missing from NEW"),
         "{out}"
     );
     assert!(out.contains("fit\\|&lt;b&gt;x&lt;/b&gt;"), "{out}");
