@@ -198,6 +198,11 @@ fn raw_control(text: &str) -> Option<char> {
 /// Every subcommand on `hostile` (and on it beside a good report): exit 0 or 2 (1 too
 /// for `compare`, a failed gate), in time, no panic, nothing raw.
 fn every_subcommand(name: &str, hostile: &Value) -> Vec<(String, Duration, Option<i32>)> {
+    // One subcommand at a time, so that the deadline measures it, not its neighbours.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = TempDir::new(&format!("hostile-{name}"));
     let bad = write(dir.path(), "hostile.json", hostile);
     let good = write(dir.path(), "good.json", &good());
