@@ -3,7 +3,7 @@
 //! timed is gone from it, when a figure passes `--max-peak`, or when a stage or the
 //! whole run grew past a threshold. Memory is compared on the exact figures by default.
 
-use crate::format::{bytes, change, clean, percent, seconds};
+use crate::format::{bytes, change, clean, percent, seconds, short};
 use crate::input::Loaded;
 use crate::table::Table;
 use crate::{input, Failure};
@@ -245,14 +245,6 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
         }
     }
     Ok(u8::from(!outcome.reasons.is_empty()))
-}
-
-/// A name or command as quoted in a line: at most 80 characters.
-fn short(text: &str) -> String {
-    match text.char_indices().nth(80) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
 }
 
 /// Why `report` cannot be taken as a finished, good run (empty when it can).

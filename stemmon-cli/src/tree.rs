@@ -4,6 +4,7 @@
 //! depth, tree order. Nothing here recurses over `parent_id`, so a 100 000-deep chain
 //! costs what 100 000 flat stages cost.
 
+use crate::format::short;
 use std::collections::HashMap;
 use stemmon::report::StageReport;
 use stemmon::Report;
@@ -72,14 +73,6 @@ impl Tree {
     /// order of first entry.
     pub(crate) fn order(&self) -> &[usize] {
         &self.order
-    }
-}
-
-/// A path as quoted in a message: at most 80 characters (a hostile one may be megabytes).
-fn short(path: &str) -> String {
-    match path.char_indices().nth(80) {
-        Some((end, _)) => format!("{}…", &path[..end]),
-        None => path.to_owned(),
     }
 }
 
