@@ -1,28 +1,66 @@
-//! `stemmon compare BASE NEW`: per-stage deltas of time and peak memory, as a CI gate.
+//! `stemmon compare BASE NEW`: per-stage deltas of time and peak memory, as a CI gate
+//! that fails closed (SPEC §9, 0.3): NEW fails when it is incomplete, when a stage BASE
+//! timed is gone from it, when a figure passes `--max-peak`, or when a stage or the
+//! whole run grew past a threshold. Memory is compared on the exact figures by default.
 
-use crate::format::{bytes, change, percent, seconds};
+use crate::format::{bytes, change, clean, percent, seconds, short};
+use crate::input::Loaded;
+use crate::table::Table;
 use crate::{input, Failure};
-use comfy_table::{presets, CellAlignment, Table};
+use std::fmt::Write as _;
 use std::path::PathBuf;
+use stemmon::report::StageReport;
 use stemmon::Report;
 
-/// Compares two reports stage by stage and exits 1 when a stage present in both, or the
-/// whole run, grew past a threshold (0 otherwise): a CI gate.
+/// Compares two reports stage by stage and exits 1 when NEW fails the gate (0 when it
+/// passes): a stage present in both, or the whole run, grew past a threshold; NEW is
+/// incomplete (still running, failed, a sampling error, a figure missing that BASE
+/// has); a stage BASE timed is missing from NEW; a figure passes `--max-peak`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The reference report (for example from the main branch).
     base: PathBuf,
     /// The report to check against it.
     new: PathBuf,
+    /// Which memory figures to compare. `exact`: the high-water bound of the tree's
+    /// peak and the parent's exact peak where both reports have them, the sampled peak
+    /// otherwise. `sampled`: the sampled peak tree RSS. `heap`, `cpu`: the heap and CPU
+    /// figures of reports that have them.
+    #[arg(long, value_enum, default_value = "exact")]
+    metric: Metric,
     /// Fail when wall time grew by more than this many percent.
     #[arg(long, value_name = "PCT", default_value = "10", value_parser = non_negative)]
     max_time_increase: f64,
-    /// Fail when peak tree RSS grew by more than this many percent.
+    /// Fail when a compared memory figure grew by more than this many percent.
     #[arg(long, value_name = "PCT", default_value = "10", value_parser = non_negative)]
     max_memory_increase: f64,
-    /// Ignore stages shorter than this many seconds in both reports (total wall time).
+    /// Fail when a compared memory figure of NEW (whole run or a stage) is above this
+    /// size: bytes, or a number with a unit (`500MiB`, `2GiB`, `1.5G`; K, M, G, T and
+    /// KiB... are powers of 1024, KB, MB, GB, TB of 1000).
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    max_peak: Option<u64>,
+    /// Judge a stage only when it lasted at least this many seconds (total wall time)
+    /// in BASE or NEW; the whole run is always judged.
     #[arg(long, value_name = "S", default_value = "0.1", value_parser = non_negative)]
     min_seconds: f64,
+    /// `text`: a table for a terminal or a log. `markdown`: the same as a Markdown
+    /// table, for a pull-request comment or `$GITHUB_STEP_SUMMARY`.
+    #[arg(long, value_enum, default_value = "text")]
+    format: Format,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Metric {
+    Exact,
+    Sampled,
+    Heap,
+    Cpu,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Markdown,
 }
 
 fn non_negative(text: &str) -> Result<f64, String> {
@@ -32,159 +70,586 @@ fn non_negative(text: &str) -> Result<f64, String> {
     }
 }
 
+/// `2GiB`, `500MiB`, `1.5G`, `300MB`, `1048576`: a size in bytes.
+fn size(text: &str) -> Result<u64, String> {
+    let bad = || {
+        format!(
+            "expected a size such as `2GiB`, `500MiB`, `1.5G` or a number of bytes, not `{text}`"
+        )
+    };
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: f64 = number.parse().map_err(|_| bad())?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kib" => 1024.0,
+        "m" | "mib" => 1024.0 * 1024.0,
+        "g" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        "t" | "tib" => 1024.0f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        _ => return Err(bad()),
+    };
+    let bytes = number * scale;
+    if bytes.is_finite() && bytes >= 1.0 && bytes < u64::MAX as f64 {
+        Ok(bytes.round() as u64)
+    } else {
+        Err(bad())
+    }
+}
+
+/// A memory figure that `compare` can judge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Figure {
+    /// `peak_tree_rss_bytes`: what the sampler saw; a spike between samples escapes it.
+    Sampled,
+    /// `peak_tree_rss_bound_bytes`: the high-water bound of the tree's peak.
+    Bound,
+    /// `peak_parent_hwm_bytes`: the monitored process's own exact peak.
+    ParentExact,
+}
+
+impl Figure {
+    fn key(self) -> &'static str {
+        match self {
+            Figure::Sampled => "peak_tree_rss_bytes",
+            Figure::Bound => "peak_tree_rss_bound_bytes",
+            Figure::ParentExact => "peak_parent_hwm_bytes",
+        }
+    }
+
+    /// The short name in the table's header.
+    fn column(self) -> &'static str {
+        match self {
+            Figure::Sampled => "sampled peak",
+            Figure::Bound => "bound",
+            Figure::ParentExact => "parent exact",
+        }
+    }
+
+    /// What it is, in a sentence.
+    fn meaning(self) -> &'static str {
+        match self {
+            Figure::Sampled => "the sampled peak tree RSS",
+            Figure::Bound => "the high-water bound of the tree's peak",
+            Figure::ParentExact => "the parent's exact peak",
+        }
+    }
+
+    fn of_run(self, report: &Report) -> Option<u64> {
+        match self {
+            Figure::Sampled => report.peaks.peak_tree_rss_bytes,
+            Figure::Bound => report.high_water.peak_tree_rss_bound_bytes,
+            Figure::ParentExact => report.high_water.peak_parent_hwm_bytes,
+        }
+    }
+
+    fn of_stage(self, stage: &StageReport) -> Option<u64> {
+        match self {
+            Figure::Sampled => stage.peaks.peak_tree_rss_bytes,
+            Figure::Bound => stage.high_water.peak_tree_rss_bound_bytes,
+            Figure::ParentExact => stage.high_water.peak_parent_hwm_bytes,
+        }
+    }
+}
+
+/// What one side of a row holds: wall time and the compared figures, in order.
+#[derive(Clone, Debug)]
+struct Side {
+    wall: f64,
+    memory: Vec<Option<u64>>,
+}
+
 /// One compared line: a stage path, or the whole run.
 #[derive(Debug)]
-pub(crate) struct Row {
-    pub(crate) name: String,
-    pub(crate) base: Option<(f64, Option<u64>)>,
-    pub(crate) new: Option<(f64, Option<u64>)>,
-    pub(crate) verdict: Verdict,
+struct Row {
+    name: String,
+    base: Option<Side>,
+    new: Option<Side>,
+    verdict: Verdict,
 }
 
 /// What a row says about the change.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+enum Verdict {
     Ok,
-    Regressed(String),
+    /// NEW fails on this row; the reasons are in the gate's list.
+    Failed(String),
     Short,
     OnlyInBase,
     OnlyInNew,
 }
 
+/// The name of the whole-run row.
+const WHOLE_RUN: &str = "(whole run)";
+
+/// The most failure reasons printed; the rest are counted.
+const MAX_REASONS: usize = 50;
+
+/// What was compared and what came of it.
+struct Outcome {
+    figures: Vec<Figure>,
+    /// Why the figures are these (the exact ones were missing from a report).
+    figures_note: Option<String>,
+    rows: Vec<Row>,
+    reasons: Vec<String>,
+}
+
 pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
     let base = input::load(&args.base)?;
     let new = input::load(&args.new)?;
-    let rows = rows(&base, &new, args);
-    crate::print_out(&render(&rows, args));
-    let regressed = rows
-        .iter()
-        .any(|row| matches!(row.verdict, Verdict::Regressed(_)));
-    Ok(u8::from(regressed))
-}
-
-fn rows(base: &Report, new: &Report, args: &Args) -> Vec<Row> {
-    let run = |r: &Report| Some((r.wall_seconds, r.peaks.peak_tree_rss_bytes));
-    let mut rows = vec![judge("(whole run)", run(base), run(new), args)];
-    for stage in &base.stages {
-        let other = new.stage(&stage.path);
-        rows.push(judge(
-            &stage.path,
-            Some((stage.wall_seconds, stage.peaks.peak_tree_rss_bytes)),
-            other.map(|s| (s.wall_seconds, s.peaks.peak_tree_rss_bytes)),
-            args,
+    if let Some(what) = match args.metric {
+        Metric::Heap => Some("heap"),
+        Metric::Cpu => Some("CPU"),
+        Metric::Exact | Metric::Sampled => None,
+    } {
+        // Reports of this version hold no heap or CPU figures (SPEC §11, §12).
+        return Err(Failure::input(format!(
+            "{}: this report has no {what} figures (--metric {})",
+            args.base.display(),
+            what.to_ascii_lowercase()
+        )));
+    }
+    if base.report.command != new.report.command {
+        let shown = |command: &Option<Vec<String>>| match command {
+            Some(argv) => format!("`{}`", short(&crate::format::command_line(argv))),
+            None => "none".to_owned(),
+        };
+        crate::print_err(&format!(
+            "stemmon: warning: the reports ran different commands: BASE {}, NEW {}",
+            clean(&shown(&base.report.command)),
+            clean(&shown(&new.report.command)),
         ));
     }
-    for stage in new.stages.iter().filter(|s| base.stage(&s.path).is_none()) {
-        rows.push(judge(
-            &stage.path,
-            None,
-            Some((stage.wall_seconds, stage.peaks.peak_tree_rss_bytes)),
-            args,
+    if let Some(why) = incomplete(&base.report).first() {
+        crate::print_err(&format!(
+            "stemmon: warning: BASE is incomplete ({}): the comparison means little",
+            clean(why)
         ));
     }
-    rows
-}
-
-fn judge(
-    name: &str,
-    base: Option<(f64, Option<u64>)>,
-    new: Option<(f64, Option<u64>)>,
-    args: &Args,
-) -> Row {
-    let verdict = match (base, new) {
-        (None, _) => Verdict::OnlyInNew,
-        (_, None) => Verdict::OnlyInBase,
-        (Some((base_wall, _)), Some((new_wall, _)))
-            if base_wall < args.min_seconds && new_wall < args.min_seconds =>
-        {
-            Verdict::Short
-        }
-        (Some((base_wall, base_peak)), Some((new_wall, new_peak))) => {
-            let mut why = Vec::new();
-            if let Some(grew) = change(base_wall, new_wall).filter(|c| *c > args.max_time_increase)
-            {
-                why.push(format!("time {}", percent(Some(grew))));
-            }
-            let memory = base_peak
-                .zip(new_peak)
-                .and_then(|(b, n)| change(b as f64, n as f64));
-            if let Some(grew) = memory.filter(|c| *c > args.max_memory_increase) {
-                why.push(format!("memory {}", percent(Some(grew))));
-            }
-            if why.is_empty() {
-                Verdict::Ok
-            } else {
-                Verdict::Regressed(why.join(", "))
-            }
-        }
+    let outcome = judge(&base, &new, args);
+    let text = match args.format {
+        Format::Text => text(&outcome, args),
+        Format::Markdown => markdown(&outcome, args),
     };
-    Row {
-        name: name.to_owned(),
-        base,
-        new,
+    crate::print_out(&text);
+    if args.format == Format::Markdown {
+        // The Markdown may go to a file; the log still says why the gate failed.
+        for reason in outcome.reasons.iter().take(MAX_REASONS) {
+            crate::print_err(&format!("stemmon: FAIL: {}", clean(reason)));
+        }
+    }
+    Ok(u8::from(!outcome.reasons.is_empty()))
+}
+
+/// Why `report` cannot be taken as a finished, good run (empty when it can).
+fn incomplete(report: &Report) -> Vec<String> {
+    let mut why = Vec::new();
+    if report.running {
+        why.push("`running` is true: the run had not finished when it was written".to_owned());
+    }
+    if let Some(error) = &report.error {
+        why.push(format!("the run failed (`error`: {})", short(error)));
+    }
+    if let Some(error) = &report.sampling_error {
+        why.push(format!(
+            "sampling failed (`sampling_error`: {})",
+            short(error)
+        ));
+    }
+    why
+}
+
+/// The memory figures to compare, and why when they are not the ones asked for.
+fn figures(base: &Report, new: &Report, metric: Metric) -> (Vec<Figure>, Option<String>) {
+    if metric == Metric::Sampled {
+        return (vec![Figure::Sampled], None);
+    }
+    let both = |figure: Figure| figure.of_run(base).is_some() && figure.of_run(new).is_some();
+    let exact: Vec<Figure> = [Figure::Bound, Figure::ParentExact]
+        .into_iter()
+        .filter(|&f| both(f))
+        .collect();
+    if exact.is_empty() {
+        let which = if Figure::Bound.of_run(base).is_none() {
+            "BASE"
+        } else {
+            "NEW"
+        };
+        let note = format!("{which} has no high-water marks, so the sampled peak is compared");
+        (vec![Figure::Sampled], Some(note))
+    } else {
+        (exact, None)
+    }
+}
+
+fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
+    let (base_report, new_report) = (&base.report, &new.report);
+    let (figures, figures_note) = figures(base_report, new_report, args.metric);
+    let mut reasons: Vec<String> = incomplete(new_report)
+        .into_iter()
+        .map(|why| format!("NEW is incomplete: {why}"))
+        .collect();
+    // A whole-run figure BASE has and NEW lacks: the exact ones too, so that turning the
+    // marks off (or a hand-edited `null`) is not a way past the gate.
+    let checked: &[Figure] = match args.metric {
+        Metric::Sampled => &[Figure::Sampled],
+        _ => &[Figure::Sampled, Figure::Bound, Figure::ParentExact],
+    };
+    for &figure in checked {
+        if figure.of_run(base_report).is_some() && figure.of_run(new_report).is_none() {
+            reasons.push(format!(
+                "NEW is incomplete: `{}` of the whole run is null or missing; BASE has it",
+                figure.key()
+            ));
+        }
+    }
+
+    let run = |r: &Report| Side {
+        wall: r.wall_seconds,
+        memory: figures.iter().map(|f| f.of_run(r)).collect(),
+    };
+    let stage = |s: &StageReport| Side {
+        wall: s.wall_seconds,
+        memory: figures.iter().map(|f| f.of_stage(s)).collect(),
+    };
+    let mut rows = Vec::with_capacity(base_report.stages.len() + 1);
+    let mut row_reasons = Vec::new();
+    let (base_run, new_run) = (run(base_report), run(new_report));
+    let verdict = judge_row(
+        WHOLE_RUN,
+        &base_run,
+        &new_run,
+        &figures,
+        args,
+        &mut row_reasons,
+    );
+    rows.push(Row {
+        name: WHOLE_RUN.to_owned(),
+        base: Some(base_run),
+        new: Some(new_run),
         verdict,
+    });
+    for base_stage in &base_report.stages {
+        let name = format!("stage `{}`", short(&base_stage.path));
+        let base_side = stage(base_stage);
+        let (new_side, verdict) = match new.tree.stage(new_report, &base_stage.path) {
+            None if base_stage.wall_seconds >= args.min_seconds => {
+                row_reasons.push(format!(
+                    "{name} ({} in BASE) is missing from NEW",
+                    seconds(base_stage.wall_seconds)
+                ));
+                (None, Verdict::Failed("missing from NEW".to_owned()))
+            }
+            None => (None, Verdict::OnlyInBase),
+            Some(new_stage)
+                if base_stage.wall_seconds < args.min_seconds
+                    && new_stage.wall_seconds < args.min_seconds =>
+            {
+                (Some(stage(new_stage)), Verdict::Short)
+            }
+            Some(new_stage) => {
+                let new_side = stage(new_stage);
+                let verdict = judge_row(
+                    &name,
+                    &base_side,
+                    &new_side,
+                    &figures,
+                    args,
+                    &mut row_reasons,
+                );
+                (Some(new_side), verdict)
+            }
+        };
+        rows.push(Row {
+            name: base_stage.path.clone(),
+            base: Some(base_side),
+            new: new_side,
+            verdict,
+        });
+    }
+    for new_stage in &new_report.stages {
+        if base.tree.index(&new_stage.path).is_none() {
+            rows.push(Row {
+                name: new_stage.path.clone(),
+                base: None,
+                new: Some(stage(new_stage)),
+                verdict: Verdict::OnlyInNew,
+            });
+        }
+    }
+    reasons.extend(row_reasons);
+    if let Some(limit) = args.max_peak {
+        // The whole run's row comes first.
+        for (at, row) in rows.iter().enumerate() {
+            let Some(new_side) = &row.new else { continue };
+            for (figure, value) in figures.iter().zip(&new_side.memory) {
+                if let Some(value) = value.filter(|&v| v > limit) {
+                    let name = if at == 0 {
+                        "the whole run".to_owned()
+                    } else {
+                        format!("stage `{}`", short(&row.name))
+                    };
+                    reasons.push(format!(
+                        "NEW's {} of {name}, {}, passes --max-peak {}",
+                        figure.column(),
+                        bytes(Some(value)),
+                        bytes(Some(limit))
+                    ));
+                }
+            }
+        }
+    }
+    Outcome {
+        figures,
+        figures_note,
+        rows,
+        reasons,
     }
 }
 
-fn render(rows: &[Row], args: &Args) -> String {
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "stage",
-        "base time",
-        "new time",
-        "time Δ",
-        "base peak",
-        "new peak",
-        "memory Δ",
-        "verdict",
-    ]);
-    for row in rows {
-        let wall = |side: Option<(f64, Option<u64>)>| side.map_or("-".into(), |s| seconds(s.0));
-        let peak = |side: Option<(f64, Option<u64>)>| side.map_or("-".into(), |s| bytes(s.1));
-        let (time_change, memory_change) = match (row.base, row.new) {
-            (Some((bw, bp)), Some((nw, np))) => (
-                percent(change(bw, nw)),
-                percent(bp.zip(np).and_then(|(b, n)| change(b as f64, n as f64))),
-            ),
-            _ => ("-".into(), "-".into()),
-        };
-        let verdict = match &row.verdict {
-            Verdict::Ok => "ok".to_owned(),
-            Verdict::Regressed(why) => format!("REGRESSED: {why}"),
-            Verdict::Short => format!("ignored (< {})", seconds(args.min_seconds)),
-            Verdict::OnlyInBase => "only in base".to_owned(),
-            Verdict::OnlyInNew => "only in new".to_owned(),
-        };
-        table.add_row(vec![
-            crate::format::clean(&row.name).into_owned(),
-            wall(row.base),
-            wall(row.new),
-            time_change,
-            peak(row.base),
-            peak(row.new),
-            memory_change,
-            verdict,
-        ]);
+/// The verdict of a row present in both reports and long enough to judge; each reason
+/// it fails for goes to `reasons`.
+fn judge_row(
+    name: &str,
+    base: &Side,
+    new: &Side,
+    figures: &[Figure],
+    args: &Args,
+    reasons: &mut Vec<String>,
+) -> Verdict {
+    let mut why = Vec::new();
+    if let Some(grew) = change(base.wall, new.wall).filter(|c| *c > args.max_time_increase) {
+        why.push(format!("time {}", percent(Some(grew))));
+        reasons.push(format!(
+            "{name}: time {} ({} → {}), past +{} %",
+            percent(Some(grew)),
+            seconds(base.wall),
+            seconds(new.wall),
+            args.max_time_increase
+        ));
     }
-    for column in 1..7 {
-        if let Some(column) = table.column_mut(column) {
-            column.set_cell_alignment(CellAlignment::Right);
+    for ((figure, b), n) in figures.iter().zip(&base.memory).zip(&new.memory) {
+        match (b, n) {
+            (Some(_), None) => {
+                why.push(format!("{} missing", figure.column()));
+                reasons.push(format!(
+                    "{name}: NEW is incomplete: `{}` is null or missing; BASE has it",
+                    figure.key()
+                ));
+            }
+            (Some(b), Some(n)) => {
+                let grew = change(*b as f64, *n as f64).filter(|c| *c > args.max_memory_increase);
+                // From nothing to something is growth too, whatever the percentage.
+                let grew = grew.or((*b == 0 && *n > 0).then_some(f64::INFINITY));
+                if let Some(grew) = grew {
+                    let shown = if grew.is_finite() {
+                        percent(Some(grew))
+                    } else {
+                        "from 0".to_owned()
+                    };
+                    why.push(format!("{} {shown}", figure.column()));
+                    reasons.push(format!(
+                        "{name}: {} {shown} ({} → {}), past +{} %",
+                        figure.column(),
+                        bytes(Some(*b)),
+                        bytes(Some(*n)),
+                        args.max_memory_increase
+                    ));
+                }
+            }
+            (None, _) => {}
         }
     }
-    let regressions = rows
+    if why.is_empty() {
+        Verdict::Ok
+    } else {
+        Verdict::Failed(why.join(", "))
+    }
+}
+
+/// The cells of a row after its name: times, then each figure, then the verdict.
+fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
+    let wall = |side: &Option<Side>| side.as_ref().map_or("-".into(), |s| seconds(s.wall));
+    let mut cells = vec![wall(&row.base), wall(&row.new)];
+    cells.push(match (&row.base, &row.new) {
+        (Some(b), Some(n)) => percent(change(b.wall, n.wall)),
+        _ => "-".into(),
+    });
+    for index in 0..figures.len() {
+        let figure = |side: &Option<Side>| side.as_ref().and_then(|s| s.memory[index]);
+        let (b, n) = (figure(&row.base), figure(&row.new));
+        cells.push(bytes(b));
+        cells.push(bytes(n));
+        cells.push(percent(
+            b.zip(n).and_then(|(b, n)| change(b as f64, n as f64)),
+        ));
+    }
+    cells.push(match &row.verdict {
+        Verdict::Ok => "ok".to_owned(),
+        Verdict::Failed(why) => format!("FAIL: {why}"),
+        Verdict::Short => format!("ignored (< {})", seconds(args.min_seconds)),
+        Verdict::OnlyInBase => "only in base".to_owned(),
+        Verdict::OnlyInNew => "only in new".to_owned(),
+    });
+    cells
+}
+
+fn header(figures: &[Figure]) -> Vec<String> {
+    let mut header: Vec<String> = ["stage", "base time", "new time", "time Δ"]
+        .map(String::from)
+        .to_vec();
+    for figure in figures {
+        let column = figure.column();
+        header.push(format!("base {column}"));
+        header.push(format!("new {column}"));
+        header.push(format!("{column} Δ"));
+    }
+    header.push("verdict".to_owned());
+    header
+}
+
+/// The line that says which memory figures were compared.
+fn compared_line(outcome: &Outcome) -> String {
+    let which: Vec<String> = outcome
+        .figures
         .iter()
-        .filter(|row| matches!(row.verdict, Verdict::Regressed(_)))
-        .count();
-    let summary = match regressions {
-        0 => "no regression".to_owned(),
-        1 => "1 regression".to_owned(),
-        n => format!("{n} regressions"),
+        .map(|f| format!("{} (`{}`)", f.meaning(), f.key()))
+        .collect();
+    let mut line = format!("memory compared: {}", which.join(" and "));
+    if let Some(note) = &outcome.figures_note {
+        let _ = write!(line, "; {note}");
+    }
+    line
+}
+
+/// The last line: the verdict and the thresholds.
+fn summary(outcome: &Outcome, args: &Args) -> String {
+    let verdict = match outcome.reasons.len() {
+        0 => "pass: no regression".to_owned(),
+        1 => "FAIL: 1 reason".to_owned(),
+        n => format!("FAIL: {n} reasons"),
     };
-    format!(
-        "{table}\n{summary} past the thresholds (time +{} %, memory +{} %, stages of {} or more)\n",
+    let mut limits = format!(
+        "time +{} %, memory +{} %, stages of {} or more",
         args.max_time_increase,
         args.max_memory_increase,
         seconds(args.min_seconds)
-    )
+    );
+    if let Some(limit) = args.max_peak {
+        let _ = write!(limits, ", peak at most {}", bytes(Some(limit)));
+    }
+    format!("{verdict} (thresholds: {limits})")
+}
+
+/// The reasons, one a line, each after `prefix`; past [`MAX_REASONS`] they are counted.
+fn reason_lines(out: &mut String, reasons: &[String], prefix: &str, escape: fn(&str) -> String) {
+    for reason in reasons.iter().take(MAX_REASONS) {
+        let _ = writeln!(out, "{prefix}{}", escape(reason));
+    }
+    if reasons.len() > MAX_REASONS {
+        let _ = writeln!(out, "{prefix}… and {} more", reasons.len() - MAX_REASONS);
+    }
+}
+
+fn text(outcome: &Outcome, args: &Args) -> String {
+    let mut table = Table::new(header(&outcome.figures));
+    for row in &outcome.rows {
+        let mut line = vec![clean(&row.name).into_owned()];
+        line.extend(cells(row, &outcome.figures, args));
+        table.add_row(line);
+    }
+    table.align_right(1..4 + 3 * outcome.figures.len());
+    let mut out = format!("{}\n{table}\n", compared_line(outcome));
+    reason_lines(&mut out, &outcome.reasons, "FAIL: ", |r| {
+        clean(r).into_owned()
+    });
+    let _ = writeln!(out, "{}", summary(outcome, args));
+    out
+}
+
+/// `text` from a report (a stage name, a reason naming one) for Markdown: no character
+/// of it makes markup, a link, a table cell or HTML; plain punctuation stays as it is.
+fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in clean(text).chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '!' | '#' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn markdown(outcome: &Outcome, args: &Args) -> String {
+    let mut out = String::new();
+    let title = if outcome.reasons.is_empty() {
+        "pass"
+    } else {
+        "FAIL"
+    };
+    let _ = writeln!(out, "### stemmon compare: {title}\n");
+    // The compared line, the header and the summary are stemmon's own words, not the report's.
+    let _ = writeln!(out, "{}\n", compared_line(outcome));
+    let header = header(&outcome.figures);
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let align: Vec<&str> = (0..header.len())
+        .map(|i| {
+            if i == 0 || i == header.len() - 1 {
+                "---"
+            } else {
+                "---:"
+            }
+        })
+        .collect();
+    let _ = writeln!(out, "| {} |", align.join(" | "));
+    for row in &outcome.rows {
+        let mut line = vec![md(&row.name)];
+        line.extend(cells(row, &outcome.figures, args).iter().map(|c| md(c)));
+        let _ = writeln!(out, "| {} |", line.join(" | "));
+    }
+    out.push('\n');
+    if !outcome.reasons.is_empty() {
+        reason_lines(&mut out, &outcome.reasons, "- ", md);
+        out.push('\n');
+    }
+    let _ = writeln!(out, "{}", summary(outcome, args));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_as_a_person_writes_them() {
+        assert_eq!(size("2GiB"), Ok(2 << 30));
+        assert_eq!(size("500MiB"), Ok(500 << 20));
+        assert_eq!(size("1.5G"), Ok(3 << 29));
+        assert_eq!(size("300MB"), Ok(300_000_000));
+        assert_eq!(size("4096"), Ok(4096));
+        assert_eq!(size(" 1 kib "), Ok(1024));
+        for bad in ["", "G", "2 parsecs", "-1G", "1e400", "0", "1.2.3M", "inf"] {
+            assert!(size(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn markdown_cells_hold_no_markup() {
+        assert_eq!(md("a|b"), "a\\|b");
+        assert_eq!(md("<img src=x>"), "&lt;img src=x&gt;");
+        assert_eq!(md("fit/inner (+15.0 %)"), "fit/inner (+15.0 %)");
+        assert_eq!(md("`x` *y* [z](u)"), "\\`x\\` \\*y\\* \\[z\\](u)");
+    }
 }

@@ -20,7 +20,7 @@ pub(crate) fn chrome(report: &Path, output: Option<&Path>) -> Result<(), Failure
     if let Some(output) = output {
         input::not_an_input(output, &[report])?;
     }
-    let report = input::load(report)?;
+    let report = input::load(report)?.report;
     let mut text = serde_json::to_vec(&trace(&report))
         .map_err(|e| Failure::input(format!("cannot encode the trace: {e}")))?;
     text.push(b'\n');
@@ -46,7 +46,8 @@ pub(crate) fn trace(report: &Report) -> Value {
     }));
 
     // Threads: those the report names, plus any a span mentions.
-    let mut threads: Vec<(u32, String)> = report
+    // By id, so that a report with 100 000 threads or spans costs no search per span.
+    let mut threads: std::collections::BTreeMap<u32, String> = report
         .threads
         .iter()
         .map(|t| {
@@ -55,27 +56,25 @@ pub(crate) fn trace(report: &Report) -> Value {
         })
         .collect();
     for span in &report.spans {
-        if !threads.iter().any(|(id, _)| *id == span.thread) {
-            let name = if span.thread == 0 {
+        threads.entry(span.thread).or_insert_with(|| {
+            if span.thread == 0 {
                 "main".to_owned()
             } else {
                 format!("thread {}", span.thread)
-            };
-            threads.push((span.thread, name));
-        }
+            }
+        });
     }
     let slices = slices(report);
     if threads.is_empty() && !slices.is_empty() {
-        threads.push((0, "main".to_owned()));
+        threads.insert(0, "main".to_owned());
     }
-    threads.sort();
     for (id, name) in &threads {
         events.push(json!({
-            "ph": "M", "name": "thread_name", "pid": pid, "tid": id + 1,
+            "ph": "M", "name": "thread_name", "pid": pid, "tid": u64::from(*id) + 1,
             "args": { "name": name },
         }));
         events.push(json!({
-            "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": id + 1,
+            "ph": "M", "name": "thread_sort_index", "pid": pid, "tid": u64::from(*id) + 1,
             "args": { "sort_index": id },
         }));
     }
@@ -85,7 +84,7 @@ pub(crate) fn trace(report: &Report) -> Value {
             args["error"] = json!(error);
         }
         json!({
-            "ph": "X", "cat": "stage", "name": slice.name, "pid": pid, "tid": slice.thread + 1,
+            "ph": "X", "cat": "stage", "name": slice.name, "pid": pid, "tid": u64::from(slice.thread) + 1,
             "ts": micros(slice.start), "dur": micros(slice.wall), "args": args,
         })
     }));

@@ -12,6 +12,15 @@ pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
     stemmon::__cli::escape(text)
 }
 
+/// `text` as quoted in a one-line message: at most 80 characters, then `…` (a hostile
+/// stage name or command may be megabytes).
+pub(crate) fn short(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 /// `1.523s`, `12.3ms`, `40µs`: three significant figures or so.
 pub(crate) fn seconds(value: f64) -> String {
     if value >= 100.0 {

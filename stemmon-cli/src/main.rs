@@ -14,6 +14,8 @@ mod merge;
 mod plot;
 mod run;
 mod show;
+mod table;
+mod tree;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -103,13 +105,39 @@ pub(crate) fn print_err(line: &str) {
     let _ = writeln!(std::io::stderr().lock(), "{line}");
 }
 
+/// clap's usage error as one line: its message up to the usage block, lines joined.
+fn usage_error_line(rendered: &str) -> String {
+    let message: Vec<&str> = rendered
+        .lines()
+        .take_while(|line| !line.starts_with("Usage:") && !line.starts_with("For more information"))
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect();
+    format!(
+        "stemmon: {} (see --help)",
+        format::clean(&message.join(" "))
+    )
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) => {
-            // clap prints help and version to stdout (exit 0), usage errors to stderr (exit 2).
+        Err(error) if !error.use_stderr() => {
+            // Help and version: to stdout, exit 0.
             let _ = error.print();
-            return ExitCode::from(if error.use_stderr() { 2 } else { 0 });
+            return ExitCode::SUCCESS;
+        }
+        Err(error)
+            if error.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
+            // `stemmon` alone: the help (to stderr), exit 2.
+            let _ = error.print();
+            return ExitCode::from(2);
+        }
+        Err(error) => {
+            // A usage error is bad input too: one line on stderr, exit 2.
+            print_err(&usage_error_line(&error.render().to_string()));
+            return ExitCode::from(2);
         }
     };
     let result = match cli.command {

@@ -7,17 +7,18 @@
 //! rank peaked at once).
 
 use crate::format::{bytes, seconds};
+use crate::input::Loaded;
 use crate::{input, Failure};
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use stemmon::report::StageReport;
-use stemmon::Report;
 
 /// Combines the reports of one job's ranks or nodes into one JSON document.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// The reports to merge (two or more, usually one per rank).
-    #[arg(required = true, num_args = 1..)]
+    #[arg(required = true, num_args = 1.., value_name = "REPORT")]
     reports: Vec<PathBuf>,
     /// Where to write the merged report.
     #[arg(short, long, value_name = "OUT.json")]
@@ -166,12 +167,18 @@ impl<T: Figure> Spread<T> {
 pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
     let inputs: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
     input::not_an_input(&args.output, &inputs)?;
+    if args.reports.len() < 2 {
+        return Err(Failure::input(
+            "merge needs two or more reports (one per rank or node)",
+        ));
+    }
     let mut reports = Vec::with_capacity(args.reports.len());
     for path in &args.reports {
         reports.push((path.display().to_string(), input::load(path)?));
     }
     let merged = merged(&reports);
-    let mut text = serde_json::to_vec_pretty(&merged)
+    // Compact: indented, 100 000 stages made a file three times the size of its input.
+    let mut text = serde_json::to_vec(&merged)
         .map_err(|e| Failure::input(format!("cannot encode the merged report: {e}")))?;
     text.push(b'\n');
     input::write_file(&args.output, &text)?;
@@ -208,32 +215,33 @@ fn spread<'a, I: 'a, T: Figure>(
     )
 }
 
-/// Merges `(file, report)` pairs.
-pub(crate) fn merged(reports: &[(String, Report)]) -> MergedReport {
+/// Merges `(file, report)` pairs: linear in the stages of all reports (one map of paths).
+pub(crate) fn merged(reports: &[(String, Loaded)]) -> MergedReport {
     let sources: Vec<Source> = reports
         .iter()
         .map(|(file, report)| Source {
             file: file.clone(),
-            host: report.host.clone(),
-            rank: report.labels.get("rank").cloned(),
-            pid: report.pid,
+            host: report.report.host.clone(),
+            rank: report.report.labels.get("rank").cloned(),
+            pid: report.report.pid,
         })
         .collect();
-    let all = || reports.iter().map(|(_, r)| r).enumerate();
-    let mut paths: Vec<&str> = Vec::new();
-    for (_, report) in reports {
+    let all = || reports.iter().map(|(_, r)| &r.report).enumerate();
+    // Per path, in order of first appearance: the (report, stage) pairs that have it.
+    let mut at: HashMap<&str, usize> = HashMap::new();
+    let mut paths: Vec<(&str, Vec<(usize, &StageReport)>)> = Vec::new();
+    for (index, report) in all() {
         for stage in &report.stages {
-            if !paths.contains(&stage.path.as_str()) {
-                paths.push(&stage.path);
-            }
+            let slot = *at.entry(stage.path.as_str()).or_insert_with(|| {
+                paths.push((&stage.path, Vec::new()));
+                paths.len() - 1
+            });
+            paths[slot].1.push((index, stage));
         }
     }
     let stages = paths
         .into_iter()
-        .map(|path| {
-            let found: Vec<(usize, &StageReport)> = all()
-                .filter_map(|(i, r)| r.stage(path).map(|s| (i, s)))
-                .collect();
+        .map(|(path, found)| {
             let found = || found.iter().copied();
             MergedStage {
                 path: path.to_owned(),

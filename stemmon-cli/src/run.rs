@@ -3,8 +3,9 @@
 //! stemmon starts CMD as its child and samples the tree rooted at it, so the report's
 //! `parent_*` figures are CMD's own. stemmon is a child subreaper (as `tini` is): a
 //! process CMD leaves behind is re-parented to stemmon and reaped here, never left a
-//! zombie. SIGINT and SIGTERM sent to stemmon are passed on to CMD; stemmon exits with
-//! CMD's status, 128 + N when CMD was killed by signal N.
+//! zombie. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH sent to
+//! stemmon are passed on to CMD (as tini does); stemmon exits with CMD's status, 128 + N
+//! when CMD was killed by signal N.
 
 use crate::Failure;
 use std::ffi::OsString;
@@ -14,8 +15,8 @@ use std::time::Duration;
 
 /// Runs COMMAND under a monitor of its whole process tree and exits with its status.
 ///
-/// SIGINT and SIGTERM are forwarded to COMMAND; stemmon exits with COMMAND's code, or
-/// 128 + N when it was killed by signal N. A COMMAND that cannot be started (it does not
+/// SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and SIGWINCH are forwarded to
+/// COMMAND; stemmon exits with COMMAND's code, or 128 + N when it was killed by signal N. A COMMAND that cannot be started (it does not
 /// exist, it is not executable) is bad input: one line on stderr and exit 2.
 ///
 /// stemmon is a child subreaper: processes COMMAND leaves behind are re-parented to
@@ -114,7 +115,7 @@ fn seconds(s: f64) -> Duration {
 #[cfg(unix)]
 mod unix {
     use super::*;
-    use signal_hook::consts::{SIGINT, SIGTERM};
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH};
     use signal_hook::iterator::exfiltrator::WithOrigin;
     use signal_hook::iterator::SignalsInfo;
     use std::process::Command;
@@ -127,7 +128,9 @@ mod unix {
         // CMD is never reaped (and its pid reused) between the read and the kill.
         // A signal that comes before CMD exists waits in `pending` and is sent as it starts.
         let child_pid = Arc::new(Mutex::new(Target::default()));
-        let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM])
+        // What tini forwards: a hang-up no longer kills stemmon and orphans CMD.
+        let forwarded = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH];
+        let mut signals = SignalsInfo::<WithOrigin>::new(forwarded)
             .map_err(|e| Failure::input(format!("cannot install signal handlers: {e}")))?;
         let handle = signals.handle();
         let forwarder = {

@@ -1,8 +1,9 @@
 //! `stemmon show REPORT`: the stage tree as an aligned table under a header.
 
 use crate::format::{bytes, clean, command_line, seconds};
+use crate::table::Table;
+use crate::tree::Tree;
 use crate::{input, Failure};
-use comfy_table::{presets, CellAlignment, Table};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use stemmon::Report;
@@ -16,18 +17,18 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn show(args: &Args) -> Result<(), Failure> {
-    let report = input::load(&args.report)?;
-    crate::print_out(&render(&report));
+    let loaded = input::load(&args.report)?;
+    crate::print_out(&render(&loaded.report, &loaded.tree));
     Ok(())
 }
 
 /// The header lines and the table, as printed.
-pub(crate) fn render(report: &Report) -> String {
+pub(crate) fn render(report: &Report, tree: &Tree) -> String {
     let mut out = header(report);
     if report.stages.is_empty() {
         out.push_str("no stages recorded\n");
     } else {
-        let _ = writeln!(out, "{}", table(report));
+        let _ = writeln!(out, "{}", table(report, tree));
     }
     out
 }
@@ -58,40 +59,81 @@ fn header(report: &Report) -> String {
         let _ = writeln!(out, "labels:     {}", labels.join(", "));
     }
     let _ = writeln!(out, "wall time:  {}", seconds(report.wall_seconds));
-    let mut peak = format!("{} tree RSS", bytes(report.peaks.peak_tree_rss_bytes));
+    // Each figure is its own maximum, taken at its own moment: none is a sum of the others.
+    let mut peak = format!(
+        "tree RSS {} (sampled",
+        bytes(report.peaks.peak_tree_rss_bytes)
+    );
+    if let Some(at) = report.peak_rss_elapsed_seconds {
+        let _ = write!(peak, ", at {}", seconds(at));
+    }
     if let Some(stage) = &report.peak_rss_stage {
         let _ = write!(peak, " in {}", clean(stage));
     }
-    if let Some(at) = report.peak_rss_elapsed_seconds {
-        let _ = write!(peak, " at {}", seconds(at));
+    peak.push(')');
+    let high_water = &report.high_water;
+    if let Some(bound) = high_water.peak_tree_rss_bound_bytes {
+        let _ = write!(peak, "; bound ≤ {}", bytes(Some(bound)));
     }
-    let _ = writeln!(
-        out,
-        "peak:       {peak}; parent {}; children {}",
+    if let Some(parent) = high_water.peak_parent_hwm_bytes {
+        let _ = write!(peak, "; parent's exact peak {}", bytes(Some(parent)));
+    }
+    let _ = writeln!(out, "peak:       {peak}");
+    let mut apart = format!(
+        "parent RSS {}, children RSS {} (sampled, each at its own moment)",
         bytes(report.peaks.peak_parent_rss_bytes),
         bytes(report.peaks.peak_children_rss_bytes)
     );
-    let high_water = &report.high_water;
-    if high_water.peak_tree_rss_bound_bytes.is_some() || high_water.peak_parent_hwm_bytes.is_some()
-    {
-        let _ = writeln!(
-            out,
-            "exact:      parent high-water {}; tree bound {}; largest exited child {}",
-            bytes(high_water.peak_parent_hwm_bytes),
-            bytes(high_water.peak_tree_rss_bound_bytes),
-            bytes(high_water.peak_reaped_child_rss_bytes)
-        );
+    if let Some(reaped) = high_water.peak_reaped_child_rss_bytes {
+        let _ = write!(apart, "; largest exited child {}", bytes(Some(reaped)));
     }
-    if let Some(cgroup) = &report.cgroup {
-        let _ = writeln!(
-            out,
-            "cgroup:     peak {}; limit {}; OOM kills {}",
-            bytes(cgroup.memory_peak_bytes),
-            cgroup
-                .memory_limit_bytes
-                .map_or("none".into(), |l| bytes(Some(l))),
-            cgroup.oom_kills.map_or("-".into(), |n| n.to_string())
-        );
+    let _ = writeln!(out, "own peaks:  {apart}");
+    let detailed: Vec<String> = [
+        ("USS", report.peaks.peak_tree_uss_bytes),
+        ("PSS", report.peaks.peak_tree_pss_bytes),
+        (
+            "physical footprint",
+            report.peaks.peak_tree_physical_footprint_bytes,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(what, value)| value.map(|v| format!("tree {what} {}", bytes(Some(v)))))
+    .collect();
+    if !detailed.is_empty() {
+        let _ = writeln!(out, "detailed:   peak {}", detailed.join("; peak "));
+    }
+    let marks = &report.high_water_marks;
+    if let Some(why) = &marks.missing {
+        let which: Vec<&str> = [
+            ("parent", marks.parent),
+            ("descendants", marks.descendants),
+            ("reaped", marks.reaped),
+        ]
+        .into_iter()
+        .filter_map(|(what, read)| (!read).then_some(what))
+        .collect();
+        let which = if which.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} not read)", which.join(", "))
+        };
+        let _ = writeln!(out, "marks:      missing{which}: {}", clean(why));
+    }
+    let run_cgroup = high_water.peak_cgroup_memory_bytes;
+    if report.cgroup.is_some() || run_cgroup.is_some() {
+        let mut line = format!("this run's peak {}", bytes(run_cgroup));
+        if let Some(cgroup) = &report.cgroup {
+            let _ = write!(
+                line,
+                "; cgroup lifetime peak {}; limit {}; OOM kills {}",
+                bytes(cgroup.memory_peak_bytes),
+                cgroup
+                    .memory_limit_bytes
+                    .map_or("none".into(), |l| bytes(Some(l))),
+                cgroup.oom_kills.map_or("-".into(), |n| n.to_string())
+            );
+        }
+        let _ = writeln!(out, "cgroup:     {line}");
     }
     let complete = report.samples.saturating_sub(report.partial_rss_samples);
     let _ = writeln!(
@@ -145,67 +187,45 @@ fn header(report: &Report) -> String {
     out
 }
 
-fn depth(report: &Report, mut parent: Option<u32>) -> usize {
-    let mut depth = 0;
-    while let Some(id) = parent {
-        depth += 1;
-        parent = report.stages.get(id as usize).and_then(|s| s.parent_id);
-        if depth > report.stages.len() {
-            break; // A cycle in a hand-edited file: stop rather than loop.
-        }
+/// How deep the table indents; a stage nested deeper prints its depth instead.
+const MAX_INDENT: usize = 32;
+
+/// The stage column: the name indented by depth, at most [`MAX_INDENT`] levels (output
+/// stays linear in the report however deep its chain).
+fn indented(name: &str, depth: usize) -> String {
+    if depth <= MAX_INDENT {
+        format!("{}{}", "  ".repeat(depth), clean(name))
+    } else {
+        format!("{}[depth {depth}] {}", "  ".repeat(MAX_INDENT), clean(name))
     }
-    depth
 }
 
-/// Stages in tree order: each one followed by its children, in order of first entry.
-fn tree_order(report: &Report) -> Vec<usize> {
-    fn visit(report: &Report, parent: Option<u32>, seen: &mut Vec<bool>, out: &mut Vec<usize>) {
-        for (index, stage) in report.stages.iter().enumerate() {
-            let is_child = match parent {
-                None => stage
-                    .parent_id
-                    .is_none_or(|p| p as usize >= report.stages.len()),
-                Some(p) => stage.parent_id == Some(p) && stage.id != p,
-            };
-            if is_child && !seen[index] {
-                seen[index] = true;
-                out.push(index);
-                visit(report, Some(stage.id), seen, out);
-            }
-        }
-    }
-    let mut seen = vec![false; report.stages.len()];
-    let mut out = Vec::with_capacity(report.stages.len());
-    visit(report, None, &mut seen, &mut out);
-    // Anything left (inconsistent ids) still shows, at the end.
-    out.extend((0..report.stages.len()).filter(|&i| !seen[i]));
-    out
-}
-
-fn table(report: &Report) -> Table {
-    let mut table = Table::new();
-    table.load_preset(presets::UTF8_FULL_CONDENSED);
-    table.set_header(vec![
-        "stage",
-        "calls",
-        "errors",
-        "total",
-        "min",
-        "max",
-        "peak tree RSS",
-        "tree bound",
-        "processes",
-    ]);
-    for index in tree_order(report) {
+fn table(report: &Report, tree: &Tree) -> Table {
+    let mut table = Table::new(
+        [
+            "stage",
+            "calls",
+            "errors",
+            "total",
+            "min",
+            "max",
+            "peak tree RSS",
+            "tree bound",
+            "processes",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    table.align_right(1..9);
+    for &index in tree.order() {
         let stage = &report.stages[index];
-        let indent = "  ".repeat(depth(report, stage.parent_id));
         let errors = match (&stage.error, stage.errors) {
             (_, 0) => "0".to_owned(),
             (Some(last), n) => format!("{n} ({})", clean(last)),
             (None, n) => n.to_string(),
         };
         table.add_row(vec![
-            format!("{indent}{}", clean(&stage.name)),
+            indented(&stage.name, tree.depth(index)),
             stage.calls.to_string(),
             errors,
             seconds(stage.wall_seconds),
@@ -215,11 +235,6 @@ fn table(report: &Report) -> Table {
             bytes(stage.high_water.peak_tree_rss_bound_bytes),
             stage.peak_process_count.to_string(),
         ]);
-    }
-    for column in 1..9 {
-        if let Some(column) = table.column_mut(column) {
-            column.set_cell_alignment(CellAlignment::Right);
-        }
     }
     table
 }

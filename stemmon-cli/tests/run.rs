@@ -253,3 +253,135 @@ fn adopted_orphans_count_in_the_tree() {
         children / MIB
     );
 }
+
+/// Waits until `path` exists (with content), or fails the test after `deadline`.
+fn wait_for_file(path: &std::path::Path, deadline: Duration) -> String {
+    let started = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if !text.is_empty() {
+                return text;
+            }
+        }
+        assert!(
+            started.elapsed() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A `stemmon run` killed (with its command) if the test fails before it ends.
+struct Running(std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child.
+            unsafe { libc::kill(-(self.0.id() as i32), libc::SIGKILL) };
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// `stemmon run` of a shell that traps `name`: the signal sent to stemmon reaches the
+/// shell (its marker written), stemmon exits with the shell's code and the report is final.
+fn forwarded(signal: i32, name: &str, code: i32) {
+    use std::os::unix::process::CommandExt;
+    let dir = TempDir::new(&format!("forward-{name}"));
+    let (report, ready, marker) = (
+        dir.path().join("report.json"),
+        dir.path().join("ready"),
+        dir.path().join("marker"),
+    );
+    let script = format!(
+        "trap 'echo got {name} > {marker}; exit {code}' {name}; echo ready > {ready}; \
+         while :; do sleep 0.05; done",
+        marker = marker.display(),
+        ready = ready.display(),
+    );
+    // Live lines every 50 ms, so that the report file appears while the command runs.
+    let mut run = Running(
+        stemmon()
+            .args([
+                "run",
+                "--log-interval",
+                "0.05",
+                "--sample-interval",
+                "0.05",
+                "-o",
+            ])
+            .arg(&report)
+            .args(["--", "sh", "-c", &script])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // A group of its own, so that a failed test can end stemmon and the shell.
+            .process_group(0)
+            .spawn()
+            .unwrap(),
+    );
+    // The trap is set once `ready` is written; the report is there once the monitor runs.
+    wait_for_file(&ready, Duration::from_secs(30));
+    wait_for_file(&report, Duration::from_secs(30));
+    common::signal(run.0.id(), signal);
+    assert_eq!(
+        wait_for_file(&marker, Duration::from_secs(30)).trim(),
+        format!("got {name}"),
+        "the command got {name}"
+    );
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = run.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "stemmon did not exit after its command did ({name})"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(status.code(), Some(code), "{name}: {status:?}");
+    let report = read_report(&report);
+    assert!(!report.running, "{name}: the report is final");
+    assert_eq!(report.error, None, "{name}: the command exited by itself");
+}
+
+#[test]
+fn sighup_is_forwarded_and_stemmon_exits_with_the_command_s_code() {
+    forwarded(libc::SIGHUP, "HUP", 7);
+}
+
+#[test]
+fn sigusr1_is_forwarded() {
+    forwarded(libc::SIGUSR1, "USR1", 8);
+}
+
+#[test]
+fn sigquit_sigusr2_and_sigwinch_are_forwarded() {
+    forwarded(libc::SIGQUIT, "QUIT", 9);
+    forwarded(libc::SIGUSR2, "USR2", 10);
+    forwarded(libc::SIGWINCH, "WINCH", 11);
+}
+
+#[test]
+fn a_reserved_label_is_exit_2_and_the_command_does_not_run() {
+    let dir = TempDir::new("bad-label");
+    let (report, ran) = (dir.path().join("report.json"), dir.path().join("ran"));
+    let output = stemmon()
+        .args(["run", "--log-interval", "none", "--label", "host=x", "-o"])
+        .arg(&report)
+        .args(["--", "touch"])
+        .arg(&ran)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("\"host\" is reserved"), "{stderr}");
+    assert!(
+        !report.exists() && !ran.exists(),
+        "nothing ran, nothing written"
+    );
+}

@@ -46,7 +46,7 @@ pub(crate) fn plot(args: &Args) -> Result<(), Failure> {
         }
     };
     input::not_an_input(&output, &[&args.report])?;
-    let report = input::load(&args.report)?;
+    let report = input::load(&args.report)?.report;
     let chart = model::Chart::new(&report).ok_or_else(|| {
         Failure::input(format!(
             "{}: nothing to plot: the report has no timeline and no samples",

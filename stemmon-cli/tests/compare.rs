@@ -1,0 +1,432 @@
+//! `stemmon compare` fails closed: each way a NEW report once passed the gate (exit 0)
+//! while it should not, as its own test, on hand-made reports (the input is the point),
+//! and one on two real runs whose only difference is a spike between samples.
+
+mod common;
+
+use common::{stemmon, TempDir};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+const GIB: u64 = 1 << 30;
+
+/// A finished report of `prog` at 1 GiB everywhere, with stages `load` and `fit` (5 s each).
+fn base() -> Value {
+    let stage = |id: u32, name: &str| {
+        json!({
+            "id": id, "name": name, "path": name, "parent_id": null, "calls": 1,
+            "start_seconds": 5.0 * f64::from(id), "wall_seconds": 5.0,
+            "min_wall_seconds": 5.0, "max_wall_seconds": 5.0,
+            "peak_tree_rss_bytes": GIB, "peak_parent_rss_bytes": GIB,
+            "peak_tree_rss_bound_bytes": GIB, "peak_parent_hwm_bytes": GIB,
+        })
+    };
+    json!({
+        "pid": 1, "running": false, "error": null, "wall_seconds": 10.0,
+        "sample_interval": 1.0, "sampler": "linux-proc", "command": ["prog"],
+        "peak_tree_rss_bytes": GIB, "peak_parent_rss_bytes": GIB,
+        "peak_tree_rss_bound_bytes": GIB, "peak_parent_hwm_bytes": GIB,
+        "stages": [stage(0, "load"), stage(1, "fit")],
+    })
+}
+
+/// A base without high-water marks (the sampled peak only).
+fn sampled_only(mut report: Value) -> Value {
+    let strip = |object: &mut Value| {
+        let object = object.as_object_mut().unwrap();
+        object.remove("peak_tree_rss_bound_bytes");
+        object.remove("peak_parent_hwm_bytes");
+    };
+    strip(&mut report);
+    for stage in report["stages"].as_array_mut().unwrap() {
+        strip(stage);
+    }
+    report
+}
+
+fn write(dir: &Path, name: &str, report: &Value) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec_pretty(report).unwrap()).unwrap();
+    path
+}
+
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn compare(args: &[&str], base: &Value, new: &Value) -> Outcome {
+    let dir = TempDir::new("compare");
+    let (base, new) = (
+        write(dir.path(), "base.json", base),
+        write(dir.path(), "new.json", new),
+    );
+    compare_files(args, &base, &new)
+}
+
+fn compare_files(args: &[&str], base: &Path, new: &Path) -> Outcome {
+    let output = stemmon()
+        .arg("compare")
+        .arg(base)
+        .arg(new)
+        .args(args)
+        .output()
+        .unwrap();
+    Outcome {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// NEW fails with exit 1, and a line of stdout starting `FAIL:` holds `reason`.
+fn fails_because(outcome: &Outcome, reason: &str) {
+    assert_eq!(
+        outcome.code,
+        Some(1),
+        "{}{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    assert!(
+        outcome
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("FAIL: ") && l.contains(reason)),
+        "no FAIL line with {reason:?}:\n{}",
+        outcome.stdout
+    );
+}
+
+#[test]
+fn the_same_report_passes() {
+    let outcome = compare(&[], &base(), &base());
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
+    assert!(outcome.stdout.contains("pass: no regression"));
+    assert!(outcome.stderr.is_empty(), "{}", outcome.stderr);
+}
+
+#[test]
+fn null_peaks_fail() {
+    for base in [base(), sampled_only(base())] {
+        let mut new = base.clone();
+        for key in [
+            "peak_tree_rss_bytes",
+            "peak_tree_rss_bound_bytes",
+            "peak_parent_hwm_bytes",
+        ] {
+            if new.get(key).is_some() {
+                new[key] = Value::Null;
+            }
+            for stage in new["stages"].as_array_mut().unwrap() {
+                if stage.get(key).is_some() {
+                    stage[key] = Value::Null;
+                }
+            }
+        }
+        let outcome = compare(&[], &base, &new);
+        fails_because(
+            &outcome,
+            "`peak_tree_rss_bytes` of the whole run is null or missing",
+        );
+        for metric in ["exact", "sampled"] {
+            assert_eq!(compare(&["--metric", metric], &base, &new).code, Some(1));
+        }
+    }
+}
+
+#[test]
+fn missing_peak_keys_fail() {
+    let mut new = base();
+    let strip = |object: &mut Value| {
+        let object = object.as_object_mut().unwrap();
+        object.retain(|key, _| !key.starts_with("peak_"));
+    };
+    strip(&mut new);
+    for stage in new["stages"].as_array_mut().unwrap() {
+        strip(stage);
+    }
+    let outcome = compare(&[], &base(), &new);
+    fails_because(
+        &outcome,
+        "`peak_tree_rss_bound_bytes` of the whole run is null or missing",
+    );
+    fails_because(
+        &outcome,
+        "stage `fit`: NEW is incomplete: `peak_tree_rss_bytes`",
+    );
+}
+
+#[test]
+fn removed_stages_fail() {
+    let mut new = base();
+    new["stages"] = json!([]);
+    let outcome = compare(&[], &base(), &new);
+    fails_because(
+        &outcome,
+        "stage `load` (5.000s in BASE) is missing from NEW",
+    );
+    fails_because(&outcome, "stage `fit` (5.000s in BASE) is missing from NEW");
+}
+
+#[test]
+fn renamed_stages_fail() {
+    let mut new = base();
+    for stage in new["stages"].as_array_mut().unwrap() {
+        let renamed = format!("{}2", stage["name"].as_str().unwrap());
+        stage["name"] = json!(renamed);
+        stage["path"] = json!(renamed);
+    }
+    let outcome = compare(&[], &base(), &new);
+    fails_because(&outcome, "stage `fit` (5.000s in BASE) is missing from NEW");
+    assert!(outcome.stdout.contains("only in new"), "{}", outcome.stdout);
+    // A stage too short to judge may go.
+    let outcome = compare(&["--min-seconds", "6"], &base(), &new);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
+}
+
+#[test]
+fn a_run_still_running_and_killed_fails() {
+    let mut new = base();
+    new["running"] = json!(true);
+    new["error"] = json!("SIGKILL");
+    let outcome = compare(&[], &base(), &new);
+    fails_because(&outcome, "`running` is true");
+    fails_because(&outcome, "SIGKILL");
+}
+
+#[test]
+fn a_sampling_error_fails() {
+    let mut new = base();
+    new["sampling_error"] = json!("cannot read /proc/1/status: permission denied");
+    fails_because(&compare(&[], &base(), &new), "sampling failed");
+}
+
+#[test]
+fn a_duplicate_stage_path_is_exit_2() {
+    let mut new = base();
+    // The first `fit` is small; the second holds the regression.
+    let mut second = new["stages"][1].clone();
+    second["id"] = json!(2);
+    second["wall_seconds"] = json!(500.0);
+    second["peak_tree_rss_bytes"] = json!(40 * GIB);
+    new["stages"].as_array_mut().unwrap().push(second);
+    for (base, new) in [(base(), new.clone()), (new, base())] {
+        let outcome = compare(&[], &base, &new);
+        assert_eq!(outcome.code, Some(2), "{}", outcome.stdout);
+        assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+        assert!(
+            outcome.stderr.contains("`fit` is there twice"),
+            "{}",
+            outcome.stderr
+        );
+    }
+}
+
+#[test]
+fn a_parent_cycle_is_exit_2() {
+    let mut new = base();
+    new["stages"][0]["parent_id"] = json!(1);
+    new["stages"][1]["parent_id"] = json!(0);
+    let outcome = compare(&[], &base(), &new);
+    assert_eq!(outcome.code, Some(2), "{}", outcome.stdout);
+    assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("cycle"), "{}", outcome.stderr);
+}
+
+#[test]
+fn only_the_exact_peaks_grown_fails() {
+    let mut new = base();
+    let grow = |object: &mut Value| {
+        object["peak_tree_rss_bound_bytes"] = json!(40 * GIB);
+        object["peak_parent_hwm_bytes"] = json!(40 * GIB);
+    };
+    grow(&mut new);
+    grow(&mut new["stages"][1]);
+    let outcome = compare(&[], &base(), &new);
+    fails_because(
+        &outcome,
+        "(whole run): bound +3900.0 % (1.0 GiB → 40.0 GiB)",
+    );
+    fails_because(&outcome, "stage `fit`: parent exact +3900.0 %");
+    assert!(outcome
+        .stdout
+        .starts_with("memory compared: the high-water bound"));
+    assert!(outcome.stdout.contains("base bound"), "{}", outcome.stdout);
+    // The sampled peak did not move: compared alone, it passes, and says so.
+    let sampled = compare(&["--metric", "sampled"], &base(), &new);
+    assert_eq!(sampled.code, Some(0), "{}", sampled.stdout);
+    assert!(
+        sampled.stdout.contains("base sampled peak"),
+        "{}",
+        sampled.stdout
+    );
+    // A ceiling on any compared figure, however loose the percentages.
+    let loose = ["--max-memory-increase", "100000"];
+    let outcome = compare(
+        &[&loose[..], &["--max-peak", "2GiB"]].concat(),
+        &base(),
+        &new,
+    );
+    fails_because(
+        &outcome,
+        "NEW's bound of the whole run, 40.0 GiB, passes --max-peak 2.0 GiB",
+    );
+    let outcome = compare(
+        &[&loose[..], &["--max-peak", "50G"]].concat(),
+        &base(),
+        &new,
+    );
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
+}
+
+#[test]
+fn a_bad_size_is_exit_2_with_one_line() {
+    for size in ["2 parsecs", "-1G", "", "G"] {
+        let outcome = compare(&["--max-peak", size], &base(), &base());
+        assert_eq!(outcome.code, Some(2), "{size}: {}", outcome.stderr);
+        assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+    }
+}
+
+#[test]
+fn without_marks_the_sampled_peak_is_compared_and_named() {
+    let base = sampled_only(base());
+    let mut new = base.clone();
+    new["peak_tree_rss_bytes"] = json!(2 * GIB);
+    let outcome = compare(&[], &base, &new);
+    fails_because(&outcome, "(whole run): sampled peak +100.0 %");
+    assert!(
+        outcome.stdout.lines().next().unwrap().contains(
+            "the sampled peak tree RSS (`peak_tree_rss_bytes`); BASE has no high-water marks"
+        ),
+        "{}",
+        outcome.stdout
+    );
+}
+
+#[test]
+fn runs_shorter_than_min_seconds_still_compare_the_whole_run() {
+    let mut base = base();
+    base["wall_seconds"] = json!(0.05);
+    base["stages"] = json!([]);
+    let mut new = base.clone();
+    new["wall_seconds"] = json!(0.4);
+    fails_because(&compare(&[], &base, &new), "(whole run): time +700.0 %");
+}
+
+#[test]
+fn heap_and_cpu_are_exit_2_without_their_figures() {
+    for (metric, what) in [("heap", "no heap figures"), ("cpu", "no CPU figures")] {
+        let outcome = compare(&["--metric", metric], &base(), &base());
+        assert_eq!(outcome.code, Some(2), "{}", outcome.stdout);
+        assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+        assert!(outcome.stderr.contains(what), "{}", outcome.stderr);
+    }
+}
+
+#[test]
+fn different_commands_are_one_warning() {
+    let mut new = base();
+    new["command"] = json!(["other", "--flag"]);
+    let outcome = compare(&[], &base(), &new);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
+    assert_eq!(outcome.stderr.lines().count(), 1, "{}", outcome.stderr);
+    assert!(
+        outcome
+            .stderr
+            .contains("different commands: BASE `prog`, NEW `other --flag`"),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn markdown_is_a_table_for_a_pull_request() {
+    let mut new = base();
+    new["stages"][1]["wall_seconds"] = json!(6.0);
+    new["stages"][1]["name"] = json!("fit|<b>x</b>");
+    new["stages"][1]["path"] = json!("fit|<b>x</b>");
+    let outcome = compare(&["--format", "markdown"], &base(), &new);
+    assert_eq!(outcome.code, Some(1), "{}", outcome.stdout);
+    let out = &outcome.stdout;
+    assert!(out.starts_with("### stemmon compare: FAIL\n"), "{out}");
+    assert!(
+        out.contains("| stage | base time | new time | time Δ | base bound |"),
+        "{out}"
+    );
+    assert!(out.contains("| --- | ---: |"), "{out}");
+    assert!(
+        out.contains("- stage \\`fit\\` (5.000s in BASE) is missing from NEW"),
+        "{out}"
+    );
+    assert!(out.contains("fit\\|&lt;b&gt;x&lt;/b&gt;"), "{out}");
+    assert!(!out.contains("<b>"), "{out}");
+    // Every table line has the header's number of cells.
+    let cells = |line: &str| line.replace("\\|", "").matches('|').count();
+    let table: Vec<&str> = out.lines().filter(|l| l.starts_with('|')).collect();
+    assert!(table.iter().all(|l| cells(l) == cells(table[0])), "{out}");
+    // The log gets the reasons too, since the Markdown may go to a file.
+    assert!(
+        outcome.stderr.contains("stemmon: FAIL: stage `fit`"),
+        "{}",
+        outcome.stderr
+    );
+}
+
+/// `stemmon run` of python3 at 1 s samples: `spike` holds 300 MiB for 0.2 s, between samples.
+fn python_run(dir: &Path, name: &str, spike: bool) -> PathBuf {
+    let path = dir.join(name);
+    let script = if spike {
+        "import time; b = b'x' * (300 << 20); time.sleep(0.2)"
+    } else {
+        "import time; b = b'x'; time.sleep(0.2)"
+    };
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "1",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&path)
+        .args(["--", "python3", "-c", script])
+        .status()
+        .unwrap();
+    assert!(status.success(), "{status:?}");
+    path
+}
+
+#[test]
+// Un-ignore on merging main: its runtime reads the command's last interval before it is
+// reaped (SPEC §8, 0.3) and this test passes there; this branch's reports a bound of a
+// few KiB for the spike.
+#[ignore = "needs the runtime's reading of the last interval (on main, not on this branch)"]
+fn a_spike_between_samples_fails_on_the_exact_figures() {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: no python3");
+        return;
+    }
+    let dir = TempDir::new("compare-spike");
+    let base = python_run(dir.path(), "base.json", false);
+    let new = python_run(dir.path(), "new.json", true);
+    // Time is not the point here: python's start-up varies.
+    let loose_time = ["--max-time-increase", "1000"];
+    let exact = compare_files(&loose_time, &base, &new);
+    fails_because(&exact, "(whole run): bound +");
+    let outcome = compare_files(
+        &[&loose_time[..], &["--max-peak", "200MiB"]].concat(),
+        &base,
+        &new,
+    );
+    fails_because(&outcome, "passes --max-peak 200.0 MiB");
+    let same = compare_files(&loose_time, &base, &base);
+    assert_eq!(same.code, Some(0), "{}", same.stdout);
+}

@@ -1,0 +1,369 @@
+//! Reports stemmon did not write (a CI artifact from an untrusted pull request): every
+//! subcommand ends in well under 10 s with output or exit 2, never a panic, a stack
+//! overflow or a hang, and no raw control character of the report reaches its output.
+
+mod common;
+
+use common::{stemmon, TempDir};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// What each subcommand gets on one report: 10 s for an optimized build (where the
+/// slowest here takes under 2 s). An unoptimized one parses JSON about 8 times slower
+/// (serde_json at opt-level 0), so it gets three times that: still far below what a
+/// quadratic walk over 100 000 stages takes (minutes).
+const DEADLINE: Duration = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 10 });
+
+const MIB: u64 = 1 << 20;
+
+fn stage(id: usize, name: &str, path: &str, parent: Option<usize>, start: f64) -> Value {
+    json!({
+        "id": id, "name": name, "path": path, "parent_id": parent, "calls": 1,
+        "start_seconds": start, "wall_seconds": 0.5, "min_wall_seconds": 0.5,
+        "max_wall_seconds": 0.5, "peak_tree_rss_bytes": 10 * MIB,
+        "peak_tree_rss_bound_bytes": 11 * MIB, "peak_parent_hwm_bytes": 10 * MIB,
+    })
+}
+
+/// A report with `stages`, one span each, and a short timeline.
+fn report(stages: Vec<Value>) -> Value {
+    let spans: Vec<Value> = stages
+        .iter()
+        .map(|s| json!({ "stage_id": s["id"], "thread": 0, "start_seconds": s["start_seconds"], "wall_seconds": s["wall_seconds"] }))
+        .collect();
+    let timeline: Vec<Value> = (0..10)
+        .map(|i| {
+            json!({
+                "elapsed_seconds": f64::from(i), "end_seconds": f64::from(i),
+                "tree_rss_bytes": 10 * MIB, "parent_rss_bytes": 8 * MIB,
+                "children_rss_bytes": 2 * MIB, "tree_rss_bound_bytes": 11 * MIB,
+                "process_count": 2, "samples": 1,
+            })
+        })
+        .collect();
+    json!({
+        "pid": 1, "running": false, "error": null, "wall_seconds": 10.0,
+        "sample_interval": 1.0, "sampler": "linux-proc", "command": ["prog"],
+        "peak_tree_rss_bytes": 10 * MIB, "peak_tree_rss_bound_bytes": 11 * MIB,
+        "peak_parent_hwm_bytes": 10 * MIB, "threads": [{ "id": 0, "name": "main", "calls": 1 }],
+        "stages": stages, "spans": spans, "timeline": timeline,
+    })
+}
+
+const COUNT: usize = 100_000;
+
+fn flat() -> Value {
+    report(
+        (0..COUNT)
+            .map(|i| stage(i, &format!("s{i}"), &format!("s{i}"), None, i as f64 * 1e-4))
+            .collect(),
+    )
+}
+
+/// Each stage the child of the one before. Paths are named by index: paths joined
+/// down a 100 000-deep chain would take gigabytes, past the size limit.
+fn deep_chain() -> Value {
+    report(
+        (0..COUNT)
+            .map(|i| {
+                stage(
+                    i,
+                    &format!("{}", i % 10),
+                    &format!("p{i}"),
+                    i.checked_sub(1),
+                    0.0,
+                )
+            })
+            .collect(),
+    )
+}
+
+fn cycle() -> Value {
+    let mut stages: Vec<Value> = (0..3)
+        .map(|i| {
+            stage(
+                i,
+                &format!("c{i}"),
+                &format!("c{i}"),
+                Some((i + 1) % 3),
+                0.0,
+            )
+        })
+        .collect();
+    stages.push(stage(3, "self", "self", Some(3), 0.0));
+    report(stages)
+}
+
+/// Times at the edge of f64: each alone finite, their sums not.
+fn huge_times() -> Value {
+    let mut report = report(vec![stage(0, "fit", "fit", None, 1e308)]);
+    report["stages"][0]["wall_seconds"] = json!(1.7e308);
+    report["spans"][0]["start_seconds"] = json!(1e308);
+    report["spans"][0]["wall_seconds"] = json!(1.7e308);
+    report["timeline"][9]["end_seconds"] = json!(1e308);
+    report["wall_seconds"] = json!(1.7e308);
+    report
+}
+
+/// Every string the report holds, full of what a terminal or an SVG must not get raw.
+fn control_characters() -> Value {
+    let evil = |what: &str| format!("{what}\u{1b}[2J\u{1b}]0;owned\u{7}\u{0}\u{202e}\r\u{9b}x\n");
+    let mut stages = vec![
+        stage(0, &evil("fit"), &evil("fit"), None, 1.0),
+        stage(
+            1,
+            &evil("inner"),
+            &format!("{}/{}", evil("fit"), evil("inner")),
+            Some(0),
+            1.5,
+        ),
+    ];
+    stages[1]["error"] = json!(evil("error"));
+    stages[1]["errors"] = json!(1);
+    let mut report = report(stages);
+    report["host"] = json!(evil("host"));
+    report["labels"] = json!({ "rank": evil("rank"), "job_id": evil("job") });
+    report["command"] = json!([evil("prog"), evil("arg")]);
+    report["error"] = json!(evil("error"));
+    report["sampling_error"] = json!(evil("sampling"));
+    report["output_error"] = json!(evil("output"));
+    report["peak_rss_stage"] = json!(evil("fit"));
+    report["peak_rss_elapsed_seconds"] = json!(1.2);
+    report["threads"][0]["name"] = json!(evil("thread"));
+    report["spans"][1]["error"] = json!(evil("span"));
+    report["high_water_marks"] = json!({ "enabled": true, "missing": evil("missing") });
+    report["cgroup"] = json!({ "path": evil("cgroup"), "version": 2, "memory_peak_bytes": 1 });
+    report
+}
+
+/// A small good report to compare and merge with.
+fn good() -> Value {
+    report(vec![stage(0, "fit", "fit", None, 1.0)])
+}
+
+fn write(dir: &Path, name: &str, report: &Value) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_vec(report).unwrap()).unwrap();
+    path
+}
+
+struct Ran {
+    code: Option<i32>,
+    took: Duration,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `stemmon args`, killing it at the deadline; output goes to files (no pipe fills).
+fn run(dir: &Path, args: &[&std::ffi::OsStr]) -> Ran {
+    let (out, err) = (dir.join("stdout"), dir.join("stderr"));
+    let started = Instant::now();
+    let mut child = stemmon()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .spawn()
+        .unwrap();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("stemmon {args:?} still runs after {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let read = |path: &Path| String::from_utf8_lossy(&std::fs::read(path).unwrap()).into_owned();
+    Ran {
+        code: status.code(),
+        took: started.elapsed(),
+        stdout: read(&out),
+        stderr: read(&err),
+    }
+}
+
+/// A character a terminal acts on (C0 but `\n` and `\t`, DEL, C1) or that reorders text.
+fn raw_control(text: &str) -> Option<char> {
+    text.chars().find(|&c| {
+        (c.is_control() && c != '\n' && c != '\t')
+            || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    })
+}
+
+/// Every subcommand on `hostile` (and on it beside a good report): exit 0 or 2 (1 too
+/// for `compare`, a failed gate), in time, no panic, nothing raw.
+fn every_subcommand(name: &str, hostile: &Value) -> Vec<(String, Duration, Option<i32>)> {
+    // One subcommand at a time, so that the deadline measures it, not its neighbours.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = TempDir::new(&format!("hostile-{name}"));
+    let bad = write(dir.path(), "hostile.json", hostile);
+    let good = write(dir.path(), "good.json", &good());
+    let (html, svg, trace, merged) = (
+        dir.path().join("out.html"),
+        dir.path().join("out.svg"),
+        dir.path().join("trace.json"),
+        dir.path().join("merged.json"),
+    );
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    let cases: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
+        ("show", vec![os("show"), bad.as_os_str()]),
+        (
+            "compare good hostile",
+            vec![os("compare"), good.as_os_str(), bad.as_os_str()],
+        ),
+        (
+            "compare hostile good",
+            vec![os("compare"), bad.as_os_str(), good.as_os_str()],
+        ),
+        (
+            "compare --format markdown",
+            vec![
+                os("compare"),
+                bad.as_os_str(),
+                bad.as_os_str(),
+                os("--format"),
+                os("markdown"),
+            ],
+        ),
+        (
+            "plot html",
+            vec![os("plot"), bad.as_os_str(), os("-o"), html.as_os_str()],
+        ),
+        (
+            "plot svg",
+            vec![os("plot"), bad.as_os_str(), os("-o"), svg.as_os_str()],
+        ),
+        (
+            "export chrome",
+            vec![
+                os("export"),
+                bad.as_os_str(),
+                os("--format"),
+                os("chrome"),
+                os("-o"),
+                trace.as_os_str(),
+            ],
+        ),
+        (
+            "merge",
+            vec![
+                os("merge"),
+                bad.as_os_str(),
+                good.as_os_str(),
+                os("-o"),
+                merged.as_os_str(),
+            ],
+        ),
+    ];
+    let mut times = Vec::new();
+    for (what, args) in cases {
+        let ran = run(dir.path(), &args);
+        let allowed: &[i32] = if what.starts_with("compare") {
+            &[0, 1, 2]
+        } else {
+            &[0, 2]
+        };
+        assert!(
+            ran.code.is_some_and(|c| allowed.contains(&c)),
+            "{name}: {what}: exit {:?}\n{}",
+            ran.code,
+            ran.stderr
+        );
+        assert!(
+            !ran.stderr.contains("panicked"),
+            "{name}: {what}: {}",
+            ran.stderr
+        );
+        if ran.code == Some(2) {
+            assert_eq!(
+                ran.stderr.lines().count(),
+                1,
+                "{name}: {what}: {}",
+                ran.stderr
+            );
+        }
+        for (stream, text) in [("stdout", &ran.stdout), ("stderr", &ran.stderr)] {
+            if let Some(c) = raw_control(text) {
+                panic!("{name}: {what}: raw {c:?} in {stream}:\n{text}");
+            }
+        }
+        eprintln!("{name}: {what}: exit {:?} in {:?}", ran.code, ran.took);
+        times.push((what.to_owned(), ran.took, ran.code));
+    }
+    if svg.exists() {
+        let text = std::fs::read_to_string(&svg).unwrap();
+        roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{name}: SVG: {e}"));
+        assert_eq!(raw_control(&text), None, "{name}: SVG");
+    }
+    times
+}
+
+#[test]
+fn a_hundred_thousand_flat_stages() {
+    let times = every_subcommand("flat", &flat());
+    // Nothing wrong with them but their number: every subcommand gives output.
+    for (what, _, code) in times {
+        assert_ne!(code, Some(2), "flat: {what}");
+    }
+}
+
+#[test]
+fn a_hundred_thousand_deep_chain() {
+    every_subcommand("chain", &deep_chain());
+    let dir = TempDir::new("hostile-chain-show");
+    let path = write(dir.path(), "chain.json", &deep_chain());
+    let ran = run(
+        dir.path(),
+        &[std::ffi::OsStr::new("show"), path.as_os_str()],
+    );
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    // The indentation stops at 32 levels; a deeper stage says how deep it is.
+    let row = ran
+        .stdout
+        .lines()
+        .find(|l| l.contains("[depth 99999]"))
+        .unwrap_or_else(|| panic!("no depth shown:\n{}", &ran.stdout[..4000]));
+    assert!(row.len() < 400, "{row}");
+}
+
+#[test]
+fn a_parent_cycle_is_exit_2_everywhere() {
+    for (what, _, code) in every_subcommand("cycle", &cycle()) {
+        assert_eq!(code, Some(2), "cycle: {what}");
+    }
+}
+
+#[test]
+fn times_at_the_edge_of_f64_are_exit_2_everywhere() {
+    for (what, _, code) in every_subcommand("huge", &huge_times()) {
+        assert_eq!(code, Some(2), "1e308: {what}");
+    }
+    // A number past f64 is not JSON a report can hold.
+    let dir = TempDir::new("hostile-overflow");
+    let text = serde_json::to_string(&good())
+        .unwrap()
+        .replace("\"wall_seconds\":10.0", "\"wall_seconds\":1e999");
+    assert!(text.contains("1e999"));
+    let path = dir.path().join("overflow.json");
+    std::fs::write(&path, text).unwrap();
+    let ran = run(
+        dir.path(),
+        &[std::ffi::OsStr::new("show"), path.as_os_str()],
+    );
+    assert_eq!(ran.code, Some(2), "{}", ran.stdout);
+}
+
+#[test]
+fn control_characters_everywhere_reach_no_output_raw() {
+    for (what, _, code) in every_subcommand("control", &control_characters()) {
+        assert_ne!(code, Some(2), "control: {what}");
+    }
+}
