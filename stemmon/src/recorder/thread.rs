@@ -15,7 +15,7 @@ pub(crate) struct Frame {
     pub(crate) seq: u32,
     /// Raw clock ticks at entry; [`POLL`] for the frame of one poll of an async stage.
     pub(crate) entered: u64,
-    /// Directly recursive calls folded into this one and still open.
+    /// Recursive calls (direct or not) folded into this one and still open.
     pub(crate) folded: u32,
     /// The `type_name` of the `Err` this call returned, set just before it closes.
     pub(crate) error: Option<&'static str>,
@@ -154,6 +154,24 @@ impl ThreadState {
             Some(Some(known)) => std::ptr::eq(known.as_ref(), name) || known == name,
             _ => false,
         }
+    }
+
+    /// The frame of the open call named `name` on this stack, if any, nearest the top:
+    /// where a recursive call folds. The search stops at a poll frame (an async call's
+    /// stages nest under it, apart from the thread's own calls below). While recursion
+    /// folds, the stack holds distinct names, so this stays as shallow as the program's
+    /// nesting of distinct stages.
+    #[inline]
+    pub(crate) fn open_named(&self, name: &str) -> Option<usize> {
+        for (index, frame) in self.stack.iter().enumerate().rev() {
+            if frame.entered == POLL {
+                return None;
+            }
+            if self.is_named(frame.record, name) {
+                return Some(index);
+            }
+        }
+        None
     }
 
     /// Pushes a frame and returns its sequence number.
