@@ -439,11 +439,17 @@ impl Recorder {
 
     /// The stage path open on the monitor's own thread, or `"workflow"`.
     pub(crate) fn owner_stage(&self, records: &Records) -> String {
+        match self.owner_record(records) {
+            Some(record) => records.path(record),
+            None => "workflow".to_owned(),
+        }
+    }
+
+    /// The record open on the monitor's own thread (`None`: the workflow).
+    pub(crate) fn owner_record(&self, records: &Records) -> Option<u32> {
         match self.owner_top.0.load(Ordering::Relaxed).checked_sub(1) {
-            Some(record) if (record as usize) < records.list.len() => {
-                records.get(record).path.clone()
-            }
-            _ => "workflow".to_owned(),
+            Some(record) if (record as usize) < records.list.len() => Some(record),
+            _ => None,
         }
     }
 
@@ -530,10 +536,21 @@ mod tests {
         let report = rig.recorder.snapshot();
         let paths: Vec<&str> = report.stages.iter().map(|s| s.path.as_str()).collect();
         assert_eq!(paths, ["expr", "expr/term", "expr/term/factor"]);
-        let (expr, term) = (report.stage("expr").unwrap(), report.stage("expr/term").unwrap());
+        let (expr, term) = (
+            report.stage("expr").unwrap(),
+            report.stage("expr/term").unwrap(),
+        );
         assert_eq!((expr.calls, term.calls), (500, 500));
-        assert!((expr.wall_seconds - 1e-3).abs() < 1e-9, "timed once: {}", expr.wall_seconds);
-        assert!((term.wall_seconds - 999e-6).abs() < 1e-9, "{}", term.wall_seconds);
+        assert!(
+            (expr.wall_seconds - 1e-3).abs() < 1e-9,
+            "timed once: {}",
+            expr.wall_seconds
+        );
+        assert!(
+            (term.wall_seconds - 999e-6).abs() < 1e-9,
+            "{}",
+            term.wall_seconds
+        );
         assert!(rig.recorder.open_calls().is_empty());
         // Once unwound, the same names open frames of their own again.
         let again = rig.recorder.enter(&main, "expr".into());

@@ -1,8 +1,10 @@
 //! A snapshot of the recorder as a [`Report`].
 
+use super::records::extend_path;
+use super::sample::Kept;
 use super::thread::POLL;
 use super::{seconds, Recorder};
-use crate::report::{Report, StageReport, ThreadReport};
+use crate::report::{Report, SampleReport, StageReport, ThreadReport};
 
 /// Open calls of one record at the snapshot: how many, their total, shortest and
 /// longest time so far.
@@ -61,41 +63,56 @@ impl Recorder {
                 slot.add(seconds(self.clock.delta_as_nanos(frame.entered, now)));
             }
         }
-        let stages = state
-            .records
-            .list
-            .iter()
-            .zip(open)
-            .enumerate()
-            .map(|(id, (record, open))| {
-                let (min, max) = match (record.completed, open.calls) {
-                    (0, 0) => (0.0, 0.0),
-                    (0, _) => (open.min, open.max),
-                    _ => (record.min_wall_seconds, record.max_wall_seconds),
-                };
-                StageReport {
-                    id: id as u32,
-                    name: record.name.to_string(),
-                    path: record.path.clone(),
-                    parent_id: record.parent,
-                    calls: record.calls,
-                    errors: record.errors,
-                    threads: record.threads,
-                    start_seconds: record.start_seconds,
-                    wall_seconds: record.wall_seconds + open.total,
-                    min_wall_seconds: min,
-                    max_wall_seconds: max,
-                    error: record.error.clone(),
-                    samples: record.stats.samples,
-                    partial_rss_samples: record.stats.partial_rss_samples,
-                    peak_process_count: record.stats.peak_process_count,
-                    peaks: record.stats.peaks.clone(),
-                    high_water: record.stats.high_water.clone(),
-                    ..StageReport::default()
-                }
-            })
-            .collect();
+        // Paths are built here, each from its parent's, in one pass (a parent is always
+        // an earlier record): the work is linear in the paths written.
+        let mut stages: Vec<StageReport> = Vec::with_capacity(state.records.list.len());
+        for (id, (record, open)) in state.records.list.iter().zip(open).enumerate() {
+            let (min, max) = match (record.completed, open.calls) {
+                (0, 0) => (0.0, 0.0),
+                (0, _) => (open.min, open.max),
+                _ => (record.min_wall_seconds, record.max_wall_seconds),
+            };
+            let parent = record
+                .parent
+                .and_then(|parent| stages.get(parent as usize))
+                .map(|parent| parent.path.as_str());
+            let path = extend_path(parent, &record.name);
+            stages.push(StageReport {
+                id: id as u32,
+                name: record.name.to_string(),
+                path,
+                parent_id: record.parent,
+                calls: record.calls,
+                errors: record.errors,
+                threads: record.threads,
+                start_seconds: record.start_seconds,
+                wall_seconds: record.wall_seconds + open.total,
+                min_wall_seconds: min,
+                max_wall_seconds: max,
+                error: record.error.clone(),
+                samples: record.stats.samples,
+                partial_rss_samples: record.stats.partial_rss_samples,
+                peak_process_count: record.stats.peak_process_count,
+                peaks: record.stats.peaks.clone(),
+                high_water: record.stats.high_water.clone(),
+                ..StageReport::default()
+            });
+        }
+        let stage_of = |record: Option<u32>| {
+            record
+                .and_then(|record| stages.get(record as usize))
+                .map_or_else(|| "workflow".to_owned(), |stage| stage.path.clone())
+        };
+        let sample_of = |kept: &Kept| SampleReport {
+            stage: stage_of(kept.record),
+            ..kept.sample.clone()
+        };
         let (health, total) = (&state.samples.health, &state.total);
+        let latest_sample = state.samples.latest.as_ref().map(sample_of);
+        let recent_samples = state.samples.recent.iter().map(sample_of).collect();
+        let peak_rss_stage = total
+            .peak_rss_elapsed_seconds
+            .map(|_| stage_of(total.peak_rss_record));
         Report {
             pid: self.pid,
             running: state.ended.is_none(),
@@ -122,12 +139,12 @@ impl Recorder {
             high_water: total.stats.high_water.clone(),
             high_water_marks: self.info.marks.clone(),
             cgroup: state.samples.cgroup.clone(),
-            peak_rss_stage: total.peak_rss_stage.clone(),
+            peak_rss_stage,
             peak_rss_elapsed_seconds: total.peak_rss_elapsed_seconds,
             threads,
             stages,
-            latest_sample: state.samples.latest.clone(),
-            recent_samples: state.samples.recent.iter().cloned().collect(),
+            latest_sample,
+            recent_samples,
             spans: state.spans.list.clone(),
             timeline: state.samples.timeline.points(),
             ..Report::default()

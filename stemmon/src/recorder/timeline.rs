@@ -231,12 +231,20 @@ mod tests {
                 // A round just ended: every point but the newest at one stride.
                 let stride = timeline.stride;
                 let points = timeline.points();
-                assert!(points[..points.len() - 1].iter().all(|p| p.samples == stride));
+                assert!(points[..points.len() - 1]
+                    .iter()
+                    .all(|p| p.samples == stride));
             }
         }
-        assert!(lengths.iter().all(|&len| len == MAX_POINTS), "never shrinks nor grows");
+        assert!(
+            lengths.iter().all(|&len| len == MAX_POINTS),
+            "never shrinks nor grows"
+        );
         let points = timeline.points();
-        assert_eq!(points.iter().map(|p| u64::from(p.samples)).sum::<u64>(), 50_000);
+        assert_eq!(
+            points.iter().map(|p| u64::from(p.samples)).sum::<u64>(),
+            50_000
+        );
         assert_eq!(points.last().unwrap().tree_rss_bytes, Some(MIB + 49_999));
     }
 }
