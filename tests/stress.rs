@@ -305,7 +305,7 @@ fn sampling_fifty_children_every_millisecond_costs_under_half_a_core() {
         busy: 0.0,
         own_cpu: None,
     };
-    assert!(fast.samples > 100, "{} samples", fast.samples);
+    assert!(fast.samples > 30, "{} samples", fast.samples);
     assert!(fast.sampling_seconds < fast.wall);
     let cpu = fast
         .sampler_cpu
