@@ -208,6 +208,7 @@ fn with_stderr_to_null<R>(f: impl FnOnce() -> R) -> R {
         .unwrap();
     // SAFETY: dup/dup2 on descriptors this process owns; 2 is restored before returning.
     let saved = unsafe { libc::dup(2) };
+    // SAFETY: as above: `null` is open for the whole call.
     unsafe { libc::dup2(null.as_raw_fd(), 2) };
     let result = f();
     // SAFETY: as above; `saved` is a descriptor dup returned and is closed once.
