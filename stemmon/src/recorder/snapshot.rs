@@ -155,6 +155,88 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::super::fake::Rig;
+    use crate::memory::TreeReading;
+
+    fn tree(mib: u64) -> TreeReading {
+        TreeReading {
+            tree_rss: Some(mib << 20),
+            parent_rss: Some(mib << 20),
+            process_count: 1,
+            rss_complete: true,
+            ..TreeReading::default()
+        }
+    }
+
+    #[test]
+    fn paths_the_sampled_stage_and_the_peak_stage_are_built_at_snapshot_time() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let mut open = Vec::new();
+        for depth in 0..300 {
+            open.push(rig.recorder.enter(&main, format!("d{depth}").into()));
+        }
+        rig.advance_micros(2_000);
+        rig.sample(tree(500));
+        let deep: Vec<String> = (0..300).map(|d| format!("d{d}")).collect();
+        let deep = deep.join("/");
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stages.len(), 300);
+        for (id, stage) in report.stages.iter().enumerate() {
+            assert_eq!(stage.parent_id, id.checked_sub(1).map(|p| p as u32));
+            assert_eq!(stage.path.matches('/').count(), id);
+            assert!(deep.starts_with(&stage.path));
+        }
+        assert_eq!(report.stages[299].path, deep);
+        assert_eq!(report.peak_rss_stage.as_deref(), Some(deep.as_str()));
+        assert_eq!(report.latest_sample.as_ref().unwrap().stage, deep);
+        // A record's path is the same one by one (log lines, the sampled stage).
+        assert_eq!(rig.recorder.owner_stage(&rig.recorder.lock().records), deep);
+        while let Some(call) = open.pop() {
+            rig.recorder.exit(&main, call);
+        }
+        rig.advance_micros(2_000);
+        rig.sample(tree(100));
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.latest_sample.unwrap().stage, "workflow");
+        assert_eq!(
+            report.peak_rss_stage.as_deref(),
+            Some(deep.as_str()),
+            "the peak stays where it was"
+        );
+        assert_eq!(report.stages[299].path, deep, "closed, the path stays");
+    }
+
+    #[test]
+    fn recent_samples_name_the_stage_open_at_each_and_keep_the_newest() {
+        let config = crate::config::Config {
+            max_samples: 2,
+            ..crate::config::Config::default()
+        };
+        let rig = Rig::with_config(config);
+        let main = rig.thread();
+        for name in ["load", "fit", "score"] {
+            let outer = rig.recorder.enter(&main, "run".into());
+            let call = rig.recorder.enter(&main, name.into());
+            rig.advance_micros(2_000);
+            rig.sample(tree(10));
+            rig.recorder.exit(&main, call);
+            rig.recorder.exit(&main, outer);
+        }
+        let report = rig.recorder.snapshot();
+        let stages: Vec<&str> = report
+            .recent_samples
+            .iter()
+            .map(|s| s.stage.as_str())
+            .collect();
+        assert_eq!(stages, ["run/fit", "run/score"]);
+        assert_eq!(report.latest_sample.unwrap().stage, "run/score");
+        assert_eq!(
+            report.peak_rss_stage.as_deref(),
+            Some("run/load"),
+            "the first"
+        );
+        assert_eq!(report.timeline.len(), 3);
+    }
 
     #[test]
     fn open_calls_count_up_to_now_and_the_end_stops_the_clock() {
