@@ -344,7 +344,7 @@ impl Recorder {
         let Some(index) = thread.position(seq) else {
             return;
         };
-        let frame = thread.stack.remove(index);
+        let frame = thread.remove_frame(index);
         if slot.id == 0 {
             let top = thread.stack.last().map_or(0, |top| top.record + 1);
             self.owner_top.0.store(top, Ordering::Relaxed);
