@@ -4,8 +4,9 @@
 //! threads within 1.5× per call of one.
 //!
 //! Also the scale figures of a process-wide monitor, measured once each (criterion
-//! would repeat them for minutes): 100 000 distinct stage paths; recursion 10 000 deep
-//! and the report it leaves; 100 000 first completions with logging and an output
+//! would repeat them for minutes): 100 000 distinct stage paths; recursion 10 000 deep,
+//! direct and mutual (`expr → term → expr`), and the report each leaves; 2 000 distinct
+//! stages nested in one another; 100 000 first completions with logging and an output
 //! file, beside the same without.
 
 use criterion::Criterion;
@@ -60,6 +61,35 @@ impl Worker {
     }
 }
 
+/// Mutual recursion, as a recursive-descent parser's: folds into `expr` and `expr/term`.
+#[stemmon::monitored]
+fn expr(depth: u32) -> u32 {
+    if depth == 0 {
+        0
+    } else {
+        term(depth - 1) + 1
+    }
+}
+
+#[stemmon::monitored]
+fn term(depth: u32) -> u32 {
+    if depth == 0 {
+        0
+    } else {
+        expr(depth - 1) + 1
+    }
+}
+
+/// Runs `f` on a thread with room for deep recursion.
+fn on_big_stack(f: impl FnOnce() + Send + 'static) {
+    std::thread::Builder::new()
+        .stack_size(512 << 20)
+        .spawn(f)
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
 /// Scale figures of one fresh monitor each.
 fn scale() -> serde_json::Value {
     // 100 000 distinct paths: each is looked up, made and completed once.
@@ -97,6 +127,39 @@ fn scale() -> serde_json::Value {
     monitor.finish();
     let deep_report_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
 
+    // Mutual recursion 10 000 deep of each of `expr` and `term`.
+    let path = dir.join("mutual.json");
+    let monitor = stemmon::Monitor::builder()
+        .log_interval(None)
+        .output(&path)
+        .start()
+        .unwrap();
+    let started = Instant::now();
+    on_big_stack(|| {
+        black_box(expr(black_box(19_999)));
+    });
+    let mutual_seconds = started.elapsed().as_secs_f64();
+    let report = monitor.finish();
+    assert_eq!(report.stages.len(), 2, "expr and expr/term");
+    let mutual_report_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+
+    // 2 000 distinct stages nested in one another, closed innermost first.
+    let path = dir.join("nested.json");
+    let monitor = stemmon::Monitor::builder()
+        .log_interval(None)
+        .output(&path)
+        .start()
+        .unwrap();
+    let started = Instant::now();
+    let guards: Vec<_> = (0..2_000)
+        .map(|i| stemmon::stage(format!("n{i}")))
+        .collect();
+    guards.into_iter().rev().for_each(drop);
+    let nesting_seconds = started.elapsed().as_secs_f64();
+    let report = monitor.finish();
+    assert_eq!(report.stages.len(), 2_000);
+    let nesting_report_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+
     // First completions, with the default log interval and an output file, then
     // without: the instrumented thread hands both to the sampler.
     let first_completions = |logged: bool| {
@@ -125,6 +188,11 @@ fn scale() -> serde_json::Value {
         "recursion_depth": 10_000,
         "recursion_seconds": deep_seconds,
         "recursion_report_bytes": deep_report_bytes,
+        "mutual_recursion_seconds": mutual_seconds,
+        "mutual_recursion_report_bytes": mutual_report_bytes,
+        "nesting_depth": 2_000,
+        "nesting_seconds": nesting_seconds,
+        "nesting_report_bytes": nesting_report_bytes,
         "first_completions": 100_000,
         "first_completions_logged_seconds": logged_seconds,
         "first_completions_quiet_seconds": quiet_seconds,
@@ -140,6 +208,7 @@ fn with_stderr_to_null<R>(f: impl FnOnce() -> R) -> R {
         .unwrap();
     // SAFETY: dup/dup2 on descriptors this process owns; 2 is restored before returning.
     let saved = unsafe { libc::dup(2) };
+    // SAFETY: as above: `null` is open for the whole call.
     unsafe { libc::dup2(null.as_raw_fd(), 2) };
     let result = f();
     // SAFETY: as above; `saved` is a descriptor dup returned and is closed once.

@@ -99,8 +99,8 @@ impl Boundary {
     }
 
     /// The records whose bound waits for the sample's descendant marks.
-    pub(super) fn take_pending(&mut self) -> Vec<u32> {
-        std::mem::take(&mut self.pending)
+    pub(super) fn take_pending(&mut self) -> std::vec::Drain<'_, u32> {
+        self.pending.drain(..)
     }
 
     /// Forgets the intervals closed before a sample: it has given them out.
@@ -221,8 +221,7 @@ impl Recorder {
             }
         }
         if state.total.stats.apply_boundary(&reading) {
-            let stage = state.records.get(record).path.clone();
-            state.total.peaked(stage, self.elapsed(now));
+            state.total.peaked(Some(record), self.elapsed(now));
         }
     }
 }

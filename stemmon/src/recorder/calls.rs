@@ -290,9 +290,16 @@ impl Recorder {
     /// The calls open on every thread now, async calls timed from their start; poll
     /// frames count as open, untimed.
     pub(crate) fn open_calls(&self) -> Vec<OpenFrame> {
-        let threads = self.lock_threads().clone();
         let mut open = Vec::new();
-        for slot in threads {
+        self.open_calls_into(&mut open);
+        open
+    }
+
+    /// [`Recorder::open_calls`] into `open`, emptied first: a sample reuses its lists.
+    pub(crate) fn open_calls_into(&self, open: &mut Vec<OpenFrame>) {
+        open.clear();
+        // Threads, then each slot: the order a snapshot takes them in.
+        for slot in self.lock_threads().iter() {
             let thread = slot.lock();
             open.extend(thread.stack.iter().map(|frame| OpenFrame {
                 record: frame.record,
@@ -303,7 +310,6 @@ impl Recorder {
                 entered: call.started,
             }));
         }
-        open
     }
 }
 

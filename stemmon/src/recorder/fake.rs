@@ -54,6 +54,11 @@ pub(super) struct Rig {
 impl Rig {
     /// A recorder at time zero whose boundary reads 1 MiB and no mark.
     pub(super) fn new() -> Rig {
+        Rig::with_config(Config::default())
+    }
+
+    /// [`Rig::new`] with `config`.
+    pub(super) fn with_config(config: Config) -> Rig {
         let (clock, mock) = quanta::Clock::mock();
         let script = Arc::new(Mutex::new(Script {
             reading: SelfReading {
@@ -67,12 +72,7 @@ impl Rig {
             sampler: "fake",
             ..RunInfo::default()
         };
-        let recorder = Recorder::new(
-            Config::default(),
-            info,
-            Box::new(FakeSelf(Arc::clone(&script))),
-            clock,
-        );
+        let recorder = Recorder::new(config, info, Box::new(FakeSelf(Arc::clone(&script))), clock);
         Rig {
             recorder,
             clock: mock,

@@ -42,7 +42,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use thread::{ThreadState, NO_PARENT, POLL};
+use thread::{ThreadState, NO_PARENT};
 
 /// A stage-boundary reading younger than this is reused: it keeps a hot stage cheap.
 const BOUNDARY_REUSE_NANOS: u64 = 1_000_000;
@@ -148,12 +148,12 @@ pub(crate) fn seconds(nanos: u64) -> f64 {
 }
 
 /// What `enter` hands the guard: the call's sequence number, or that it was folded
-/// into its directly recursive parent.
+/// into the open call of the same stage it recurses into.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Entered {
     /// A frame of its own, with this sequence number.
     Pushed(u32),
-    /// Counted in the open frame `seq` of the same stage (direct recursion).
+    /// Counted in the open frame `seq` of the same stage (recursion, direct or not).
     Folded(u32),
     /// Not recorded (no monitor, or it had ended).
     Ignored,
@@ -243,14 +243,13 @@ impl Recorder {
         if self.is_ended() {
             return Entered::Ignored;
         }
-        // Direct recursion folds into the open call: counted, timed once.
-        if let Some(top) = thread.stack.last() {
-            let (record, seq) = (top.record, top.seq);
-            if top.entered != POLL && thread.is_named(record, &name) {
-                thread.stack.last_mut().expect("checked above").folded += 1;
-                thread.delta(record).calls += 1;
-                return Entered::Folded(seq);
-            }
+        // Recursion, direct or not, folds into the open call: counted, timed once.
+        if let Some(index) = thread.open_named(&name) {
+            let frame = &mut thread.stack[index];
+            frame.folded += 1;
+            let (record, seq) = (frame.record, frame.seq);
+            thread.delta(record).calls += 1;
+            return Entered::Folded(seq);
         }
         let record = self.record_here(slot, &mut thread, &name, now);
         let seq = thread.push(record, now);
@@ -343,7 +342,7 @@ impl Recorder {
         let Some(index) = thread.position(seq) else {
             return;
         };
-        let frame = thread.stack.remove(index);
+        let frame = thread.remove_frame(index);
         if slot.id == 0 {
             let top = thread.stack.last().map_or(0, |top| top.record + 1);
             self.owner_top.0.store(top, Ordering::Relaxed);
@@ -438,11 +437,17 @@ impl Recorder {
 
     /// The stage path open on the monitor's own thread, or `"workflow"`.
     pub(crate) fn owner_stage(&self, records: &Records) -> String {
+        match self.owner_record(records) {
+            Some(record) => records.path(record),
+            None => "workflow".to_owned(),
+        }
+    }
+
+    /// The record open on the monitor's own thread (`None`: the workflow).
+    pub(crate) fn owner_record(&self, records: &Records) -> Option<u32> {
         match self.owner_top.0.load(Ordering::Relaxed).checked_sub(1) {
-            Some(record) if (record as usize) < records.list.len() => {
-                records.get(record).path.clone()
-            }
-            _ => "workflow".to_owned(),
+            Some(record) if (record as usize) < records.list.len() => Some(record),
+            _ => None,
         }
     }
 
@@ -512,6 +517,70 @@ mod tests {
         );
         assert_eq!(report.stage("walk/step").unwrap().calls, 1);
         assert!(rig.recorder.open_calls().is_empty());
+    }
+
+    #[test]
+    fn indirect_recursion_folds_into_the_open_call_of_the_same_name() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        // expr → term → expr → term ..., 1 000 deep, then unwound.
+        let mut guards = Vec::new();
+        for depth in 0..1_000 {
+            let name = if depth % 2 == 0 { "expr" } else { "term" };
+            guards.push(rig.recorder.enter(&main, name.into()));
+            rig.advance_micros(1);
+        }
+        assert_eq!(main.lock().stack.len(), 2, "distinct names only");
+        // A stage new to the recursion nests under the top of the stack.
+        let factor = rig.recorder.enter(&main, "factor".into());
+        rig.recorder.exit(&main, factor);
+        while let Some(guard) = guards.pop() {
+            rig.recorder.exit(&main, guard);
+        }
+        let report = rig.recorder.snapshot();
+        let paths: Vec<&str> = report.stages.iter().map(|s| s.path.as_str()).collect();
+        assert_eq!(paths, ["expr", "expr/term", "expr/term/factor"]);
+        let (expr, term) = (
+            report.stage("expr").unwrap(),
+            report.stage("expr/term").unwrap(),
+        );
+        assert_eq!((expr.calls, term.calls), (500, 500));
+        assert!(
+            (expr.wall_seconds - 1e-3).abs() < 1e-9,
+            "timed once: {}",
+            expr.wall_seconds
+        );
+        assert!(
+            (term.wall_seconds - 999e-6).abs() < 1e-9,
+            "{}",
+            term.wall_seconds
+        );
+        assert!(rig.recorder.open_calls().is_empty());
+        // Once unwound, the same names open frames of their own again.
+        let again = rig.recorder.enter(&main, "expr".into());
+        assert!(matches!(again, super::Entered::Pushed(_)));
+        rig.recorder.exit(&main, again);
+        assert_eq!(rig.recorder.snapshot().stage("expr").unwrap().calls, 501);
+    }
+
+    #[test]
+    fn recursion_does_not_fold_across_a_poll_frame() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let outer = rig.recorder.enter(&main, "walk".into());
+        let call = rig
+            .recorder
+            .open_async(&main, "fetch".into(), super::Parent::Here);
+        let poll = rig.recorder.push_poll(&main, call.record).unwrap();
+        let inner = rig.recorder.enter(&main, "walk".into());
+        assert!(matches!(inner, super::Entered::Pushed(_)));
+        rig.recorder.exit(&main, inner);
+        rig.recorder.pop_poll(&main, poll);
+        rig.recorder.close_async(Some(&main), call, None);
+        rig.recorder.exit(&main, outer);
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stage("walk/fetch/walk").unwrap().calls, 1);
+        assert_eq!(report.stage("walk").unwrap().calls, 1);
     }
 
     #[test]

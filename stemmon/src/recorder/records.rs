@@ -158,24 +158,28 @@ impl Stats {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Total {
     pub(crate) stats: Stats,
-    /// The stage path open on the monitor's own thread at the tree RSS peak.
-    pub(crate) peak_rss_stage: Option<String>,
+    /// The record open at the tree RSS peak (`None`: the workflow), its path built at
+    /// snapshot time; meaningful once `peak_rss_elapsed_seconds` is set.
+    pub(crate) peak_rss_record: Option<u32>,
     pub(crate) peak_rss_elapsed_seconds: Option<f64>,
 }
 
 impl Total {
-    /// Notes that the tree RSS peak rose at `elapsed`, in `stage`.
-    pub(crate) fn peaked(&mut self, stage: String, elapsed: f64) {
-        self.peak_rss_stage = Some(stage);
+    /// Notes that the tree RSS peak rose at `elapsed`, in `record` (`None`: the workflow).
+    pub(crate) fn peaked(&mut self, record: Option<u32>, elapsed: f64) {
+        self.peak_rss_record = record;
         self.peak_rss_elapsed_seconds = Some(elapsed);
     }
 }
 
-/// The aggregate of every call of one stage path, over every thread.
+/// The aggregate of every call of one stage path, over every thread. It holds its name
+/// and its parent's id, not its path: a path is built where it is needed, on the
+/// sampler thread ([`Records::path`], and every path at once in a snapshot), so deep
+/// nesting costs memory linear in depth, not quadratic.
 #[derive(Debug)]
 pub(crate) struct Record {
     pub(crate) name: StageName,
-    pub(crate) path: String,
+    /// Always an earlier record: ids grow in order of creation.
     pub(crate) parent: Option<u32>,
     pub(crate) calls: u64,
     pub(crate) completed: u64,
@@ -216,13 +220,8 @@ impl Records {
             return *id;
         }
         let id = self.list.len() as u32;
-        let path = match parent {
-            Some(parent) => format!("{}/{}", self.list[parent as usize].path, name),
-            None => name.to_string(),
-        };
         self.list.push(Record {
             name: name.clone(),
-            path,
             parent,
             calls: 0,
             completed: 0,
@@ -246,6 +245,43 @@ impl Records {
 
     pub(crate) fn get(&self, id: u32) -> &Record {
         &self.list[id as usize]
+    }
+
+    /// The path of record `id` (`"fit/inner"`), built from its ancestors' names: for
+    /// one path now and then (log lines, the sampled stage); a snapshot builds them all
+    /// with [`extend_path`].
+    pub(crate) fn path(&self, id: u32) -> String {
+        let mut chain = Vec::new();
+        let mut next = Some(id);
+        let mut len = 0;
+        while let Some(id) = next {
+            let record = self.get(id);
+            len += record.name.len() + 1;
+            chain.push(id);
+            next = record.parent;
+        }
+        let mut path = String::with_capacity(len);
+        for &id in chain.iter().rev() {
+            if !path.is_empty() {
+                path.push('/');
+            }
+            path.push_str(&self.get(id).name);
+        }
+        path
+    }
+}
+
+/// The path of a stage named `name` under the stage at `parent` (`None`: top level).
+pub(crate) fn extend_path(parent: Option<&str>, name: &str) -> String {
+    match parent {
+        Some(parent) => {
+            let mut path = String::with_capacity(parent.len() + 1 + name.len());
+            path.push_str(parent);
+            path.push('/');
+            path.push_str(name);
+            path
+        }
+        None => name.to_owned(),
     }
 }
 
@@ -292,8 +328,29 @@ mod tests {
             inner
         );
         assert_eq!(records.find_or_add(None, &Cow::Borrowed("fit"), 0.2), fit);
-        assert_eq!(records.get(inner).path, "fit/inner");
+        assert_eq!(records.path(inner), "fit/inner");
+        assert_eq!(records.path(fit), "fit");
         assert_eq!(records.get(inner).start_seconds, 0.1);
         assert_eq!(records.list.len(), 2);
+    }
+
+    #[test]
+    fn a_deep_path_is_built_from_the_parents_and_no_record_holds_one() {
+        let mut records = Records::default();
+        let mut parent = None;
+        for depth in 0..2_000 {
+            let name = StageName::Owned(format!("s{depth}"));
+            parent = Some(records.find_or_add(parent, &name, 0.0));
+        }
+        let deepest = parent.unwrap();
+        let path = records.path(deepest);
+        assert_eq!(path.matches('/').count(), 1_999);
+        assert!(path.starts_with("s0/s1/s2/") && path.ends_with("/s1998/s1999"));
+        assert_eq!(records.path(2), "s0/s1/s2");
+        assert_eq!(extend_path(Some("s0/s1"), "s2"), "s0/s1/s2");
+        assert_eq!(extend_path(None, "s0"), "s0");
+        // A record is its name and counters, whatever its depth.
+        let names: usize = records.list.iter().map(|r| r.name.len()).sum();
+        assert!(names < 2_000 * 6, "{names}");
     }
 }

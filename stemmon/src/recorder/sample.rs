@@ -1,6 +1,11 @@
 //! Full tree samples: taken on the sampler thread, they count toward every stage open
 //! on any thread, close the intervals of the kernel's marks, and feed the report's
 //! latest sample, recent samples and timeline.
+//!
+//! A sample at 1 ms must stay cheap: it allocates nothing once warm (the lists of
+//! open calls are kept from one sample to the next, a kept sample names its stage by
+//! record id and gets its path at snapshot time) and does work in the calls open,
+//! never in the records.
 
 use super::calls::OpenFrame;
 use super::thread::POLL;
@@ -23,13 +28,34 @@ pub(crate) struct Health {
     pub(crate) max_gap_seconds: f64,
 }
 
+/// A sample as kept: its `stage` is left empty, named by `record` instead (`None`: the
+/// workflow) and filled in at snapshot time.
+#[derive(Clone, Debug)]
+pub(crate) struct Kept {
+    pub(crate) sample: SampleReport,
+    pub(crate) record: Option<u32>,
+}
+
+/// Lists a sample fills and empties, kept so that the next one allocates nothing.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    /// The calls open when the reading started.
+    before: Vec<OpenFrame>,
+    /// The calls open when it ended, async calls included.
+    open: Vec<OpenFrame>,
+    /// Records open at the end, sorted, distinct.
+    seen: Vec<u32>,
+    /// Records that get only the interval this sample closes.
+    closed: Vec<u32>,
+}
+
 /// What full samples leave for the report.
 #[derive(Debug)]
 pub(crate) struct Samples {
     /// The newest sample.
-    pub(crate) latest: Option<SampleReport>,
+    pub(crate) latest: Option<Kept>,
     /// The most recent ones, at most `max` (`max_samples`).
-    pub(crate) recent: VecDeque<SampleReport>,
+    pub(crate) recent: VecDeque<Kept>,
     max: usize,
     /// The whole run, bounded.
     pub(crate) timeline: Timeline,
@@ -37,6 +63,8 @@ pub(crate) struct Samples {
     pub(crate) cgroup: Option<CgroupReport>,
     /// How the sampling itself went.
     pub(crate) health: Health,
+    /// Lent to the sample being taken.
+    scratch: Scratch,
 }
 
 impl Samples {
@@ -49,28 +77,31 @@ impl Samples {
             timeline: Timeline::new(),
             cgroup: None,
             health: Health::default(),
+            scratch: Scratch::default(),
         }
     }
 
     /// Keeps `sample` as the latest, among the recent ones and on the timeline, with
     /// `bound` as the interval's bound of the tree.
-    fn push(&mut self, sample: SampleReport, reading: &TreeReading, bound: Option<u64>) {
+    fn push(&mut self, sample: Kept, reading: &TreeReading, bound: Option<u64>) {
+        let elapsed = sample.sample.elapsed_seconds;
         if let Some(latest) = &self.latest {
-            let gap = sample.elapsed_seconds - latest.elapsed_seconds;
+            let gap = elapsed - latest.sample.elapsed_seconds;
             self.health.max_gap_seconds = self.health.max_gap_seconds.max(gap);
         }
-        if reading.cgroup.is_some() {
-            self.cgroup = reading.cgroup.clone();
+        if reading.cgroup.is_some() && self.cgroup != reading.cgroup {
+            self.cgroup.clone_from(&reading.cgroup);
         }
         if self.max > 0 {
             if self.recent.len() == self.max {
                 self.recent.pop_front();
             }
+            // The stage is empty: a clone allocates nothing.
             self.recent.push_back(sample.clone());
         }
         self.timeline.push(TimelinePoint {
-            elapsed_seconds: sample.elapsed_seconds,
-            end_seconds: sample.elapsed_seconds,
+            elapsed_seconds: elapsed,
+            end_seconds: elapsed,
             tree_rss_bytes: reading.tree_rss,
             parent_rss_bytes: reading.parent_rss,
             children_rss_bytes: reading.children_rss,
@@ -88,13 +119,14 @@ impl Recorder {
     /// Takes one full tree sample with `reader` and applies it. A failure is kept in
     /// `sampling_error` and returned, for the publisher to warn about.
     pub(crate) fn take_sample(&self, reader: &mut dyn TreeReader) -> Result<(), String> {
+        let mut scratch = std::mem::take(&mut self.lock().samples.scratch);
         // The stages open when the reading starts overlap its interval too.
-        let open_before = self.open_calls();
+        self.open_calls_into(&mut scratch.before);
         let started = self.clock.raw();
         let reading = reader.read_tree(self.pid);
         let done = self.clock.raw();
         let took = seconds(self.clock.delta_as_nanos(started, done));
-        let open = self.open_calls();
+        self.open_calls_into(&mut scratch.open);
         let mut state = self.lock();
         let health = &mut state.samples.health;
         health.attempts += 1;
@@ -105,19 +137,14 @@ impl Recorder {
             Err(error) => {
                 let message = format!("could not read the process tree: {error}");
                 state.failures.sampling = Some(message.clone());
+                state.samples.scratch = scratch;
                 return Err(message);
             }
         };
         let kills = reading.oom_kills.unwrap_or(0);
-        let stage = self.owner_stage(&state.records);
-        state.apply_sample(
-            reading,
-            &open,
-            &open_before,
-            stage,
-            self.elapsed(done),
-            done,
-        );
+        let stage = self.owner_record(&state.records);
+        state.apply_sample(reading, &mut scratch, stage, self.elapsed(done), done);
+        state.samples.scratch = scratch;
         self.boundary_at.0.store(done, Ordering::Relaxed);
         drop(state);
         if kills > 0 {
@@ -131,18 +158,23 @@ impl Recorder {
 }
 
 impl State {
-    /// Applies a full sample taken at `done` ticks: `open` are the calls open now on
-    /// every thread (async calls included), `open_before` those open when the reading
-    /// started.
+    /// Applies a full sample taken at `done` ticks: `scratch.open` are the calls open
+    /// now on every thread (async calls included), `scratch.before` those open when the
+    /// reading started; `stage` is the record open on the monitor's thread.
     fn apply_sample(
         &mut self,
         reading: TreeReading,
-        open: &[OpenFrame],
-        open_before: &[OpenFrame],
-        stage: String,
+        scratch: &mut Scratch,
+        stage: Option<u32>,
         elapsed: f64,
         done: u64,
     ) {
+        let Scratch {
+            before: open_before,
+            open,
+            seen,
+            closed,
+        } = scratch;
         // The run's bound for this interval, as the total is about to count it (its
         // boundary intervals widened by the descendants' marks, never below the
         // sample), so that the timeline's bound reaches the report's.
@@ -157,36 +189,39 @@ impl State {
             )
             .map(|bound| bound.max(reading.tree_rss.unwrap_or(0)));
         if self.total.stats.apply_sample(&reading) {
-            self.total.peaked(stage.clone(), elapsed);
+            self.total.peaked(stage, elapsed);
         }
         // A stage open on another thread saw the intervals other threads' boundary
         // readings closed since it was entered: each counts for it now.
         // (A poll frame is skipped: its async call is in `open` with its own start.)
-        for frame in open.iter().chain(open_before) {
+        for frame in open.iter().chain(open_before.iter()) {
             if frame.entered != POLL {
                 self.apply_intervals_since(frame.record, frame.entered);
             }
         }
         self.boundary.sample_gave_intervals();
-        let mut seen: Vec<u32> = open.iter().map(|frame| frame.record).collect();
+        seen.clear();
+        seen.extend(open.iter().map(|frame| frame.record));
         seen.sort_unstable();
         seen.dedup();
-        for &record in &seen {
+        for &record in seen.iter() {
             if let Some(record) = self.records.list.get_mut(record as usize) {
                 record.stats.apply_sample(&reading);
             }
         }
         // Records that closed during this interval, or saw only a reused reading, get
         // the interval this sample closes; others only widen their pending bound.
-        let mut closed: Vec<u32> = open_before
-            .iter()
-            .map(|frame| frame.record)
-            .chain(self.boundary.take_awaiting())
-            .filter(|record| seen.binary_search(record).is_err())
-            .collect();
+        closed.clear();
+        closed.extend(
+            open_before
+                .iter()
+                .map(|frame| frame.record)
+                .chain(self.boundary.take_awaiting())
+                .filter(|record| seen.binary_search(record).is_err()),
+        );
         closed.sort_unstable();
         closed.dedup();
-        for &record in &closed {
+        for &record in closed.iter() {
             self.records
                 .get_mut(record)
                 .stats
@@ -200,7 +235,7 @@ impl State {
         }
         let sample = SampleReport {
             elapsed_seconds: elapsed,
-            stage,
+            stage: String::new(),
             tree_rss_bytes: reading.tree_rss,
             parent_rss_bytes: reading.parent_rss,
             children_rss_bytes: reading.children_rss,
@@ -211,7 +246,11 @@ impl State {
             rss_processes: reading.rss_processes,
             rss_complete: reading.rss_complete,
         };
-        self.samples.push(sample, &reading, bound);
+        let kept = Kept {
+            sample,
+            record: stage,
+        };
+        self.samples.push(kept, &reading, bound);
         self.boundary.sampled(reading, done);
     }
 }
@@ -261,7 +300,7 @@ mod tests {
             (latest.stage.as_str(), latest.tree_rss_bytes),
             ("fit", Some(700 << 20))
         );
-        rig.recorder.close_async(None, call, None);
+        rig.recorder.close_async(Some(&worker), call, None);
         rig.recorder.exit(&worker, predict);
         rig.recorder.exit(&main, fit);
         rig.advance_micros(5_000);
@@ -271,68 +310,6 @@ mod tests {
         assert_eq!(report.samples, 2);
         assert_eq!(report.max_sample_gap_seconds, 5e-3);
         assert_eq!(report.timeline.len(), 2);
-    }
-
-    #[test]
-    fn a_mark_read_below_the_sample_never_leaves_the_bound_below_it() {
-        let rig = Rig::new();
-        let main = rig.thread();
-        let fit = rig.recorder.enter(&main, "fit".into());
-        rig.advance_micros(5_000);
-        // A zombie root's reading: its mark is gone, the descendants' are low.
-        rig.sample(TreeReading {
-            parent_hwm: Some(1 << 20),
-            tree_rss_bound: Some(2 << 20),
-            ..tree(300)
-        });
-        rig.recorder.exit(&main, fit);
-        let report = rig.recorder.snapshot();
-        for (peaks, high_water) in [
-            (&report.peaks, &report.high_water),
-            (
-                &report.stage("fit").unwrap().peaks,
-                &report.stage("fit").unwrap().high_water,
-            ),
-        ] {
-            assert_eq!(high_water.peak_tree_rss_bound_bytes, Some(300 << 20));
-            assert_eq!(high_water.peak_parent_hwm_bytes, Some(300 << 20));
-            assert_eq!(peaks.peak_tree_rss_bytes, Some(300 << 20));
-        }
-        assert_eq!(
-            report.timeline.last().unwrap().tree_rss_bound_bytes,
-            Some(300 << 20)
-        );
-    }
-
-    #[test]
-    fn the_timelines_bound_reaches_the_reports_through_boundary_readings() {
-        let rig = Rig::new();
-        let main = rig.thread();
-        rig.set_self(10 << 20, Some(10 << 20));
-        rig.sample(TreeReading {
-            parent_hwm: Some(10 << 20),
-            children_hwm: Some(0),
-            tree_rss_bound: Some(10 << 20),
-            ..tree(10)
-        });
-        rig.advance_micros(5_000);
-        // A spike between samples that only a stage's boundary reading sees.
-        let spike = rig.recorder.enter(&main, "spike".into());
-        rig.advance_micros(5_000);
-        rig.set_self(20 << 20, Some(700 << 20));
-        rig.recorder.exit(&main, spike);
-        let report = rig.recorder.snapshot();
-        let bound = report.high_water.peak_tree_rss_bound_bytes;
-        assert_eq!(bound, Some(700 << 20));
-        assert_eq!(report.timeline.len(), 1, "folded into the newest point");
-        let line = report
-            .timeline
-            .iter()
-            .filter_map(|p| p.tree_rss_bound_bytes)
-            .max();
-        assert_eq!(line, bound);
-        assert_eq!(report.timeline[0].parent_rss_bytes, Some(20 << 20));
-        assert_eq!(report.timeline[0].samples, 1);
     }
 
     #[test]

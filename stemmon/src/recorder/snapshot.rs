@@ -1,8 +1,10 @@
 //! A snapshot of the recorder as a [`Report`].
 
+use super::records::extend_path;
+use super::sample::Kept;
 use super::thread::POLL;
 use super::{seconds, Recorder};
-use crate::report::{Report, StageReport, ThreadReport};
+use crate::report::{Report, SampleReport, StageReport, ThreadReport};
 
 /// Open calls of one record at the snapshot: how many, their total, shortest and
 /// longest time so far.
@@ -58,41 +60,56 @@ impl Recorder {
                 slot.add(seconds(self.clock.delta_as_nanos(frame.entered, now)));
             }
         }
-        let stages = state
-            .records
-            .list
-            .iter()
-            .zip(open)
-            .enumerate()
-            .map(|(id, (record, open))| {
-                let (min, max) = match (record.completed, open.calls) {
-                    (0, 0) => (0.0, 0.0),
-                    (0, _) => (open.min, open.max),
-                    _ => (record.min_wall_seconds, record.max_wall_seconds),
-                };
-                StageReport {
-                    id: id as u32,
-                    name: record.name.to_string(),
-                    path: record.path.clone(),
-                    parent_id: record.parent,
-                    calls: record.calls,
-                    errors: record.errors,
-                    threads: record.threads,
-                    start_seconds: record.start_seconds,
-                    wall_seconds: record.wall_seconds + open.total,
-                    min_wall_seconds: min,
-                    max_wall_seconds: max,
-                    error: record.error.clone(),
-                    samples: record.stats.samples,
-                    partial_rss_samples: record.stats.partial_rss_samples,
-                    peak_process_count: record.stats.peak_process_count,
-                    peaks: record.stats.peaks.clone(),
-                    high_water: record.stats.high_water.clone(),
-                    ..StageReport::default()
-                }
-            })
-            .collect();
+        // Paths are built here, each from its parent's, in one pass (a parent is always
+        // an earlier record): the work is linear in the paths written.
+        let mut stages: Vec<StageReport> = Vec::with_capacity(state.records.list.len());
+        for (id, (record, open)) in state.records.list.iter().zip(open).enumerate() {
+            let (min, max) = match (record.completed, open.calls) {
+                (0, 0) => (0.0, 0.0),
+                (0, _) => (open.min, open.max),
+                _ => (record.min_wall_seconds, record.max_wall_seconds),
+            };
+            let parent = record
+                .parent
+                .and_then(|parent| stages.get(parent as usize))
+                .map(|parent| parent.path.as_str());
+            let path = extend_path(parent, &record.name);
+            stages.push(StageReport {
+                id: id as u32,
+                name: record.name.to_string(),
+                path,
+                parent_id: record.parent,
+                calls: record.calls,
+                errors: record.errors,
+                threads: record.threads,
+                start_seconds: record.start_seconds,
+                wall_seconds: record.wall_seconds + open.total,
+                min_wall_seconds: min,
+                max_wall_seconds: max,
+                error: record.error.clone(),
+                samples: record.stats.samples,
+                partial_rss_samples: record.stats.partial_rss_samples,
+                peak_process_count: record.stats.peak_process_count,
+                peaks: record.stats.peaks.clone(),
+                high_water: record.stats.high_water.clone(),
+                ..StageReport::default()
+            });
+        }
+        let stage_of = |record: Option<u32>| {
+            record
+                .and_then(|record| stages.get(record as usize))
+                .map_or_else(|| "workflow".to_owned(), |stage| stage.path.clone())
+        };
+        let sample_of = |kept: &Kept| SampleReport {
+            stage: stage_of(kept.record),
+            ..kept.sample.clone()
+        };
         let (health, total) = (&state.samples.health, &state.total);
+        let latest_sample = state.samples.latest.as_ref().map(sample_of);
+        let recent_samples = state.samples.recent.iter().map(sample_of).collect();
+        let peak_rss_stage = total
+            .peak_rss_elapsed_seconds
+            .map(|_| stage_of(total.peak_rss_record));
         Report {
             pid: self.pid,
             running: state.ended.is_none(),
@@ -120,12 +137,12 @@ impl Recorder {
             high_water: total.stats.high_water.clone(),
             high_water_marks: self.info.marks.clone(),
             cgroup: state.samples.cgroup.clone(),
-            peak_rss_stage: total.peak_rss_stage.clone(),
+            peak_rss_stage,
             peak_rss_elapsed_seconds: total.peak_rss_elapsed_seconds,
             threads,
             stages,
-            latest_sample: state.samples.latest.clone(),
-            recent_samples: state.samples.recent.iter().cloned().collect(),
+            latest_sample,
+            recent_samples,
             spans: state.spans.list.clone(),
             timeline: state.samples.timeline.points(),
             ..Report::default()
@@ -136,6 +153,88 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::super::fake::Rig;
+    use crate::memory::TreeReading;
+
+    fn tree(mib: u64) -> TreeReading {
+        TreeReading {
+            tree_rss: Some(mib << 20),
+            parent_rss: Some(mib << 20),
+            process_count: 1,
+            rss_complete: true,
+            ..TreeReading::default()
+        }
+    }
+
+    #[test]
+    fn paths_the_sampled_stage_and_the_peak_stage_are_built_at_snapshot_time() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let mut open = Vec::new();
+        for depth in 0..300 {
+            open.push(rig.recorder.enter(&main, format!("d{depth}").into()));
+        }
+        rig.advance_micros(2_000);
+        rig.sample(tree(500));
+        let deep: Vec<String> = (0..300).map(|d| format!("d{d}")).collect();
+        let deep = deep.join("/");
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.stages.len(), 300);
+        for (id, stage) in report.stages.iter().enumerate() {
+            assert_eq!(stage.parent_id, id.checked_sub(1).map(|p| p as u32));
+            assert_eq!(stage.path.matches('/').count(), id);
+            assert!(deep.starts_with(&stage.path));
+        }
+        assert_eq!(report.stages[299].path, deep);
+        assert_eq!(report.peak_rss_stage.as_deref(), Some(deep.as_str()));
+        assert_eq!(report.latest_sample.as_ref().unwrap().stage, deep);
+        // A record's path is the same one by one (log lines, the sampled stage).
+        assert_eq!(rig.recorder.owner_stage(&rig.recorder.lock().records), deep);
+        while let Some(call) = open.pop() {
+            rig.recorder.exit(&main, call);
+        }
+        rig.advance_micros(2_000);
+        rig.sample(tree(100));
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.latest_sample.unwrap().stage, "workflow");
+        assert_eq!(
+            report.peak_rss_stage.as_deref(),
+            Some(deep.as_str()),
+            "the peak stays where it was"
+        );
+        assert_eq!(report.stages[299].path, deep, "closed, the path stays");
+    }
+
+    #[test]
+    fn recent_samples_name_the_stage_open_at_each_and_keep_the_newest() {
+        let config = crate::config::Config {
+            max_samples: 2,
+            ..crate::config::Config::default()
+        };
+        let rig = Rig::with_config(config);
+        let main = rig.thread();
+        for name in ["load", "fit", "score"] {
+            let outer = rig.recorder.enter(&main, "run".into());
+            let call = rig.recorder.enter(&main, name.into());
+            rig.advance_micros(2_000);
+            rig.sample(tree(10));
+            rig.recorder.exit(&main, call);
+            rig.recorder.exit(&main, outer);
+        }
+        let report = rig.recorder.snapshot();
+        let stages: Vec<&str> = report
+            .recent_samples
+            .iter()
+            .map(|s| s.stage.as_str())
+            .collect();
+        assert_eq!(stages, ["run/fit", "run/score"]);
+        assert_eq!(report.latest_sample.unwrap().stage, "run/score");
+        assert_eq!(
+            report.peak_rss_stage.as_deref(),
+            Some("run/load"),
+            "the first"
+        );
+        assert_eq!(report.timeline.len(), 3);
+    }
 
     #[test]
     fn open_calls_count_up_to_now_and_the_end_stops_the_clock() {

@@ -16,10 +16,29 @@ pub(crate) struct Frame {
     pub(crate) seq: u32,
     /// Raw clock ticks at entry; [`POLL`] for the frame of one poll of an async stage.
     pub(crate) entered: u64,
-    /// Directly recursive calls folded into this one and still open.
+    /// Recursive calls (direct or not) folded into this one and still open.
     pub(crate) folded: u32,
     /// The `type_name` of the `Err` this call returned, set just before it closes.
     pub(crate) error: Option<&'static str>,
+    /// The address and length of the record's name as this thread knows it (0, 0 if
+    /// unknown): the recursion check rejects most frames on these two words alone.
+    name: (usize, usize),
+    /// The name's bucket in `ThreadState::open_buckets`; `NO_BUCKET` for a poll frame.
+    bucket: u8,
+}
+
+/// `Frame::bucket` of a frame not counted in the buckets (a poll frame).
+const NO_BUCKET: u8 = u8::MAX;
+
+/// How many buckets the names open on a stack are counted in.
+const BUCKETS: usize = 32;
+
+/// The bucket of a name, from its text (the same text, the same bucket, wherever it
+/// lives): its length and last byte.
+#[inline]
+fn bucket(name: &str) -> u8 {
+    let last = u32::from(name.as_bytes().last().copied().unwrap_or(0));
+    ((name.len() as u32 ^ last.wrapping_mul(7)) as usize % BUCKETS) as u8
 }
 
 /// `Frame::entered` of a poll frame, whose call is timed apart.
@@ -109,6 +128,9 @@ pub(crate) struct ThreadState {
     open_async: Vec<OpenCall>,
     /// The `seq` of the newest of them.
     next_call: u64,
+    /// How many frames on the stack have a name in each bucket: a name whose bucket is
+    /// empty is open nowhere on the stack, so most calls skip the recursion scan.
+    open_buckets: [u32; BUCKETS],
     /// Calls merged so far.
     pub(crate) calls: u64,
 }
@@ -161,16 +183,50 @@ impl ThreadState {
         }
     }
 
+    /// The frame of the open call named `name` on this stack, if any, nearest the top:
+    /// where a recursive call folds. The search stops at a poll frame (an async call's
+    /// stages nest under it, apart from the thread's own calls below). While recursion
+    /// folds, the stack holds distinct names, so this stays as shallow as the program's
+    /// nesting of distinct stages.
+    #[inline]
+    pub(crate) fn open_named(&self, name: &str) -> Option<usize> {
+        if self.open_buckets[bucket(name) as usize] == 0 {
+            return None;
+        }
+        let (address, len) = (name.as_ptr() as usize, name.len());
+        for (index, frame) in self.stack.iter().enumerate().rev() {
+            if frame.entered == POLL {
+                return None;
+            }
+            // The same `&'static str`, or the same text at another address.
+            if frame.name.1 == len && (frame.name.0 == address || self.is_named(frame.record, name))
+            {
+                return Some(index);
+            }
+        }
+        None
+    }
+
     /// Pushes a frame and returns its sequence number.
     #[inline]
     pub(crate) fn push(&mut self, record: u32, entered: u64) -> u32 {
         self.next_seq = self.next_seq.wrapping_add(1);
+        let (name, bucket) = match self.names.get(record as usize) {
+            Some(Some(name)) if entered != POLL => {
+                let bucket = bucket(name);
+                self.open_buckets[bucket as usize] += 1;
+                ((name.as_ptr() as usize, name.len()), bucket)
+            }
+            _ => ((0, 0), NO_BUCKET),
+        };
         self.stack.push(Frame {
             record,
             seq: self.next_seq,
             entered,
             folded: 0,
             error: None,
+            name,
+            bucket,
         });
         self.next_seq
     }
@@ -208,6 +264,16 @@ impl ThreadState {
     /// The async calls open now that this thread keeps.
     pub(crate) fn open_calls(&self) -> impl Iterator<Item = &OpenCall> {
         self.open_async.iter()
+    }
+
+    /// Takes the frame at `index` off the stack.
+    #[inline]
+    pub(crate) fn remove_frame(&mut self, index: usize) -> Frame {
+        let frame = self.stack.remove(index);
+        if let Some(count) = self.open_buckets.get_mut(frame.bucket as usize) {
+            *count = count.saturating_sub(1);
+        }
+        frame
     }
 
     /// The frame `seq` (the top one, unless guards were dropped out of order).
@@ -330,6 +396,38 @@ mod tests {
         );
         assert!(thread.is_named(0, elsewhere) && thread.is_named(1, "step"));
         assert!(!thread.is_named(2, "fit"));
+    }
+
+    #[test]
+    fn the_open_name_check_finds_a_name_anywhere_below_a_poll_and_forgets_closed_ones() {
+        let mut thread = ThreadState::default();
+        let (expr, term): (&'static str, &'static str) = ("expr", "term");
+        thread.learn(NO_PARENT, &StageName::Borrowed(expr), 0);
+        thread.learn(0, &StageName::Borrowed(term), 1);
+        thread.learn(1, &StageName::Owned("level".into()), 2);
+        assert_eq!(thread.open_named("expr"), None);
+        let outer = thread.push(0, 10);
+        thread.push(1, 20);
+        thread.push(2, 30);
+        // The same text at another address, and a built name, are found too.
+        assert_eq!(thread.open_named(&"xexpr"[1..]), Some(0));
+        assert_eq!(thread.open_named("level"), Some(2));
+        assert_eq!(thread.open_named("exps"), None);
+        // A poll frame hides what is below it.
+        thread.push(1, POLL);
+        assert_eq!(thread.open_named("expr"), None);
+        let poll = thread.position(thread.stack.last().unwrap().seq).unwrap();
+        thread.remove_frame(poll);
+        // Out of order: the outer call closes first.
+        let index = thread.position(outer).unwrap();
+        thread.remove_frame(index);
+        assert_eq!(thread.open_named("expr"), None);
+        assert_eq!(thread.open_named("term"), Some(0));
+        while !thread.stack.is_empty() {
+            thread.remove_frame(0);
+        }
+        assert!(thread.open_buckets.iter().all(|&count| count == 0));
+        assert_eq!(thread.open_named("term"), None);
     }
 
     #[test]

@@ -1,14 +1,20 @@
 //! The whole-run memory series of the report ([`Report::timeline`](crate::Report::timeline)):
 //! bounded however long the run, and no sampled peak lost on the way.
 //!
-//! Each pushed sample becomes a point. When more than [`MAX_POINTS`] points are held,
-//! neighbours are merged two by two into one point that keeps each field's maximum, so
-//! the series halves and the peak of every merged pair is still there. A point then
-//! stands for `samples` samples; pushing on, a new sample is first folded into the last
-//! point until that point stands for as many samples as the older ones, so the series
-//! keeps an even resolution over the whole run.
+//! Each pushed sample becomes a point. Once [`MAX_POINTS`] points are held, every new
+//! point is paid for by merging the two oldest points that are still at the finer
+//! resolution into one that keeps each field's maximum, so the peak of every merged
+//! pair is still there. A point stands for `samples` samples; a new sample is first
+//! folded into the last point until that point stands for as many samples as a point
+//! at the current stride. When every older point has been merged once, the whole series
+//! stands for twice the samples per point, and the next round begins.
+//!
+//! Merging one pair per new point, rather than halving the series at once, keeps the
+//! number of points (and the report's size) steady once the cap is reached, and costs
+//! the same small work at every sample.
 
 use crate::report::TimelinePoint;
+use std::collections::VecDeque;
 
 /// The most points the series holds at once.
 pub(crate) const MAX_POINTS: usize = 2_000;
@@ -17,8 +23,11 @@ pub(crate) const MAX_POINTS: usize = 2_000;
 /// [`MAX_POINTS`], then one per 2, 4, 8 ... samples.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Timeline {
-    points: Vec<TimelinePoint>,
-    /// How many samples a full point stands for now: 1, then doubling at each halving.
+    /// The oldest points, merged in this round: each stands for `2 × stride` samples.
+    merged: Vec<TimelinePoint>,
+    /// The newer ones, at `stride` samples a point (the newest may stand for fewer).
+    rest: VecDeque<TimelinePoint>,
+    /// How many samples a full point of `rest` stands for: 1, then doubling each round.
     stride: u32,
 }
 
@@ -26,22 +35,29 @@ impl Timeline {
     /// An empty series.
     pub(crate) fn new() -> Timeline {
         Timeline {
-            points: Vec::with_capacity(MAX_POINTS + 1),
+            merged: Vec::with_capacity(MAX_POINTS),
+            rest: VecDeque::with_capacity(MAX_POINTS + 1),
             stride: 1,
         }
     }
 
+    /// How many points the series holds.
+    pub(crate) fn len(&self) -> usize {
+        self.merged.len() + self.rest.len()
+    }
+
     /// Adds one sample (a point with `samples` = 1, or a point already standing for
     /// several). It is folded into the last point while that point stands for fewer
-    /// samples than the current stride; past [`MAX_POINTS`] points the series halves.
+    /// samples than the current stride; past [`MAX_POINTS`] points the two oldest
+    /// unmerged points become one.
     pub(crate) fn push(&mut self, point: TimelinePoint) {
         let stride = self.stride.max(1);
-        match self.points.last_mut() {
+        match self.rest.back_mut() {
             Some(last) if last.samples < stride => merge_into(last, point),
-            _ => self.points.push(point),
+            _ => self.rest.push_back(point),
         }
-        if self.points.len() > MAX_POINTS {
-            self.halve();
+        while self.len() > MAX_POINTS {
+            self.merge_oldest_pair();
         }
     }
 
@@ -49,27 +65,36 @@ impl Timeline {
     /// a stage boundary's, with `samples` 0): no point is added, so the series stays
     /// bounded, and a figure between samples still shows.
     pub(crate) fn raise_last(&mut self, reading: TimelinePoint) {
-        if let Some(last) = self.points.last_mut() {
+        if let Some(last) = self.rest.back_mut().or(self.merged.last_mut()) {
             merge_into(last, reading);
         }
     }
 
     /// The points, oldest first.
     pub(crate) fn points(&self) -> Vec<TimelinePoint> {
-        self.points.clone()
+        self.merged.iter().chain(&self.rest).cloned().collect()
     }
 
-    /// Merges neighbours pairwise: points 0+1, 2+3, ...; an odd last point stays as is.
-    fn halve(&mut self) {
-        let mut merged = Vec::with_capacity(MAX_POINTS + 1);
-        let mut points = std::mem::take(&mut self.points).into_iter();
-        while let Some(mut first) = points.next() {
-            if let Some(second) = points.next() {
-                merge_into(&mut first, second);
-            }
-            merged.push(first);
+    /// Merges the two oldest points at the current stride; once none is left to merge
+    /// (the newest is kept for new samples to fold into), the round ends: every point
+    /// stands for twice the samples.
+    fn merge_oldest_pair(&mut self) {
+        if self.rest.len() > 2 {
+            let (Some(mut first), Some(second)) = (self.rest.pop_front(), self.rest.pop_front())
+            else {
+                return;
+            };
+            merge_into(&mut first, second);
+            self.merged.push(first);
+            return;
         }
-        self.points = merged;
+        // The end of the round: the last one or two points join the merged ones.
+        let mut last = self.rest.pop_front();
+        if let (Some(first), Some(second)) = (last.as_mut(), self.rest.pop_front()) {
+            merge_into(first, second);
+        }
+        self.rest.extend(self.merged.drain(..));
+        self.rest.extend(last);
         self.stride = self.stride.max(1).saturating_mul(2);
     }
 }
@@ -144,7 +169,7 @@ mod tests {
                 point.cgroup_memory_bytes = Some(2_000 * MIB);
             }
             timeline.push(point);
-            assert!(timeline.points.len() <= MAX_POINTS, "at sample {index}");
+            assert!(timeline.len() <= MAX_POINTS, "at sample {index}");
         }
         let points = timeline.points();
         assert!(
@@ -182,10 +207,16 @@ mod tests {
         assert_eq!(max(|p| p.parent_rss_bytes), Some(300 * MIB));
         assert_eq!(max(|p| p.cgroup_memory_bytes), Some(2_000 * MIB));
         assert_eq!(points.iter().map(|p| p.process_count).max(), Some(7));
-        // Resolution is even: every point but the newest stands for the same count.
-        let full = points[0].samples;
-        assert!(points[..points.len() - 1].iter().all(|p| p.samples == full));
-        assert!(points.last().unwrap().samples <= full);
+        // Resolution is nearly even: older points stand for the same count as newer
+        // ones or twice it, never fewer; only the newest may stand for fewer still.
+        assert_eq!(points.len(), MAX_POINTS, "steady once full");
+        let full = points[..points.len() - 1].iter().map(|p| p.samples);
+        let (min, max) = (full.clone().min().unwrap(), full.max().unwrap());
+        assert!(max == min || max == 2 * min, "{min}..{max}");
+        for pair in points[..points.len() - 1].windows(2) {
+            assert!(pair[0].samples >= pair[1].samples);
+        }
+        assert!(points.last().unwrap().samples <= max);
     }
 
     #[test]
@@ -194,5 +225,35 @@ mod tests {
         assert_eq!(max_of(Some(5), None), Some(5));
         assert_eq!(max_of(None, None), None);
         assert_eq!(max_of(Some(5), Some(9)), Some(9));
+    }
+
+    #[test]
+    fn once_full_the_series_stays_at_the_cap_and_merges_evenly_at_each_round() {
+        let mut timeline = Timeline::new();
+        let mut lengths = Vec::new();
+        for index in 0..50_000u64 {
+            timeline.push(sample(index, MIB + index));
+            if index >= MAX_POINTS as u64 {
+                lengths.push(timeline.len());
+            }
+            if timeline.rest.len() == timeline.len() && index > MAX_POINTS as u64 {
+                // A round just ended: every point but the newest at one stride.
+                let stride = timeline.stride;
+                let points = timeline.points();
+                assert!(points[..points.len() - 1]
+                    .iter()
+                    .all(|p| p.samples == stride));
+            }
+        }
+        assert!(
+            lengths.iter().all(|&len| len == MAX_POINTS),
+            "never shrinks nor grows"
+        );
+        let points = timeline.points();
+        assert_eq!(
+            points.iter().map(|p| u64::from(p.samples)).sum::<u64>(),
+            50_000
+        );
+        assert_eq!(points.last().unwrap().tree_rss_bytes, Some(MIB + 49_999));
     }
 }
