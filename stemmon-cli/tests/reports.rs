@@ -151,8 +151,10 @@ fn compare_judges_each_stage_and_ignores_short_ones() {
         &[&base_path, &new_path],
     );
     assert!(row(&out, "fit/inner").contains("ignored"), "{out}");
+    // Judged, not ignored: whether it fails depends on how much longer the rest of
+    // `fit` took on a loaded machine, beside `inner`'s extra 200 ms.
     assert!(
-        row(&out, "fit").contains("FAIL: time +"),
+        !row(&out, "fit").contains("ignored"),
         "fit lasts longer than --min-seconds: {out}"
     );
 }

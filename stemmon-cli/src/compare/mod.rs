@@ -5,12 +5,14 @@
 
 use crate::format::{bytes, change, clean, percent, seconds, short};
 use crate::input::Loaded;
-use crate::table::Table;
 use crate::{input, Failure};
-use std::fmt::Write as _;
 use std::path::PathBuf;
 use stemmon::report::StageReport;
 use stemmon::Report;
+
+mod print;
+
+use print::{markdown, text};
 
 /// Compares two reports stage by stage and exits 1 when NEW fails the gate (0 when it
 /// passes): a stage present in both, or the whole run, grew past a threshold; NEW is
@@ -473,164 +475,10 @@ fn judge_row(
     }
 }
 
-/// The cells of a row after its name: times, then each figure, then the verdict.
-fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
-    let wall = |side: &Option<Side>| side.as_ref().map_or("-".into(), |s| seconds(s.wall));
-    let mut cells = vec![wall(&row.base), wall(&row.new)];
-    cells.push(match (&row.base, &row.new) {
-        (Some(b), Some(n)) => percent(change(b.wall, n.wall)),
-        _ => "-".into(),
-    });
-    for index in 0..figures.len() {
-        let figure = |side: &Option<Side>| side.as_ref().and_then(|s| s.memory[index]);
-        let (b, n) = (figure(&row.base), figure(&row.new));
-        cells.push(bytes(b));
-        cells.push(bytes(n));
-        cells.push(percent(
-            b.zip(n).and_then(|(b, n)| change(b as f64, n as f64)),
-        ));
-    }
-    cells.push(match &row.verdict {
-        Verdict::Ok => "ok".to_owned(),
-        Verdict::Failed(why) => format!("FAIL: {why}"),
-        Verdict::Short => format!("ignored (< {})", seconds(args.min_seconds)),
-        Verdict::OnlyInBase => "only in base".to_owned(),
-        Verdict::OnlyInNew => "only in new".to_owned(),
-    });
-    cells
-}
-
-fn header(figures: &[Figure]) -> Vec<String> {
-    let mut header: Vec<String> = ["stage", "base time", "new time", "time Δ"]
-        .map(String::from)
-        .to_vec();
-    for figure in figures {
-        let column = figure.column();
-        header.push(format!("base {column}"));
-        header.push(format!("new {column}"));
-        header.push(format!("{column} Δ"));
-    }
-    header.push("verdict".to_owned());
-    header
-}
-
-/// The line that says which memory figures were compared.
-fn compared_line(outcome: &Outcome) -> String {
-    let which: Vec<String> = outcome
-        .figures
-        .iter()
-        .map(|f| format!("{} (`{}`)", f.meaning(), f.key()))
-        .collect();
-    let mut line = format!("memory compared: {}", which.join(" and "));
-    if let Some(note) = &outcome.figures_note {
-        let _ = write!(line, "; {note}");
-    }
-    line
-}
-
-/// The last line: the verdict and the thresholds.
-fn summary(outcome: &Outcome, args: &Args) -> String {
-    let verdict = match outcome.reasons.len() {
-        0 => "pass: no regression".to_owned(),
-        1 => "FAIL: 1 reason".to_owned(),
-        n => format!("FAIL: {n} reasons"),
-    };
-    let mut limits = format!(
-        "time +{} %, memory +{} %, stages of {} or more",
-        args.max_time_increase,
-        args.max_memory_increase,
-        seconds(args.min_seconds)
-    );
-    if let Some(limit) = args.max_peak {
-        let _ = write!(limits, ", peak at most {}", bytes(Some(limit)));
-    }
-    format!("{verdict} (thresholds: {limits})")
-}
-
-/// The reasons, one a line, each after `prefix`; past [`MAX_REASONS`] they are counted.
-fn reason_lines(out: &mut String, reasons: &[String], prefix: &str, escape: fn(&str) -> String) {
-    for reason in reasons.iter().take(MAX_REASONS) {
-        let _ = writeln!(out, "{prefix}{}", escape(reason));
-    }
-    if reasons.len() > MAX_REASONS {
-        let _ = writeln!(out, "{prefix}… and {} more", reasons.len() - MAX_REASONS);
-    }
-}
-
-fn text(outcome: &Outcome, args: &Args) -> String {
-    let mut table = Table::new(header(&outcome.figures));
-    for row in &outcome.rows {
-        let mut line = vec![clean(&row.name).into_owned()];
-        line.extend(cells(row, &outcome.figures, args));
-        table.add_row(line);
-    }
-    table.align_right(1..4 + 3 * outcome.figures.len());
-    let mut out = format!("{}\n{table}\n", compared_line(outcome));
-    reason_lines(&mut out, &outcome.reasons, "FAIL: ", |r| {
-        clean(r).into_owned()
-    });
-    let _ = writeln!(out, "{}", summary(outcome, args));
-    out
-}
-
-/// `text` from a report (a stage name, a reason naming one) for Markdown: no character
-/// of it makes markup, a link, a table cell or HTML; plain punctuation stays as it is.
-fn md(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in clean(text).chars() {
-        match c {
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
-            '\\' | '`' | '*' | '_' | '[' | ']' | '|' | '~' | '!' | '#' => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn markdown(outcome: &Outcome, args: &Args) -> String {
-    let mut out = String::new();
-    let title = if outcome.reasons.is_empty() {
-        "pass"
-    } else {
-        "FAIL"
-    };
-    let _ = writeln!(out, "### stemmon compare: {title}\n");
-    // The compared line, the header and the summary are stemmon's own words, not the report's.
-    let _ = writeln!(out, "{}\n", compared_line(outcome));
-    let header = header(&outcome.figures);
-    let _ = writeln!(out, "| {} |", header.join(" | "));
-    let align: Vec<&str> = (0..header.len())
-        .map(|i| {
-            if i == 0 || i == header.len() - 1 {
-                "---"
-            } else {
-                "---:"
-            }
-        })
-        .collect();
-    let _ = writeln!(out, "| {} |", align.join(" | "));
-    for row in &outcome.rows {
-        let mut line = vec![md(&row.name)];
-        line.extend(cells(row, &outcome.figures, args).iter().map(|c| md(c)));
-        let _ = writeln!(out, "| {} |", line.join(" | "));
-    }
-    out.push('\n');
-    if !outcome.reasons.is_empty() {
-        reason_lines(&mut out, &outcome.reasons, "- ", md);
-        out.push('\n');
-    }
-    let _ = writeln!(out, "{}", summary(outcome, args));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use print::md;
 
     #[test]
     fn sizes_read_as_a_person_writes_them() {
