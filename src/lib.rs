@@ -143,32 +143,11 @@ pub fn read_report(path: &Path) -> stemmon::Report {
 /// `peak_tree_rss_bound_bytes >= peak_tree_rss_bytes` and
 /// `peak_parent_hwm_bytes >= peak_parent_rss_bytes`, wherever both are present.
 pub fn check_invariants(report: &stemmon::Report) {
-    let records = std::iter::once(("the whole run", &report.peaks, &report.high_water)).chain(
-        report
-            .stages
-            .iter()
-            .map(|s| (s.path.as_str(), &s.peaks, &s.high_water)),
+    let broken = stemmon::__cli::bound_violations(report);
+    assert!(
+        broken.is_empty(),
+        "the report breaks its bounds: {broken:#?}"
     );
-    for (name, peaks, high_water) in records {
-        if let (Some(bound), Some(tree)) = (
-            high_water.peak_tree_rss_bound_bytes,
-            peaks.peak_tree_rss_bytes,
-        ) {
-            assert!(
-                bound >= tree,
-                "{name}: peak_tree_rss_bound_bytes {bound} < peak_tree_rss_bytes {tree}"
-            );
-        }
-        if let (Some(hwm), Some(parent)) = (
-            high_water.peak_parent_hwm_bytes,
-            peaks.peak_parent_rss_bytes,
-        ) {
-            assert!(
-                hwm >= parent,
-                "{name}: peak_parent_hwm_bytes {hwm} < peak_parent_rss_bytes {parent}"
-            );
-        }
-    }
 }
 
 /// Waits until `monitor` has taken `more` samples beyond those it had; fails the test

@@ -243,11 +243,7 @@ impl Recorder {
         state.apply_intervals_since(call.record, call.started);
         let message = state.finish_call(call.record, self.clock.delta_as_nanos(0, ticks), error);
         if let Some(message) = message {
-            let stage = match thread.stack.last() {
-                Some(top) => OpenStage::Record(top.record),
-                None if slot.id == 0 => OpenStage::Workflow,
-                None => OpenStage::OwnerNow,
-            };
+            let stage = OpenStage::on_thread(&thread.stack, slot.id);
             drop(state);
             drop(thread);
             self.log_event(message, stage);

@@ -376,12 +376,7 @@ impl Recorder {
         self.keep_span(&mut state, &frame, slot.id, nanos, &error);
         let message = state.finish_call(frame.record, nanos, error);
         if let Some(message) = message {
-            // The stage open now on this thread, or where its calls nest.
-            let stage = match thread.stack.last() {
-                Some(top) => OpenStage::Record(top.record),
-                None if slot.id == 0 => OpenStage::Workflow,
-                None => OpenStage::OwnerNow,
-            };
+            let stage = OpenStage::on_thread(&thread.stack, slot.id);
             drop(state);
             drop(thread);
             self.log_event(message, stage);
