@@ -345,7 +345,13 @@ fn forwarded(signal: i32, name: &str, code: i32) {
     assert_eq!(status.code(), Some(code), "{name}: {status:?}");
     let report = read_report(&report);
     assert!(!report.running, "{name}: the report is final");
-    assert_eq!(report.error, None, "{name}: the command exited by itself");
+    // The command exited by itself, with a code that is not 0: that is the run's error.
+    assert_eq!(report.exit_code, Some(code), "{name}");
+    assert_eq!(
+        report.error.as_deref(),
+        Some(format!("exit {code}").as_str()),
+        "{name}: the command exited by itself"
+    );
 }
 
 #[test]
