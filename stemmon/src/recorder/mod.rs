@@ -190,7 +190,7 @@ impl Recorder {
                 total: Total::default(),
                 samples: Samples::new(config.max_samples),
                 boundary: Boundary::new(self_reader),
-                spans: Spans::default(),
+                spans: Spans::new(),
                 failures: Failures::default(),
                 ended: None,
             }),

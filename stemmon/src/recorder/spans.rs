@@ -19,6 +19,16 @@ pub(crate) struct Spans {
 }
 
 impl Spans {
+    /// An empty list with room for [`MAX_SPANS`], reserved once: a call that keeps its
+    /// span never grows (and copies) the list under the shared lock. The pages are
+    /// touched only as spans are kept.
+    pub(crate) fn new() -> Spans {
+        Spans {
+            list: Vec::with_capacity(MAX_SPANS),
+            short: 0,
+        }
+    }
+
     /// Keeps `span` if there is room; when full, a long one evicts the newest short one.
     fn keep(&mut self, span: Span, long: bool) {
         if self.list.len() < MAX_SPANS {
