@@ -119,15 +119,7 @@ impl Recorder {
         };
         let call = thread.open_call(record, now, slot.id);
         let poll = poll.then(|| self.push(slot, &mut thread, record));
-        let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
-        let delta = thread.delta(record);
-        delta.calls += 1;
-        delta.saw_boundary |= reuse;
-        if !reuse {
-            let mut state = self.lock();
-            self.merge(&mut state, &mut thread);
-            self.boundary_reading(&mut state, &thread, now, record, true);
-        }
+        self.count_entry(&mut thread, record, now);
         (call, poll)
     }
 

@@ -256,16 +256,24 @@ impl Recorder {
         if slot.id == 0 {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
+        self.count_entry(&mut thread, record, now);
+        Entered::Pushed(seq)
+    }
+
+    /// Counts a call of `record` entered at `now` on `thread`, a sync call or an async
+    /// one: a boundary reading under 1 ms old is reused; else the thread's counters are
+    /// merged and the parent is read.
+    #[inline]
+    fn count_entry(&self, thread: &mut ThreadState, record: u32, now: u64) {
         let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
         let delta = thread.delta(record);
         delta.calls += 1;
         delta.saw_boundary |= reuse;
         if !reuse {
             let mut state = self.lock();
-            self.merge(&mut state, &mut thread);
-            self.boundary_reading(&mut state, &thread, now, record, true);
+            self.merge(&mut state, thread);
+            self.boundary_reading(&mut state, thread, now, record, true);
         }
-        Entered::Pushed(seq)
     }
 
     /// The record of `name` entered now on `slot`'s thread: under the thread's open
