@@ -93,6 +93,98 @@ pub struct CgroupReport {
     pub processes: Option<u32>,
 }
 
+/// Heap figures of one stage (SPEC §11): what the stage's calls allocated and freed,
+/// counted by `stemmon::Alloc` on the threads that ran them. `null` when
+/// `stemmon::Alloc` is not the global allocator.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct StageHeap {
+    /// Allocations made inside the stage, over all calls and threads.
+    pub heap_allocations: Option<u64>,
+    /// Bytes allocated inside the stage, over all calls and threads.
+    pub heap_allocated_bytes: Option<u64>,
+    /// Bytes freed inside the stage, whoever allocated them.
+    pub heap_freed_bytes: Option<u64>,
+    /// Allocated minus freed inside the stage: what it left behind, negative when it
+    /// freed what others made.
+    pub heap_retained_bytes: Option<i64>,
+    /// The highest that difference reached during a call, measured from the call's
+    /// entry: exact for a call on one thread; for calls on several threads at once the
+    /// sum of each thread's highest, an upper bound.
+    pub peak_heap_bytes: Option<u64>,
+}
+
+/// The whole process's heap (SPEC §11), as `stemmon::Alloc` counted it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct HeapReport {
+    /// The allocator that counted (`"stemmon::Alloc<mimalloc::MiMalloc>"`), `null`
+    /// when none did.
+    pub allocator: Option<String>,
+    /// Allocations since the start.
+    pub allocations: Option<u64>,
+    /// Bytes allocated since the start.
+    pub allocated_bytes: Option<u64>,
+    /// Allocated minus freed by the whole process since the start.
+    pub live_bytes: Option<u64>,
+    /// The highest `live_bytes` at any sample or boundary reading.
+    pub peak_live_bytes: Option<u64>,
+    /// Why there are no heap figures (`"stemmon::Alloc is not the global
+    /// allocator"`), `null` when there are.
+    pub missing: Option<String>,
+}
+
+/// CPU and storage I/O of the whole process tree while a stage was open, or over the
+/// whole run (SPEC §12). `null` where a reading could not be made.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct CpuIo {
+    /// User CPU time of every thread of the process, its live descendants and the
+    /// descendants reaped while open, summed over calls.
+    pub cpu_user_seconds: Option<f64>,
+    /// System CPU time, counted the same way.
+    pub cpu_system_seconds: Option<f64>,
+    /// User plus system CPU time over the wall time: 4.0 for a stage that kept four
+    /// cores busy, near 0 for one that waited.
+    pub cpu_cores: Option<f64>,
+    /// CPU time of the threads that ran the stage's calls themselves (`RUSAGE_THREAD`
+    /// at the boundary readings): the stage's own work apart from its siblings'.
+    pub cpu_thread_seconds: Option<f64>,
+    /// Bytes the tree read from storage (`/proc/PID/io` `read_bytes`, reaped children
+    /// through their rusage).
+    pub io_read_bytes: Option<u64>,
+    /// Bytes the tree wrote to storage (`write_bytes`).
+    pub io_write_bytes: Option<u64>,
+    /// Page faults that needed I/O.
+    pub major_faults: Option<u64>,
+}
+
+/// A process of the tree seen during the run (SPEC §12).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+#[non_exhaustive]
+pub struct ProcessReport {
+    /// Its process id.
+    pub pid: u32,
+    /// Its parent's process id.
+    pub ppid: u32,
+    /// Its argv joined by spaces, at most 200 characters.
+    pub command: String,
+    /// Seconds from the monitor's start to when it was first seen.
+    pub first_seconds: f64,
+    /// Seconds from the monitor's start to when it was last seen.
+    pub last_seconds: f64,
+    /// Its highest RSS seen (or its own high-water mark, or its rusage once reaped).
+    pub peak_rss_bytes: Option<u64>,
+    /// Its user plus system CPU time, as last read.
+    pub cpu_seconds: Option<f64>,
+    /// Its exit code where stemmon saw the exit (128 + N for signal N), else `null`.
+    pub exit_code: Option<i32>,
+}
+
 /// One reading of the process tree.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -145,6 +237,10 @@ pub struct TimelinePoint {
     pub cgroup_memory_bytes: Option<u64>,
     /// Most processes.
     pub process_count: u32,
+    /// Highest live heap (SPEC §11), `null` without `stemmon::Alloc`.
+    pub heap_live_bytes: Option<u64>,
+    /// Highest CPU use of the tree in cores over the point's samples (SPEC §12).
+    pub cpu_cores: Option<f64>,
     /// How many samples the point stands for.
     pub samples: u32,
 }
@@ -220,6 +316,12 @@ pub struct StageReport {
     /// Exact peaks from the kernel's marks while the stage was active.
     #[serde(flatten)]
     pub high_water: HighWater,
+    /// What the stage allocated and freed (SPEC §11).
+    #[serde(flatten)]
+    pub heap: StageHeap,
+    /// The tree's CPU and I/O while the stage was open (SPEC §12).
+    #[serde(flatten)]
+    pub cpu_io: CpuIo,
 }
 
 /// A snapshot of a monitor: timings, peaks, stages and the sampler's own health.
@@ -293,6 +395,15 @@ pub struct Report {
     /// Exact peaks from the kernel's marks over the whole run.
     #[serde(flatten)]
     pub high_water: HighWater,
+    /// The tree's CPU and I/O over the whole run (SPEC §12).
+    #[serde(flatten)]
+    pub cpu_io: CpuIo,
+    /// Why the I/O fields are `null` (`/proc/PID/io` unreadable), `null` when read.
+    pub io_missing: Option<String>,
+    /// The process's heap (SPEC §11).
+    pub heap: HeapReport,
+    /// The tree's processes seen during the run: at most the 50 with the highest peak.
+    pub processes: Vec<ProcessReport>,
     /// The stage path active at the tree RSS peak.
     pub peak_rss_stage: Option<String>,
     /// When the tree RSS peak was seen.
