@@ -109,6 +109,11 @@ fn merge_into(earlier: &mut TimelinePoint, later: TimelinePoint) {
     earlier.tree_rss_bound_bytes = max_of(earlier.tree_rss_bound_bytes, later.tree_rss_bound_bytes);
     earlier.cgroup_memory_bytes = max_of(earlier.cgroup_memory_bytes, later.cgroup_memory_bytes);
     earlier.process_count = earlier.process_count.max(later.process_count);
+    earlier.heap_live_bytes = max_of(earlier.heap_live_bytes, later.heap_live_bytes);
+    earlier.cpu_cores = match (earlier.cpu_cores, later.cpu_cores) {
+        (Some(a), Some(b)) => Some(a.max(b)),
+        (a, b) => a.or(b),
+    };
     earlier.samples = earlier.samples.saturating_add(later.samples);
 }
 
@@ -137,6 +142,8 @@ mod tests {
             tree_rss_bound_bytes: Some(tree + MIB),
             cgroup_memory_bytes: None,
             process_count: 1 + (index % 7) as u32,
+            heap_live_bytes: None,
+            cpu_cores: None,
             samples: 1,
         }
     }
