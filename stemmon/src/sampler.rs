@@ -21,6 +21,8 @@ pub(crate) fn run(
     mut reader: Box<dyn TreeReader>,
     events: &Receiver<Event>,
 ) -> Box<dyn TreeReader> {
+    // What this thread allocates is the monitor's, no stage's (SPEC §11).
+    crate::heap::slots::mark_own_thread();
     // Samples and `running` lines on fixed grids: neither drifts nor waits for the other.
     let start = Instant::now();
     let mut samples = Grid::new(start, recorder.config.sample_interval);

@@ -190,6 +190,7 @@ impl Recorder {
             samples: 0,
             ..TimelinePoint::default()
         });
+        self.sweep_heap(state, now);
         let boundary = &mut state.boundary;
         if interval.parent_hwm.is_some() {
             boundary.intervals.push(Closed { end: now, interval });

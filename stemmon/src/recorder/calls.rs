@@ -130,7 +130,9 @@ impl Recorder {
         if slot.id == 0 {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
-        thread.push(record, POLL)
+        let seq = thread.push(record, POLL);
+        super::heap::entered(thread);
+        seq
     }
 
     /// Enters the async call of `record` for one poll on `slot`'s thread: stages
@@ -150,11 +152,8 @@ impl Recorder {
     pub(crate) fn pop_poll(&self, slot: &ThreadSlot, seq: u32) {
         let mut thread = slot.lock();
         if let Some(index) = thread.position(seq) {
-            if index + 1 == thread.stack.len() {
-                thread.stack.pop();
-            } else {
-                thread.stack.remove(index);
-            }
+            let frame = thread.stack.remove(index);
+            super::heap::exited(&mut thread, &frame);
             if slot.id == 0 {
                 let top = thread.stack.last().map_or(0, |top| top.record + 1);
                 self.owner_top.0.store(top, Ordering::Relaxed);

@@ -18,6 +18,7 @@ mod calls;
 mod events;
 #[cfg(test)]
 mod fake;
+mod heap;
 mod records;
 mod sample;
 mod snapshot;
@@ -112,6 +113,8 @@ pub(crate) struct State {
     pub(crate) failures: Failures,
     /// Set once finished.
     pub(crate) ended: Option<Ended>,
+    /// The heap sweeps' memory of every thread (SPEC §11).
+    heap: heap::HeapSweep,
 }
 
 /// One monitor's engine, shared by its handle, the sampler and every thread it covers.
@@ -193,6 +196,7 @@ impl Recorder {
                 spans: Spans::new(),
                 failures: Failures::default(),
                 ended: None,
+                heap: heap::HeapSweep::new(),
             }),
             events: Mutex::new(None),
             config,
@@ -257,6 +261,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         self.count_entry(&mut thread, record, now);
+        heap::entered(&mut thread);
         Entered::Pushed(seq)
     }
 
@@ -351,6 +356,7 @@ impl Recorder {
             return;
         };
         let frame = thread.remove_frame(index);
+        heap::exited(&mut thread, &frame);
         if slot.id == 0 {
             let top = thread.stack.last().map_or(0, |top| top.record + 1);
             self.owner_top.0.store(top, Ordering::Relaxed);
@@ -378,6 +384,10 @@ impl Recorder {
         };
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
+        if slot.id == 0 {
+            // Idle threads' heap counts of the call's time are its own (fork-join).
+            self.sweep_heap_to(&mut state, now, Some(frame.record));
+        }
         self.boundary_reading(&mut state, &thread, now, frame.record, false);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
@@ -398,6 +408,7 @@ impl Recorder {
             records, boundary, ..
         } = state;
         thread.drain(|id, delta, first| {
+            heap::merge(records, id, &delta.heap);
             let record = records.get_mut(id);
             record.calls += delta.calls;
             record.threads += u32::from(first);
@@ -480,6 +491,7 @@ impl Recorder {
     pub(crate) fn end_with(&self, error: Option<String>, exit_code: Option<i32>) {
         self.merge_all();
         let mut state = self.lock();
+        self.sweep_heap(&mut state, self.clock.raw());
         state.ended = Some(Ended {
             at: self.clock.raw(),
             error,

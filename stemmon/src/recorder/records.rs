@@ -194,6 +194,8 @@ pub(crate) struct Record {
     /// Whether the first completion was logged.
     pub(crate) logged: bool,
     pub(crate) stats: Stats,
+    /// What the stage allocated and freed (SPEC §11).
+    pub(crate) heap: super::heap::HeapStats,
 }
 
 impl Record {
@@ -234,6 +236,7 @@ impl Records {
             error: None,
             logged: false,
             stats: Stats::default(),
+            heap: Default::default(),
         });
         self.index.insert((parent, name.clone()), id);
         id

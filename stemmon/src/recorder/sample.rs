@@ -144,6 +144,7 @@ impl Recorder {
         let kills = reading.oom_kills.unwrap_or(0);
         let stage = self.owner_record(&state.records);
         state.apply_sample(reading, &mut scratch, stage, self.elapsed(done), done);
+        self.sweep_heap(&mut state, done);
         state.samples.scratch = scratch;
         self.boundary_at.0.store(done, Ordering::Relaxed);
         drop(state);

@@ -48,7 +48,10 @@ impl Recorder {
                 calls: slot.lock().calls,
             })
             .collect();
-        let state = self.lock();
+        let mut state = self.lock();
+        if state.ended.is_none() {
+            self.sweep_heap(&mut state, self.clock.raw());
+        }
         let now = state
             .ended
             .as_ref()
@@ -92,6 +95,7 @@ impl Recorder {
                 peak_process_count: record.stats.peak_process_count,
                 peaks: record.stats.peaks.clone(),
                 high_water: record.stats.high_water.clone(),
+                heap: record.heap.report(),
                 ..StageReport::default()
             });
         }
@@ -145,6 +149,7 @@ impl Recorder {
             recent_samples,
             spans: state.spans.list.clone(),
             timeline: state.samples.timeline.points(),
+            heap: self.heap_report(&state),
             ..Report::default()
         }
     }

@@ -4,6 +4,7 @@
 //! writes no cache line that another thread writes.
 
 use super::calls::OpenCall;
+use super::heap::{HeapDelta, HeapMark};
 use super::records::StageName;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -20,6 +21,8 @@ pub(crate) struct Frame {
     pub(crate) folded: u32,
     /// The `type_name` of the `Err` this call returned, set just before it closes.
     pub(crate) error: Option<&'static str>,
+    /// The thread's heap counters at entry (SPEC §11).
+    pub(crate) heap: HeapMark,
     /// The address and length of the record's name as this thread knows it (0, 0 if
     /// unknown): the recursion check rejects most frames on these two words alone.
     name: (usize, usize),
@@ -54,6 +57,8 @@ pub(crate) struct Delta {
     pub(crate) max_ticks: u64,
     /// A reused boundary reading fell in this stage since the last merge.
     pub(crate) saw_boundary: bool,
+    /// Heap counts (SPEC §11).
+    pub(crate) heap: HeapDelta,
     dirty: bool,
 }
 
@@ -65,6 +70,7 @@ impl Delta {
         min_ticks: u64::MAX,
         max_ticks: 0,
         saw_boundary: false,
+        heap: HeapDelta::CLEAN,
         dirty: false,
     };
 }
@@ -225,6 +231,7 @@ impl ThreadState {
             entered,
             folded: 0,
             error: None,
+            heap: HeapMark::NONE,
             name,
             bucket,
         });

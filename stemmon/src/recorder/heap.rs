@@ -1,0 +1,371 @@
+//! Heap per stage (SPEC §11): what each stage allocated and freed, from the counters
+//! `stemmon::Alloc` keeps per thread ([`crate::heap::slots`]).
+//!
+//! - A frame (a sync call, or one poll of an async call) notes its thread's counters
+//!   at entry and takes the difference at exit, into the thread's delta of the stage;
+//!   a merge adds it to the record. Peaks use the nested-peak trick: at entry the
+//!   thread's peak is saved and lowered to its current net; at exit the call's peak is
+//!   `peak − net at entry`, and the saved peak is restored (the higher of the two), so
+//!   a call's peak is exact on its thread and includes its children's.
+//! - A thread's outermost frame also counts toward the stages its record nests under
+//!   on other threads (fork-join, SPEC §4): stages are inclusive.
+//! - What a thread does with no frame open (a rayon worker running a closure of
+//!   `fit`) is swept: at every fresh boundary reading (at most about once per
+//!   `BOUNDARY_REUSE_NANOS`), every sample and the end, each thread's counts since the
+//!   last sweep count toward the stages open on the monitor's own thread then. That
+//!   is the granularity: an allocation on such a thread counts toward the stage open
+//!   on the monitor's thread at the next sweep. Its peak there is the highest net the
+//!   thread reached since that stage first got its counts, as far as the thread's
+//!   own peak and the sweeps saw it.
+//! - A stage's `peak_heap_bytes` is the sum, over threads, of each thread's highest:
+//!   exact on one thread, an upper bound across several.
+//! - The engine's own allocations on a user thread fall mostly outside the frames
+//!   (the entry is noted after the boundary reading, the exit before the merge); the
+//!   monitor's own thread is never charged.
+
+use super::records::Records;
+use super::thread::{Frame, ThreadState};
+use super::{Recorder, State};
+use crate::heap::slots::{self, Counts};
+use crate::report::{HeapReport, StageHeap, TimelinePoint};
+
+/// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
+const NONE: u32 = u32::MAX;
+
+/// The reason the heap figures are `null`.
+const MISSING: &str = "stemmon::Alloc is not the global allocator";
+
+/// A frame's thread's heap counters at its entry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeapMark {
+    /// The thread's heap slot (`NONE`: not counted).
+    slot: u32,
+    at: Counts,
+    /// The thread's peak before the frame lowered it.
+    saved_peak: i64,
+}
+
+impl HeapMark {
+    /// Nothing noted.
+    pub(crate) const NONE: HeapMark = HeapMark {
+        slot: NONE,
+        at: Counts {
+            allocations: 0,
+            allocated: 0,
+            freed: 0,
+        },
+        saved_peak: 0,
+    };
+}
+
+/// A stage's heap counts on one thread, not yet merged into its record.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeapDelta {
+    slot: u32,
+    counts: Counts,
+    /// The highest call peak.
+    peak: u64,
+    /// What the thread's outermost frames counted: their record's ancestors (on other
+    /// threads) count it too.
+    up: Counts,
+    up_peak: u64,
+    has_up: bool,
+}
+
+impl HeapDelta {
+    /// Nothing counted.
+    pub(crate) const CLEAN: HeapDelta = HeapDelta {
+        slot: NONE,
+        counts: HeapMark::NONE.at,
+        peak: 0,
+        up: HeapMark::NONE.at,
+        up_peak: 0,
+        has_up: false,
+    };
+}
+
+/// A record's heap counts, over every call and thread.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HeapStats {
+    counts: Counts,
+    /// Per heap slot (thread), its highest peak in this stage.
+    peaks: Vec<(u32, u64)>,
+}
+
+impl HeapStats {
+    fn add(&mut self, counts: &Counts, slot: u32, peak: u64) {
+        self.counts = self.counts.plus(counts);
+        match self.peaks.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, highest)) => *highest = (*highest).max(peak),
+            None => self.peaks.push((slot, peak)),
+        }
+    }
+
+    /// The stage's report fields (`null` without `stemmon::Alloc`).
+    pub(crate) fn report(&self) -> StageHeap {
+        if !slots::installed() {
+            return StageHeap::default();
+        }
+        let c = &self.counts;
+        StageHeap {
+            heap_allocations: Some(c.allocations),
+            heap_allocated_bytes: Some(c.allocated),
+            heap_freed_bytes: Some(c.freed),
+            heap_retained_bytes: Some(c.net()),
+            peak_heap_bytes: Some(self.peaks.iter().map(|(_, p)| p).sum()),
+        }
+    }
+}
+
+/// Notes the heap counters at the entry of the frame now on top of `thread`'s stack.
+#[inline]
+pub(super) fn entered(thread: &mut ThreadState) {
+    let bottom = thread.stack.len() == 1;
+    let Some(top) = thread.stack.last_mut() else {
+        return;
+    };
+    let Some((index, slot)) = slots::this_thread() else {
+        return;
+    };
+    if bottom {
+        slot.stage_opened();
+    }
+    let at = slot.counts();
+    let saved_peak = slot.peak();
+    slot.set_peak(at.net());
+    top.heap = HeapMark {
+        slot: index,
+        at,
+        saved_peak,
+    };
+}
+
+/// Counts the heap of `frame`, just taken off `thread`'s stack, into its stage.
+#[inline]
+pub(super) fn exited(thread: &mut ThreadState, frame: &Frame) {
+    let mark = &frame.heap;
+    if mark.slot == NONE {
+        return;
+    }
+    let Some((index, slot)) = slots::this_thread().filter(|(index, _)| *index == mark.slot) else {
+        return;
+    };
+    let counts = slot.counts().since(&mark.at);
+    let peak = slot.peak();
+    let call_peak = peak.saturating_sub(mark.at.net()).max(0) as u64;
+    slot.set_peak(peak.max(mark.saved_peak));
+    let bottom = thread.stack.is_empty();
+    if bottom {
+        slot.stage_closed(&counts);
+    }
+    let delta = &mut thread.delta(frame.record).heap;
+    delta.slot = index;
+    delta.counts = delta.counts.plus(&counts);
+    delta.peak = delta.peak.max(call_peak);
+    if bottom {
+        delta.up = delta.up.plus(&counts);
+        delta.up_peak = delta.up_peak.max(call_peak);
+        delta.has_up = true;
+    }
+}
+
+/// Merges a thread's heap delta of record `id` (its ancestors get its outermost
+/// frames' counts).
+pub(super) fn merge(records: &mut Records, id: u32, delta: &HeapDelta) {
+    if delta.slot == NONE {
+        return;
+    }
+    let record = records.get_mut(id);
+    record.heap.add(&delta.counts, delta.slot, delta.peak);
+    if delta.has_up {
+        charge_ancestors(
+            records,
+            record_parent(records, id),
+            &delta.up,
+            delta.slot,
+            delta.up_peak,
+        );
+    }
+}
+
+fn record_parent(records: &Records, id: u32) -> Option<u32> {
+    records.get(id).parent
+}
+
+/// Charges `counts` to `first` and every ancestor of it.
+fn charge_ancestors(
+    records: &mut Records,
+    first: Option<u32>,
+    counts: &Counts,
+    slot: u32,
+    peak: u64,
+) {
+    let mut next = first;
+    while let Some(id) = next {
+        let record = records.get_mut(id);
+        record.heap.add(counts, slot, peak);
+        next = record.parent;
+    }
+}
+
+/// One thread's counts as the last sweep saw them.
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen {
+    /// Its counts with no frame open (`None`: not read yet, whatever came before the
+    /// first reading is not charged).
+    unstaged: Option<Counts>,
+    /// Its net, and its peak counter, then.
+    net: i64,
+    peak: i64,
+    /// The record last charged, and the net when it first was.
+    charged: Option<u32>,
+    net_at_charged: i64,
+}
+
+/// The sweeps' memory of every thread, and the process's totals.
+#[derive(Debug, Default)]
+pub(crate) struct HeapSweep {
+    seen: Vec<Seen>,
+    /// How many slots were claimed at the start.
+    at_start: usize,
+    /// The monitor's own thread's slot: its allocations with no stage open are the
+    /// workflow's.
+    owner: Option<u32>,
+    /// The process's counts when the monitor started.
+    start: Counts,
+    /// The highest live heap at any sweep.
+    peak_live: u64,
+}
+
+impl HeapSweep {
+    /// Called on the monitor's own thread at its start: what came before is no one's.
+    pub(crate) fn new() -> HeapSweep {
+        let owner = slots::this_thread().map(|(index, _)| index);
+        let mut sweep = HeapSweep {
+            owner,
+            ..HeapSweep::default()
+        };
+        let claimed = slots::claimed();
+        sweep.seen.resize(claimed.len(), Seen::default());
+        for (seen, slot) in sweep.seen.iter_mut().zip(claimed) {
+            sweep.start = sweep.start.plus(&slot.counts());
+            if let Some((unstaged, net)) = slot.unstaged() {
+                *seen = Seen {
+                    unstaged: Some(unstaged),
+                    net,
+                    peak: slot.peak(),
+                    ..Seen::default()
+                };
+            }
+        }
+        // Slots claimed later start from zero: everything they count is new.
+        sweep.at_start = claimed.len();
+        sweep.start = sweep.start.plus(&slots::shared());
+        sweep
+    }
+
+    /// Totals of every thread now: all counts, and the live heap.
+    fn totals(&self) -> (Counts, i64) {
+        let all = slots::claimed()
+            .iter()
+            .fold(slots::shared(), |sum, slot| sum.plus(&slot.counts()));
+        (all, all.net())
+    }
+}
+
+impl Recorder {
+    /// Charges what threads with no frame open counted since the last sweep to the
+    /// stages open on the monitor's own thread; keeps the live heap's peak and raises
+    /// the timeline's newest point to it. Under the state lock.
+    pub(super) fn sweep_heap(&self, state: &mut State, now: u64) {
+        let owner_record = self.owner_record(&state.records);
+        self.sweep_heap_to(state, now, owner_record);
+    }
+
+    /// [`Recorder::sweep_heap`], charging `owner_record` and its ancestors (`None`:
+    /// nobody): a call closing on the monitor's thread sweeps for itself.
+    pub(super) fn sweep_heap_to(&self, state: &mut State, now: u64, owner_record: Option<u32>) {
+        if !slots::installed() {
+            return;
+        }
+        let State { heap, records, .. } = state;
+        let claimed = slots::claimed();
+        let known = heap.at_start;
+        if heap.seen.len() < claimed.len() {
+            heap.seen.resize(claimed.len(), Seen::default());
+        }
+        for (index, slot) in claimed.iter().enumerate() {
+            let seen = &mut heap.seen[index];
+            if slot.is_own() || heap.owner == Some(index as u32) {
+                continue;
+            }
+            let Some((unstaged, net)) = slot.unstaged() else {
+                continue;
+            };
+            let base = match seen.unstaged {
+                Some(base) => base,
+                // Read for the first time: a slot claimed before the start was
+                // unreadable then, and what it did before now is not charged.
+                None if index < known => {
+                    *seen = Seen {
+                        unstaged: Some(unstaged),
+                        net,
+                        peak: slot.peak(),
+                        ..Seen::default()
+                    };
+                    continue;
+                }
+                None => Counts::default(),
+            };
+            let counts = unstaged.since(&base);
+            let peak = slot.peak();
+            let highest = if peak > seen.peak { peak.max(net) } else { net };
+            if seen.charged != owner_record {
+                seen.charged = owner_record;
+                seen.net_at_charged = seen.net;
+            }
+            let rise = highest.saturating_sub(seen.net_at_charged).max(0) as u64;
+            *seen = Seen {
+                unstaged: Some(unstaged),
+                net,
+                peak,
+                ..*seen
+            };
+            if counts != Counts::default() {
+                charge_ancestors(records, owner_record, &counts, index as u32, rise);
+            }
+        }
+        let (_, live) = heap.totals();
+        let live = live.max(0) as u64;
+        heap.peak_live = heap.peak_live.max(live);
+        let elapsed = self.elapsed(now);
+        state.samples.timeline.raise_last(TimelinePoint {
+            elapsed_seconds: elapsed,
+            end_seconds: elapsed,
+            heap_live_bytes: Some(live),
+            samples: 0,
+            ..TimelinePoint::default()
+        });
+    }
+
+    /// The report's `heap`.
+    pub(super) fn heap_report(&self, state: &State) -> HeapReport {
+        let Some(inner) = slots::allocator() else {
+            return HeapReport {
+                missing: Some(MISSING.to_owned()),
+                ..HeapReport::default()
+            };
+        };
+        let (all, live) = state.heap.totals();
+        let since = all.since(&state.heap.start);
+        let live = live.max(0) as u64;
+        HeapReport {
+            allocator: Some(format!("stemmon::Alloc<{inner}>")),
+            allocations: Some(since.allocations),
+            allocated_bytes: Some(since.allocated),
+            live_bytes: Some(live),
+            peak_live_bytes: Some(state.heap.peak_live.max(live)),
+            missing: None,
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Heap per stage (SPEC §11) with `stemmon::Alloc` as the real global allocator: who
+//! allocated, freed and held what, on every kind of thread.
+
+use std::sync::mpsc;
+use std::time::Duration;
+use stemmon::report::StageReport;
+use stemmon::{monitored, Monitor, Report};
+use stemmon_suite::{serial, touched_mib, wait_for_samples, MIB};
+
+#[global_allocator]
+static ALLOC: stemmon::Alloc = stemmon::Alloc::system();
+
+fn start() -> Monitor {
+    Monitor::builder()
+        .log_interval(None)
+        .sample_interval(Duration::from_millis(20))
+        .start()
+        .unwrap()
+}
+
+fn stage<'a>(report: &'a Report, path: &str) -> &'a StageReport {
+    report.stage(path).unwrap_or_else(|| {
+        let paths: Vec<&str> = report.stages.iter().map(|s| s.path.as_str()).collect();
+        panic!("no stage {path}: {paths:?}")
+    })
+}
+
+/// `(allocations, allocated, freed, retained, peak)` of a stage.
+fn heap(stage: &StageReport) -> (u64, u64, u64, i64, u64) {
+    let h = &stage.heap;
+    (
+        h.heap_allocations.expect("allocations"),
+        h.heap_allocated_bytes.expect("allocated"),
+        h.heap_freed_bytes.expect("freed"),
+        h.heap_retained_bytes.expect("retained"),
+        h.peak_heap_bytes.expect("peak"),
+    )
+}
+
+fn within(value: u64, expected: u64, fraction: f64) -> bool {
+    (value as f64 - expected as f64).abs() <= expected as f64 * fraction
+}
+
+#[monitored]
+fn load_big(ready: mpsc::Sender<()>, done: mpsc::Receiver<()>) -> usize {
+    let block = touched_mib(500);
+    ready.send(()).unwrap();
+    done.recv().unwrap();
+    block.len()
+}
+
+/// Allocates nothing: waits until told to start, then until told to stop.
+#[monitored]
+fn tiny_io(start: mpsc::Receiver<()>, stop: mpsc::Receiver<()>) {
+    start.recv().unwrap();
+    stop.recv().unwrap();
+}
+
+#[test]
+fn two_concurrent_stages_each_get_their_own_heap_while_rss_charges_both() {
+    let _serial = serial();
+    let monitor = start();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel();
+    let (start_tx, start_rx) = mpsc::channel();
+    let (stop_tx, stop_rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| load_big(ready_tx, done_rx));
+        scope.spawn(|| tiny_io(start_rx, stop_rx));
+        // Both open at once for real: load_big holds its 500 MiB, tiny_io has started,
+        // and the sampler reads the tree twice meanwhile.
+        ready_rx.recv().unwrap();
+        start_tx.send(()).unwrap();
+        wait_for_samples(&monitor, 2);
+        stop_tx.send(()).unwrap();
+        done_tx.send(()).unwrap();
+    });
+    let report = monitor.finish();
+    let (big, tiny) = (stage(&report, "load_big"), stage(&report, "tiny_io"));
+    let mib = |bytes: Option<u64>| bytes.map_or(f64::NAN, |b| b as f64 / MIB as f64);
+    println!("stage     heap allocated  peak heap  peak tree RSS  peak parent HWM");
+    for s in [big, tiny] {
+        println!(
+            "{:<9} {:>10.1} MiB {:>6.1} MiB {:>10.1} MiB {:>12.1} MiB",
+            s.name,
+            mib(s.heap.heap_allocated_bytes),
+            mib(s.heap.peak_heap_bytes),
+            mib(s.peaks.peak_tree_rss_bytes),
+            mib(s.high_water.peak_parent_hwm_bytes),
+        );
+    }
+    let (_, allocated, _, _, peak) = heap(big);
+    assert!(within(allocated, 500 * MIB, 0.02), "{allocated}");
+    assert!(within(peak, 500 * MIB, 0.02), "{peak}");
+    let (_, allocated, _, _, peak) = heap(tiny);
+    assert!(allocated < MIB && peak < MIB, "{allocated} {peak}");
+    // RSS, the process's, charges both.
+    let tiny_rss = tiny.peaks.peak_tree_rss_bytes.unwrap();
+    assert!(tiny_rss > 400 * MIB, "RSS peak of tiny_io: {tiny_rss}");
+    let h = &report.heap;
+    assert!(h.missing.is_none(), "{h:?}");
+    assert_eq!(
+        h.allocator.as_deref(),
+        Some("stemmon::Alloc<std::alloc::System>")
+    );
+    assert!(h.peak_live_bytes.unwrap() >= 500 * MIB, "{h:?}");
+    assert!(h.allocated_bytes.unwrap() >= 500 * MIB, "{h:?}");
+    assert!(h.live_bytes.unwrap() < h.peak_live_bytes.unwrap());
+    let highest = report
+        .timeline
+        .iter()
+        .filter_map(|p| p.heap_live_bytes)
+        .max();
+    assert!(highest.unwrap() >= 500 * MIB, "{:?}", report.timeline);
+}
+
+#[monitored]
+fn boxes() -> u64 {
+    let mut sum = 0;
+    for i in 0..1000u64 {
+        let boxed = Box::new(i);
+        sum += **std::hint::black_box(&boxed);
+    }
+    sum
+}
+
+#[test]
+fn a_known_loop_counts_exactly() {
+    let _serial = serial();
+    let monitor = start();
+    // On a thread of its own, with nothing open on the monitor's thread: what other
+    // threads of the test harness allocate meanwhile is swept to no stage.
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for _ in 0..3 {
+                assert_eq!(boxes(), 499_500);
+            }
+        });
+    });
+    let report = monitor.finish();
+    // Three calls of 1000 boxes of 8 bytes, each freed at once: at most one held.
+    assert_eq!(heap(stage(&report, "boxes")), (3000, 24_000, 24_000, 0, 8));
+}
+
+const BUFFER: usize = 3 << 20;
+
+#[monitored]
+fn make() -> Vec<u8> {
+    vec![7u8; BUFFER]
+}
+
+#[monitored]
+fn consume(buffer: Vec<u8>) -> usize {
+    let len = buffer.len();
+    drop(buffer);
+    len
+}
+
+#[test]
+fn memory_returned_to_the_caller_is_retained_by_its_maker_and_freed_by_a_later_stage() {
+    let _serial = serial();
+    let monitor = start();
+    // On a thread of its own, as above.
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let buffer = make();
+            assert_eq!(consume(buffer), BUFFER);
+        });
+    });
+    let report = monitor.finish();
+    let n = BUFFER as u64;
+    assert_eq!(heap(stage(&report, "make")), (1, n, 0, n as i64, n));
+    assert_eq!(heap(stage(&report, "consume")), (0, 0, n, -(n as i64), 0));
+}
+
+#[monitored]
+fn spiky() -> Vec<u8> {
+    let big = std::hint::black_box(vec![1u8; 200 << 20]);
+    drop(big);
+    vec![2u8; 50 << 20]
+}
+
+#[monitored]
+fn outer_of_spiky() -> usize {
+    spiky().len()
+}
+
+#[test]
+fn a_peak_inside_a_stage_is_its_highest_not_its_end() {
+    let _serial = serial();
+    let monitor = start();
+    assert_eq!(outer_of_spiky(), 50 << 20);
+    let report = monitor.finish();
+    let (_, allocated, freed, retained, peak) = heap(stage(&report, "outer_of_spiky/spiky"));
+    assert!(within(peak, 200 * MIB, 0.01), "{peak}");
+    assert!(within(retained as u64, 50 * MIB, 0.01), "{retained}");
+    assert!(within(allocated, 250 * MIB, 0.01) && within(freed, 200 * MIB, 0.01));
+    // The caller includes it, and freed the 50 MiB itself.
+    let (_, allocated, freed, retained, peak) = heap(stage(&report, "outer_of_spiky"));
+    assert!(within(peak, 200 * MIB, 0.01), "{peak}");
+    assert!(within(allocated, 250 * MIB, 0.01) && within(freed, 250 * MIB, 0.01));
+    assert!(retained.unsigned_abs() < 64 << 10, "{retained}");
+}
+
+#[monitored]
+fn produce() -> Vec<u64> {
+    vec![5u64; 1 << 18]
+}
+
+#[monitored]
+fn drop_elsewhere(buffer: Vec<u64>) -> usize {
+    let len = buffer.len();
+    drop(buffer);
+    len
+}
+
+#[test]
+fn a_buffer_made_on_one_thread_and_dropped_on_another_counts_in_both_stages() {
+    let _serial = serial();
+    let monitor = start();
+    let (tx, rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(move || tx.send(produce()).unwrap());
+        scope.spawn(move || drop_elsewhere(rx.recv().unwrap()));
+    });
+    let report = monitor.finish();
+    let n = 8u64 << 18;
+    assert_eq!(heap(stage(&report, "produce")), (1, n, 0, n as i64, n));
+    assert_eq!(
+        heap(stage(&report, "drop_elsewhere")),
+        (0, 0, n, -(n as i64), 0)
+    );
+}
+
+#[monitored]
+fn fit_parallel() -> usize {
+    use rayon::prelude::*;
+    (0..1000u32)
+        .into_par_iter()
+        .map(|i| std::hint::black_box(vec![i as u8; 4096]).len())
+        .sum()
+}
+
+#[test]
+fn rayon_workers_allocations_count_toward_the_stage_they_run_for() {
+    let _serial = serial();
+    // The pool's threads exist before the monitor: their start-up is nobody's.
+    rayon::broadcast(|_| ());
+    let monitor = start();
+    assert_eq!(fit_parallel(), 4096 * 1000);
+    let report = monitor.finish();
+    let (allocations, allocated, freed, _, peak) = heap(stage(&report, "fit_parallel"));
+    assert!(allocations >= 1000, "{allocations}");
+    assert!(
+        (4096 * 1000..4096 * 1000 + (256 << 10)).contains(&allocated),
+        "{allocated}"
+    );
+    assert!(freed >= 4096 * 1000, "{freed}");
+    // Each worker held one buffer at a time (plus rayon's own bits).
+    let threads = rayon::current_num_threads() as u64;
+    assert!(peak >= 4096 && peak <= threads * (64 << 10), "{peak}");
+}
+
+#[monitored]
+async fn fetch_two() -> usize {
+    let first = std::hint::black_box(vec![1u8; 1 << 20]);
+    tokio::task::yield_now().await;
+    let second = std::hint::black_box(vec![2u8; 1 << 20]);
+    tokio::task::yield_now().await;
+    first.len() + second.len()
+}
+
+#[test]
+fn an_async_stage_on_tokio_workers_sums_its_polls() {
+    let _serial = serial();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
+    let monitor = start();
+    let len = runtime.block_on(async { tokio::spawn(fetch_two()).await.unwrap() });
+    assert_eq!(len, 2 << 20);
+    let report = monitor.finish();
+    drop(runtime);
+    let (allocations, allocated, freed, retained, peak) = heap(stage(&report, "fetch_two"));
+    assert!(allocations >= 2, "{allocations}");
+    assert!(
+        (2 * MIB..2 * MIB + (64 << 10)).contains(&allocated),
+        "{allocated}"
+    );
+    assert!((2 * MIB..2 * MIB + (64 << 10)).contains(&freed), "{freed}");
+    assert!(retained.unsigned_abs() < 64 << 10, "{retained}");
+    // The highest of one poll (measured from that poll's entry, SPEC §11).
+    assert!((MIB..2 * MIB + (64 << 10)).contains(&peak), "{peak}");
+}
+
+#[monitored]
+fn short_lived() -> Vec<u8> {
+    vec![3u8; 1 << 20]
+}
+
+#[test]
+fn a_thread_that_exits_before_finish_keeps_its_counts() {
+    let _serial = serial();
+    let monitor = start();
+    let held = std::thread::spawn(short_lived).join().unwrap();
+    let report = monitor.finish();
+    assert_eq!(held.len(), 1 << 20);
+    let n = 1u64 << 20;
+    assert_eq!(heap(stage(&report, "short_lived")), (1, n, 0, n as i64, n));
+}
