@@ -11,6 +11,9 @@ use std::fs;
 use std::path::Path;
 use stemmon_bench::{criterion_dir, out_dir};
 
+#[path = "../heap_rows.rs"]
+mod heap_rows;
+
 /// One line of the table.
 struct Row {
     figure: String,
@@ -571,6 +574,7 @@ fn main() {
     threads(&mut rows);
     run_overhead(&mut rows);
     tracing_layer(&mut rows);
+    heap_rows::heap(&mut rows);
 
     let table = render(&rows);
     println!("{table}");

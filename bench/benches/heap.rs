@@ -1,0 +1,120 @@
+//! The cost of `stemmon::Alloc` per allocation + free pair (SPEC §11), with it as the
+//! real global allocator: the inner allocator (System) alone; `Alloc` with no monitor;
+//! `Alloc` with a monitor running and a stage open; `stats_alloc`'s `StatsAlloc`
+//! (process-wide atomics, a `Region` open) in the same run; two threads allocating at
+//! once beside one; and a `#[monitored]` call under an active monitor with `Alloc`
+//! installed (the old budget, against the peers of `active_call`). hotpath's
+//! allocation mode must be the global allocator of its own binary with its feature on:
+//! `bench/hotpath-alloc`, same workload.
+//!
+//! Budgets: ≤ 8 ns added over System with a monitor and a stage, ≤ 2 ns with none; two
+//! threads within 1.2× per pair of one; below `stats_alloc` and hotpath's mode.
+
+use criterion::Criterion;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+mod subjects;
+
+#[global_allocator]
+static ALLOC: stemmon::Alloc = stemmon::Alloc::system();
+
+/// The peer: process-wide atomic counters around System.
+static STATS: stats_alloc::StatsAlloc<System> = stats_alloc::StatsAlloc::system();
+
+/// The workload of every row: one allocation of 64 bytes and its free.
+const LAYOUT: Layout = match Layout::from_size_align(64, 8) {
+    Ok(layout) => layout,
+    Err(_) => panic!("a valid layout"),
+};
+
+/// One allocation + free pair through `allocator`.
+#[inline(always)]
+fn pair(allocator: &impl GlobalAlloc) {
+    // SAFETY: LAYOUT has a non-zero size; the block is freed with the allocator and
+    // layout it was made with, and never read or written.
+    unsafe {
+        let block = allocator.alloc(LAYOUT);
+        black_box(block);
+        if !block.is_null() {
+            allocator.dealloc(block, LAYOUT);
+        }
+    }
+}
+
+/// `iters` pairs on each of `threads` threads at once, each in a stage of its own when
+/// `staged`; the slowest thread's time.
+fn on_threads(threads: usize, iters: u64, staged: bool) -> Duration {
+    let barrier = Arc::new(Barrier::new(threads));
+    let handles: Vec<_> = (0..threads)
+        .map(|_| {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                let _stage = staged.then(|| stemmon::stage("worker"));
+                barrier.wait();
+                let started = Instant::now();
+                for _ in 0..iters {
+                    pair(&ALLOC);
+                }
+                started.elapsed()
+            })
+        })
+        .collect();
+    handles
+        .into_iter()
+        .map(|h| h.join().unwrap())
+        .max()
+        .unwrap()
+}
+
+fn main() {
+    let mut c = Criterion::default()
+        .warm_up_time(stemmon_bench::WARM_UP)
+        .measurement_time(stemmon_bench::MEASURE_FAST)
+        .sample_size(stemmon_bench::SAMPLES_FAST)
+        .configure_from_args();
+    let mut group = c.benchmark_group("heap");
+    group.bench_function("system", |b| b.iter(|| pair(&System)));
+    group.bench_function("alloc_no_monitor", |b| b.iter(|| pair(&ALLOC)));
+    {
+        let region = stats_alloc::Region::new(&STATS);
+        group.bench_function("stats_alloc", |b| b.iter(|| pair(&STATS)));
+        black_box(region.change());
+    }
+    let monitor = stemmon::Monitor::builder()
+        .log_interval(None)
+        .start()
+        .expect("the monitor starts");
+    let counted = {
+        let _stage = monitor.stage("allocate").expect("a stage");
+        group.bench_function("alloc_monitor_stage", |b| b.iter(|| pair(&ALLOC)));
+        // Threads: one alone, then two at once, each in a stage, per pair.
+        group.bench_function("one_thread", |b| {
+            b.iter_custom(|iters| on_threads(1, iters, true))
+        });
+        group.bench_function("two_threads", |b| {
+            b.iter_custom(|iters| on_threads(2, iters, true))
+        });
+        group.finish();
+        // The old budget with `Alloc` installed: an active `#[monitored]` call.
+        let mut group = c.benchmark_group("heap_active");
+        group.bench_function("plain", |b| b.iter(|| subjects::plain(black_box(7))));
+        group.bench_function("attribute", |b| {
+            b.iter(|| subjects::attribute(black_box(7)))
+        });
+        group.finish();
+        black_box(subjects::attribute(1));
+    };
+    black_box(counted);
+    let report = monitor.finish();
+    let allocate = report.stage("allocate");
+    let result = serde_json::json!({
+        "allocator": report.heap.allocator,
+        "stage_allocations": allocate.and_then(|s| s.heap.heap_allocations),
+        "attribute_calls": report.stage("allocate/attribute").map_or(0, |s| s.calls),
+    });
+    stemmon_bench::write_result("heap", &result).expect("the result is written");
+    c.final_summary();
+}
