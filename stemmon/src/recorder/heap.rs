@@ -369,3 +369,56 @@ impl Recorder {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::borrow::Cow;
+
+    fn counts(allocations: u64, allocated: u64, freed: u64) -> Counts {
+        Counts {
+            allocations,
+            allocated,
+            freed,
+        }
+    }
+
+    #[test]
+    fn an_outermost_frame_counts_toward_its_ancestors_and_peaks_add_up_per_thread() {
+        let mut records = Records::default();
+        let fit = records.find_or_add(None, &Cow::Borrowed("fit"), 0.0);
+        let chunk = records.find_or_add(Some(fit), &Cow::Borrowed("chunk"), 0.0);
+        // The monitor's thread (slot 0) in `fit` itself; two workers (slots 1, 2) in
+        // `fit/chunk` with nothing else open on them.
+        let own = HeapDelta {
+            slot: 0,
+            counts: counts(1, 100, 0),
+            peak: 100,
+            ..HeapDelta::CLEAN
+        };
+        merge(&mut records, fit, &own);
+        for (slot, peak) in [(1, 40), (2, 60), (1, 30)] {
+            let worker = HeapDelta {
+                slot,
+                counts: counts(2, peak, peak),
+                peak,
+                up: counts(2, peak, peak),
+                up_peak: peak,
+                has_up: true,
+            };
+            merge(&mut records, chunk, &worker);
+        }
+        let (fit, chunk) = (&records.get(fit).heap, &records.get(chunk).heap);
+        assert_eq!(chunk.counts, counts(6, 130, 130));
+        assert_eq!(fit.counts, counts(7, 230, 130));
+        // Each thread's highest, summed: an upper bound across threads.
+        let sum = |stats: &HeapStats| stats.peaks.iter().map(|(_, p)| p).sum::<u64>();
+        assert_eq!(sum(chunk), 40 + 60);
+        assert_eq!(sum(fit), 100 + 40 + 60);
+        // Nothing counted (no `stemmon::Alloc`): nothing merged.
+        let mut records = Records::default();
+        let id = records.find_or_add(None, &Cow::Borrowed("x"), 0.0);
+        merge(&mut records, id, &HeapDelta::CLEAN);
+        assert!(records.get(id).heap.peaks.is_empty());
+    }
+}

@@ -6,6 +6,10 @@ use std::num::ParseIntError;
 use std::time::Duration;
 use stemmon::{monitor_main, monitored};
 
+// With the feature off, `stemmon::Alloc` is the inner allocator and nothing else.
+#[global_allocator]
+static ALLOC: stemmon::Alloc = stemmon::Alloc::system();
+
 #[monitored]
 fn parse(text: &str) -> Result<u32, ParseIntError> {
     text.trim().parse()
