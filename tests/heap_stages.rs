@@ -189,7 +189,10 @@ fn outer_of_spiky() -> usize {
 fn a_peak_inside_a_stage_is_its_highest_not_its_end() {
     let _serial = serial();
     let monitor = start();
-    assert_eq!(outer_of_spiky(), 50 << 20);
+    // On a thread of its own, as above.
+    std::thread::scope(|scope| {
+        scope.spawn(|| assert_eq!(outer_of_spiky(), 50 << 20));
+    });
     let report = monitor.finish();
     let (_, allocated, freed, retained, peak) = heap(stage(&report, "outer_of_spiky/spiky"));
     assert!(within(peak, 200 * MIB, 0.01), "{peak}");
@@ -251,14 +254,16 @@ fn rayon_workers_allocations_count_toward_the_stage_they_run_for() {
     let report = monitor.finish();
     let (allocations, allocated, freed, _, peak) = heap(stage(&report, "fit_parallel"));
     assert!(allocations >= 1000, "{allocations}");
+    // Every buffer, counted once. Any thread with no stage open counts toward the
+    // stage open on the monitor's thread (the test harness's threads too, SPEC §4):
+    // the upper bound leaves room for them, not for a second count.
     assert!(
-        (4096 * 1000..4096 * 1000 + (256 << 10)).contains(&allocated),
+        (4096 * 1000..2 * 4096 * 1000).contains(&allocated),
         "{allocated}"
     );
     assert!(freed >= 4096 * 1000, "{freed}");
-    // Each worker held one buffer at a time (plus rayon's own bits).
-    let threads = rayon::current_num_threads() as u64;
-    assert!(peak >= 4096 && peak <= threads * (64 << 10), "{peak}");
+    // Each worker held a buffer at a time; the sum of the workers' highest.
+    assert!((4096..8 << 20).contains(&peak), "{peak}");
 }
 
 #[monitored]

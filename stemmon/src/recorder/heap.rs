@@ -26,7 +26,7 @@
 use super::records::Records;
 use super::thread::{Frame, ThreadState};
 use super::{Recorder, State};
-use crate::heap::slots::{self, Counts};
+use crate::heap::slots::{self, Counts, Slot};
 use crate::report::{HeapReport, StageHeap, TimelinePoint};
 
 /// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
@@ -38,8 +38,10 @@ const MISSING: &str = "stemmon::Alloc is not the global allocator";
 /// A frame's thread's heap counters at its entry.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct HeapMark {
-    /// The thread's heap slot (`NONE`: not counted).
-    slot: u32,
+    /// The thread's heap slot (`None`: not counted) and its index: the exit on the
+    /// same thread needs no thread-local lookup.
+    slot: Option<&'static Slot>,
+    index: u32,
     at: Counts,
     /// The thread's peak before the frame lowered it.
     saved_peak: i64,
@@ -48,7 +50,8 @@ pub(crate) struct HeapMark {
 impl HeapMark {
     /// Nothing noted.
     pub(crate) const NONE: HeapMark = HeapMark {
-        slot: NONE,
+        slot: None,
+        index: NONE,
         at: Counts {
             allocations: 0,
             allocated: 0,
@@ -134,7 +137,8 @@ pub(super) fn entered(thread: &mut ThreadState) {
     let saved_peak = slot.peak();
     slot.set_peak(at.net());
     top.heap = HeapMark {
-        slot: index,
+        slot: Some(slot),
+        index,
         at,
         saved_peak,
     };
@@ -144,12 +148,10 @@ pub(super) fn entered(thread: &mut ThreadState) {
 #[inline]
 pub(super) fn exited(thread: &mut ThreadState, frame: &Frame) {
     let mark = &frame.heap;
-    if mark.slot == NONE {
-        return;
-    }
-    let Some((index, slot)) = slots::this_thread().filter(|(index, _)| *index == mark.slot) else {
+    let Some(slot) = mark.slot else {
         return;
     };
+    let index = mark.index;
     let counts = slot.counts().since(&mark.at);
     let peak = slot.peak();
     let call_peak = peak.saturating_sub(mark.at.net()).max(0) as u64;
