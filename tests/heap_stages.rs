@@ -314,3 +314,34 @@ fn a_thread_that_exits_before_finish_keeps_its_counts() {
     let n = 1u64 << 20;
     assert_eq!(heap(stage(&report, "short_lived")), (1, n, 0, n as i64, n));
 }
+
+#[test]
+fn a_monitor_of_its_own_thread_charges_no_other_threads_allocations() {
+    let _serial = serial();
+    let monitor = Monitor::builder()
+        .log_interval(None)
+        .current_thread_only()
+        .start()
+        .unwrap();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel();
+    let other = std::thread::spawn(move || {
+        go_rx.recv().unwrap();
+        let block = std::hint::black_box(vec![1u8; 8 << 20]);
+        done_tx.send(()).unwrap();
+        block.len()
+    });
+    {
+        let _mine = monitor.stage("mine").unwrap();
+        // The other thread allocates 8 MiB while `mine` is open.
+        go_tx.send(()).unwrap();
+        done_rx.recv().unwrap();
+    }
+    assert_eq!(other.join().unwrap(), 8 << 20);
+    let report = monitor.finish();
+    let (_, allocated, _, _, peak) = heap(stage(&report, "mine"));
+    assert!(
+        allocated < 64 << 10 && peak < 64 << 10,
+        "{allocated} {peak}"
+    );
+}

@@ -16,7 +16,8 @@
 //!   is the granularity: an allocation on such a thread counts toward the stage open
 //!   on the monitor's thread at the next sweep. Its peak there is the highest net the
 //!   thread reached since that stage first got its counts, as far as the thread's
-//!   own peak and the sweeps saw it.
+//!   own peak and the sweeps saw it. A monitor of its own thread only
+//!   (`current_thread_only`) sweeps nothing.
 //! - A stage's `peak_heap_bytes` is the sum, over threads, of each thread's highest:
 //!   exact on one thread, an upper bound across several.
 //! - The engine's own allocations on a user thread fall mostly outside the frames
@@ -296,7 +297,9 @@ impl Recorder {
         if heap.seen.len() < claimed.len() {
             heap.seen.resize(claimed.len(), Seen::default());
         }
-        for (index, slot) in claimed.iter().enumerate() {
+        // A monitor of its own thread only covers no other thread: nothing to sweep.
+        let others = !self.config.current_thread_only;
+        for (index, slot) in claimed.iter().enumerate().filter(|_| others) {
             let seen = &mut heap.seen[index];
             if slot.is_own() || heap.owner == Some(index as u32) {
                 continue;
