@@ -69,11 +69,11 @@ pub(crate) struct HeapDelta {
     counts: Counts,
     /// The highest call peak.
     peak: u64,
-    /// What the thread's outermost frames counted: their record's ancestors (on other
-    /// threads) count it too.
-    up: Counts,
-    up_peak: u64,
-    has_up: bool,
+    /// The calls were the thread's outermost frames: their record's ancestors (open
+    /// on other threads) count them too. (A record is outermost on a thread, or
+    /// nested there under its parent, nearly always the same way each time; where it
+    /// is both, its ancestors get all of the calls.)
+    outermost: bool,
 }
 
 impl HeapDelta {
@@ -82,9 +82,7 @@ impl HeapDelta {
         slot: NONE,
         counts: HeapMark::NONE.at,
         peak: 0,
-        up: HeapMark::NONE.at,
-        up_peak: 0,
-        has_up: false,
+        outermost: false,
     };
 }
 
@@ -165,11 +163,7 @@ pub(super) fn exited(thread: &mut ThreadState, frame: &Frame) {
     delta.slot = index;
     delta.counts = delta.counts.plus(&counts);
     delta.peak = delta.peak.max(call_peak);
-    if bottom {
-        delta.up = delta.up.plus(&counts);
-        delta.up_peak = delta.up_peak.max(call_peak);
-        delta.has_up = true;
-    }
+    delta.outermost |= bottom;
 }
 
 /// Merges a thread's heap delta of record `id` (its ancestors get its outermost
@@ -180,14 +174,9 @@ pub(super) fn merge(records: &mut Records, id: u32, delta: &HeapDelta) {
     }
     let record = records.get_mut(id);
     record.heap.add(&delta.counts, delta.slot, delta.peak);
-    if delta.has_up {
-        charge_ancestors(
-            records,
-            record_parent(records, id),
-            &delta.up,
-            delta.slot,
-            delta.up_peak,
-        );
+    if delta.outermost {
+        let parent = record_parent(records, id);
+        charge_ancestors(records, parent, &delta.counts, delta.slot, delta.peak);
     }
 }
 
@@ -407,9 +396,7 @@ mod tests {
                 slot,
                 counts: counts(2, peak, peak),
                 peak,
-                up: counts(2, peak, peak),
-                up_peak: peak,
-                has_up: true,
+                outermost: true,
             };
             merge(&mut records, chunk, &worker);
         }
