@@ -15,9 +15,11 @@
 
 mod boundary;
 mod calls;
+mod cpu;
 mod events;
 #[cfg(test)]
 mod fake;
+mod processes;
 mod records;
 mod sample;
 mod snapshot;
@@ -110,6 +112,10 @@ pub(crate) struct State {
     pub(crate) spans: Spans,
     /// The monitor's own failures.
     pub(crate) failures: Failures,
+    /// The tree's CPU and I/O counters (SPEC §12).
+    cpu: cpu::TreeCpu,
+    /// The tree's processes seen during the run.
+    processes: processes::Processes,
     /// Set once finished.
     pub(crate) ended: Option<Ended>,
 }
@@ -133,6 +139,10 @@ pub(crate) struct Recorder {
     ended: AtomicBool,
     /// Ticks of the newest boundary reading.
     boundary_at: Padded<AtomicU64>,
+    /// The tree's CPU and I/O counters as last read, for calls to read without a lock.
+    cpu_now: cpu::Published,
+    /// The calling thread's CPU time (`RUSAGE_THREAD`), a fake in tests.
+    thread_cpu: fn() -> Option<u64>,
     /// The record open on the monitor's own thread, plus one (0: none): where a stage
     /// entered on an idle thread nests (fork-join). Written by that thread only.
     owner_top: Padded<AtomicU32>,
@@ -184,6 +194,8 @@ impl Recorder {
             // No reading yet: one reuse window before the start, so the first is fresh.
             boundary_at: Padded(AtomicU64::new(origin.wrapping_sub(reuse_ticks))),
             owner_top: Padded(AtomicU32::new(0)),
+            cpu_now: cpu::Published::default(),
+            thread_cpu: crate::memory::thread_cpu_micros,
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),
@@ -192,6 +204,8 @@ impl Recorder {
                 boundary: Boundary::new(self_reader),
                 spans: Spans::new(),
                 failures: Failures::default(),
+                cpu: cpu::TreeCpu::default(),
+                processes: processes::Processes::default(),
                 ended: None,
             }),
             events: Mutex::new(None),
@@ -257,6 +271,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         self.count_entry(&mut thread, record, now);
+        self.cpu_enter(&mut thread, cpu::sync_key(seq), record, now);
         Entered::Pushed(seq)
     }
 
@@ -368,6 +383,7 @@ impl Recorder {
         let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(frame.record) {
             thread.delta(frame.record).saw_boundary = true;
+            self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Window);
             return;
         }
         thread.mark_completed(frame.record);
@@ -379,6 +395,7 @@ impl Recorder {
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
         self.boundary_reading(&mut state, &thread, now, frame.record, false);
+        self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(&mut state, &frame, slot.id, nanos, &error);
@@ -401,6 +418,7 @@ impl Recorder {
             let record = records.get_mut(id);
             record.calls += delta.calls;
             record.threads += u32::from(first);
+            record.cpu.add(&delta.cpu);
             if delta.completed > 0 {
                 record.completed += delta.completed;
                 record.wall_seconds += self.ticks_seconds(delta.wall_ticks);
@@ -480,6 +498,10 @@ impl Recorder {
     pub(crate) fn end_with(&self, error: Option<String>, exit_code: Option<i32>) {
         self.merge_all();
         let mut state = self.lock();
+        if let (Some(root), Some(code)) = (self.config.root, exit_code) {
+            // The command `stemmon run` watched and reaped.
+            state.processes.exited(root, code);
+        }
         state.ended = Some(Ended {
             at: self.clock.raw(),
             error,

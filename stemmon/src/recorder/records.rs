@@ -194,6 +194,8 @@ pub(crate) struct Record {
     /// Whether the first completion was logged.
     pub(crate) logged: bool,
     pub(crate) stats: Stats,
+    /// CPU and I/O of its completed calls (SPEC §12).
+    pub(crate) cpu: super::cpu::CallCpu,
 }
 
 impl Record {
@@ -234,6 +236,7 @@ impl Records {
             error: None,
             logged: false,
             stats: Stats::default(),
+            cpu: super::cpu::CallCpu::ZERO,
         });
         self.index.insert((parent, name.clone()), id);
         id

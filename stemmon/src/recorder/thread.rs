@@ -54,6 +54,8 @@ pub(crate) struct Delta {
     pub(crate) max_ticks: u64,
     /// A reused boundary reading fell in this stage since the last merge.
     pub(crate) saw_boundary: bool,
+    /// The CPU and I/O of the calls completed since the last merge.
+    pub(crate) cpu: super::cpu::CallCpu,
     dirty: bool,
 }
 
@@ -65,6 +67,7 @@ impl Delta {
         min_ticks: u64::MAX,
         max_ticks: 0,
         saw_boundary: false,
+        cpu: super::cpu::CallCpu::ZERO,
         dirty: false,
     };
 }
@@ -133,6 +136,8 @@ pub(crate) struct ThreadState {
     open_buckets: [u32; BUCKETS],
     /// Calls merged so far.
     pub(crate) calls: u64,
+    /// This thread's CPU clock and its open calls' entry figures.
+    pub(crate) cpu: super::cpu::ThreadCpu,
 }
 
 impl ThreadState {

@@ -1,19 +1,25 @@
 //! The walk of a process tree through `/proc/PID/task/TID/children`, with the files of
 //! every live process kept open between samples (up to a descriptor budget), so that a
-//! sample is, per process, one `pread` of `status`, one write to `clear_refs` and one
-//! `pread` of each thread's `children`: the floor of the work.
+//! sample is, per process, one `pread` of `status`, one write to `clear_refs`, one
+//! `pread` each of `stat` and `io` (CPU, faults and storage I/O, SPEC §12) and one
+//! `pread` of each thread's `children`: the floor of the work. A process's `cmdline`
+//! is read once, when it is first seen.
 //!
 //! Where the kernel has no `children` files, a scan of every `/proc/*/stat` parent
 //! field finds the tree instead (slower, and only there).
 
 use super::ledger::{Ledger, PidMap};
 use super::procfs::{
-    is_gone, list_numeric_dir, page_size, parse_pid_list, parse_stat_ppid, parse_status, Buf,
-    ProcPath, Status,
+    is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_ppid,
+    parse_stat_usage, parse_status, Buf, ProcPath, StatUsage, Status,
 };
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
+use std::sync::Arc;
+
+/// A process's command in the report is at most this many characters (SPEC §12).
+pub(crate) const MAX_COMMAND_CHARS: usize = 200;
 
 /// The thread list of a process of several threads is read again at least every this
 /// many samples, whatever its `Threads:` count says (staggered by pid). See
@@ -46,6 +52,18 @@ pub(crate) struct Seen {
     /// orphan it adopted as a subreaper. Its peak shows in this process's rusage
     /// (`waitid(WNOWAIT)` as a zombie, `RUSAGE_CHILDREN` once reaped).
     pub(crate) direct: bool,
+    /// Its CPU, faults and I/O; `None` where its `stat` could not be read, and for
+    /// this process (whose figures come from `getrusage`).
+    pub(crate) usage: Option<ProcUsage>,
+}
+
+/// What `stat` and `io` gave of one process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ProcUsage {
+    pub(crate) stat: StatUsage,
+    /// `read_bytes`, `write_bytes` (less cancelled writes); `Err` with the OS error
+    /// where `io` could not be read (another user's process, no task accounting).
+    pub(crate) io: Result<(u64, u64), i32>,
 }
 
 /// The descriptors kept open, against their budget.
@@ -85,6 +103,12 @@ struct Proc {
     /// `None` past the budget: opened at each sample then.
     status: Option<File>,
     clear_refs: Option<File>,
+    stat: Option<File>,
+    io: Option<File>,
+    /// Its argv joined by spaces, read once (`None` until read, or unreadable).
+    command: Option<Arc<str>>,
+    /// `cmdline` was read (or tried) for this process.
+    command_read: bool,
     /// Its threads as last listed.
     tasks: Vec<Task>,
     /// `Threads:` when `tasks` were listed; `None`: list them at the next sample.
@@ -98,6 +122,10 @@ impl Proc {
     fn close(&mut self, fds: &mut Fds) {
         fds.release(self.status.take());
         fds.release(self.clear_refs.take());
+        fds.release(self.stat.take());
+        fds.release(self.io.take());
+        self.command = None;
+        self.command_read = false;
         for task in self.tasks.drain(..) {
             fds.release(task.children);
         }
@@ -117,6 +145,7 @@ pub(crate) struct ProcTable {
     children_files: Option<bool>,
     status_buf: Buf,
     children_buf: Buf,
+    usage_buf: Buf,
     tids: Vec<u32>,
 }
 
@@ -131,6 +160,7 @@ impl ProcTable {
             children_files: None,
             status_buf: Buf::new(4096),
             children_buf: Buf::new(4096),
+            usage_buf: Buf::new(1024),
             tids: Vec::new(),
         }
     }
@@ -177,6 +207,7 @@ impl ProcTable {
                 pid: root,
                 status: None,
                 direct: false,
+                usage: None,
             });
             let mut index = 0;
             while index < seen.len() {
@@ -199,6 +230,9 @@ impl ProcTable {
                     Err(_) => None,
                 };
                 seen[index].status = status;
+                if status.is_some() && pid != self.own_pid {
+                    seen[index].usage = self.usage_of(pid);
+                }
                 let threads = status.and_then(|s| s.threads);
                 let ours = is_root && root == self.own_pid;
                 match self.children_of(pid, threads, ours, seen) {
@@ -225,7 +259,12 @@ impl ProcTable {
             }
             for (index, process) in seen.iter_mut().enumerate() {
                 match self.status_of(process.pid, reset, ledger) {
-                    Ok(status) => process.status = Some(status),
+                    Ok(status) => {
+                        process.status = Some(status);
+                        if process.pid != self.own_pid {
+                            process.usage = self.usage_of(process.pid);
+                        }
+                    }
                     Err(e) if index == 0 => {
                         return Err(io::Error::new(
                             e.kind(),
@@ -238,6 +277,38 @@ impl ProcTable {
         }
         self.forget_gone(seen.len());
         Ok(complete)
+    }
+
+    /// `pid`'s command as read when it was first seen (its argv joined by spaces, at
+    /// most [`MAX_COMMAND_CHARS`]), reading it now if it was not.
+    pub(crate) fn command(&mut self, pid: u32) -> Option<Arc<str>> {
+        let proc = self.procs.get_mut(&pid)?;
+        if !proc.command_read {
+            proc.command_read = true;
+            proc.command = read_command(pid);
+        }
+        proc.command.clone()
+    }
+
+    /// Reads `pid`'s `stat` and `io` through its kept files when the budget has room
+    /// (its entry exists: [`ProcTable::status_of`] read it first). `None` where `stat`
+    /// cannot be read.
+    fn usage_of(&mut self, pid: u32) -> Option<ProcUsage> {
+        let ProcTable {
+            fds,
+            procs,
+            usage_buf,
+            ..
+        } = self;
+        let proc = procs.get_mut(&pid)?;
+        let stat = read_kept(&mut proc.stat, fds, pid, "stat", usage_buf)
+            .ok()
+            .and_then(parse_stat_usage)?;
+        let io = match read_kept(&mut proc.io, fds, pid, "io", usage_buf) {
+            Ok(text) => parse_io(text).ok_or(libc::EINVAL),
+            Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
+        };
+        Some(ProcUsage { stat, io })
     }
 
     /// Reads `pid`'s status (and resets its mark), through its kept files when the
@@ -357,6 +428,7 @@ impl ProcTable {
                         pid: child,
                         status: None,
                         direct,
+                        usage: None,
                     })
                 }),
                 Err(e) => {
@@ -435,6 +507,59 @@ fn read_status(
     Ok(status)
 }
 
+/// One `pread` of the whole text of `/proc/{pid}/{leaf}` through the kept `file`,
+/// opened (and kept, when the budget has room) if it is not open yet; a kept file that
+/// fails is closed, so that the next sample opens it afresh.
+fn read_kept<'b>(
+    file: &mut Option<File>,
+    fds: &mut Fds,
+    pid: u32,
+    leaf: &str,
+    buf: &'b mut Buf,
+) -> io::Result<&'b [u8]> {
+    if let Some(kept) = file {
+        if buf.read_whole(kept).is_ok() {
+            return Ok(buf.text());
+        }
+        fds.release(file.take());
+    }
+    let opened = File::open(ProcPath::of(pid, leaf).as_path())?;
+    buf.read_whole(&opened)?;
+    *file = fds.keep(opened);
+    Ok(buf.text())
+}
+
+/// `/proc/{pid}/cmdline` as one line: the arguments joined by spaces, at most
+/// [`MAX_COMMAND_CHARS`] characters; control characters are kept as data (whoever
+/// prints it escapes them). `None` for a process without one (a kernel thread, a zombie).
+fn read_command(pid: u32) -> Option<Arc<str>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::with_capacity(256);
+    File::open(ProcPath::of(pid, "cmdline").as_path())
+        .ok()?
+        .take(4 * MAX_COMMAND_CHARS as u64)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    while bytes.last() == Some(&0) {
+        bytes.pop();
+    }
+    if bytes.is_empty() {
+        return None;
+    }
+    for byte in &mut bytes {
+        if *byte == 0 {
+            *byte = b' ';
+        }
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    Some(
+        text.chars()
+            .take(MAX_COMMAND_CHARS)
+            .collect::<String>()
+            .into(),
+    )
+}
+
 /// Whether this kernel has `children` files (CONFIG_PROC_CHILDREN): this process's
 /// main thread has one if any task does.
 fn has_children_files(own_pid: u32) -> bool {
@@ -472,6 +597,7 @@ fn scan_stat(root: u32, seen: &mut Vec<Seen>) -> io::Result<()> {
         pid: root,
         status: None,
         direct: false,
+        usage: None,
     });
     let mut index = 0;
     while index < seen.len() {
@@ -481,6 +607,7 @@ fn scan_stat(root: u32, seen: &mut Vec<Seen>) -> io::Result<()> {
                 pid,
                 status: None,
                 direct,
+                usage: None,
             }));
         }
         index += 1;
