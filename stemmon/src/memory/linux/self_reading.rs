@@ -139,6 +139,8 @@ pub(crate) struct ProcSelfReader {
     marks: bool,
     /// This process's own CPU counts in the tree's (it is the root).
     count_self: bool,
+    /// CPU and I/O are read at all (off only to measure what they cost).
+    cpu: bool,
     /// `getrusage` stands for `VmHWM` above this (see [`SelfFiles::read_cheap`]).
     floor: u64,
     /// `RUSAGE_CHILDREN` at this reader's previous reading: a change means a child was
@@ -159,6 +161,7 @@ impl ProcSelfReader {
             ledger,
             marks,
             count_self: true,
+            cpu: true,
             floor,
             last_usage: ChildUsage::now(),
         }
@@ -168,6 +171,13 @@ impl ProcSelfReader {
     /// another process: `stemmon run`'s command), keeping its reaped children's.
     pub(crate) fn without_self_usage(mut self) -> ProcSelfReader {
         self.count_self = false;
+        self
+    }
+
+    /// Reads no CPU or I/O: the boundary reading as it was before them, for the
+    /// benchmark that measures what they add.
+    pub(crate) fn without_cpu(mut self) -> ProcSelfReader {
+        self.cpu = false;
         self
     }
 
@@ -185,22 +195,26 @@ impl SelfReader for ProcSelfReader {
         let reaped_any = std::mem::replace(&mut self.last_usage, usage) != usage;
         let children_changed = reaped_any || any_zombie_child();
         let reaped = reaped.filter(|_| self.marks).map(|r| r.peak);
-        let own = rusage(libc::RUSAGE_SELF);
+        // One `getrusage(RUSAGE_SELF)` for the mark and the CPU both.
+        let own = (self.cpu || self.marks).then(|| rusage(libc::RUSAGE_SELF));
         let status = shared
             .own()
             .ok()?
-            .read_cheap(self.marks, self.floor, maxrss_of(&own))
+            .read_cheap(self.marks, self.floor, own.as_ref().map_or(0, maxrss_of))
             .ok()?;
         let reaped_usage = usage.usage();
+        let self_usage = own.as_ref().map_or(crate::memory::Usage::ZERO, usage_of);
         Some(SelfReading {
             rss: status.rss?,
             hwm: status.hwm.filter(|_| self.marks),
             reaped,
             children_changed,
-            usage: Some(if self.count_self {
-                reaped_usage.plus(usage_of(&own))
-            } else {
-                reaped_usage
+            usage: self.cpu.then(|| {
+                if self.count_self {
+                    reaped_usage.plus(self_usage)
+                } else {
+                    reaped_usage
+                }
             }),
         })
     }
