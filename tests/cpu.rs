@@ -40,10 +40,8 @@ fn thread_cpu_seconds() -> f64 {
     // SAFETY: an all-zero timespec is a valid value of this plain C struct.
     let mut now: libc::timespec = unsafe { std::mem::zeroed() };
     // SAFETY: `now` is valid for writes and outlives the call; the clock id is valid.
-    assert_eq!(
-        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) },
-        0
-    );
+    let read = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
+    assert_eq!(read, 0);
     now.tv_sec as f64 + now.tv_nsec as f64 / 1e9
 }
 

@@ -62,7 +62,7 @@ pub struct TreeReading {
     /// that have exited since, and count their peaks as reaped.
     pub descendants: Vec<Descendant>,
     /// The CPU and I/O of this process and of the children it reaped, as a boundary
-    /// reading gives them ([`SelfReading::usage`]); `None` where not read. The tree's
+    /// reading gives them; `None` where not read. The tree's
     /// counters are this, `root_usage` and every descendant's `usage`.
     pub own_usage: Option<Usage>,
     /// The root's own counters where it is not this process (`stemmon run`'s command);

@@ -5,10 +5,11 @@
 //! reaped children from `getrusage(RUSAGE_CHILDREN)` and `waitid(WNOWAIT)`.
 //!
 //! One room per source: [`procfs`] parses, [`tree`] walks the tree with its kept
-//! files, [`self_reading`] reads this process at stage boundaries, [`reaped`] reads the
+//! files ([`proc_files`]: those it keeps open, and what it reads through them), [`self_reading`] reads this process at stage boundaries, [`reaped`] reads the
 //! children that exited, and [`ledger`] holds what one monitor's readers share.
 
 pub(crate) mod ledger;
+pub(crate) mod proc_files;
 pub(crate) mod procfs;
 pub(crate) mod reaped;
 pub(crate) mod self_reading;
