@@ -370,6 +370,29 @@ pub(crate) struct SelfReading {
     pub(crate) usage: Option<Usage>,
 }
 
+/// A child of this process that has exited and waits to be reaped, as a process of the
+/// report: its peak, final counters and exit code (`waitid(WNOWAIT)`, which leaves it
+/// to be reaped). `None` if `pid` is no such child, or off Linux.
+pub(crate) fn exited_child(pid: u32) -> Option<Descendant> {
+    #[cfg(target_os = "linux")]
+    {
+        let zombie = linux::reaped::zombie(pid)?;
+        Some(Descendant {
+            pid,
+            peak: zombie.peak,
+            ppid: std::process::id(),
+            usage: zombie.usage,
+            exit_code: zombie.exit_code,
+            ..Descendant::default()
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
 /// The calling thread's CPU time (user plus system) in microseconds:
 /// `getrusage(RUSAGE_THREAD)` on Linux, `None` elsewhere.
 pub(crate) fn thread_cpu_micros() -> Option<u64> {

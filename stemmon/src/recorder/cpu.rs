@@ -270,6 +270,16 @@ impl TreeCpu {
 }
 
 impl Recorder {
+    /// Records a child of this process that exited (read before it was reaped) in the
+    /// report's `processes`.
+    pub(crate) fn child_exited(&self, child: &Descendant) {
+        let elapsed = self.elapsed(self.clock.raw());
+        let mut state = self.lock();
+        if state.ended.is_none() {
+            state.processes.saw(child, elapsed);
+        }
+    }
+
     /// Publishes `usage`, the tree's figure now, for calls to read.
     pub(super) fn publish_cpu(&self, usage: Option<Usage>) {
         if let Some(usage) = usage {

@@ -44,7 +44,8 @@ impl Processes {
         }
     }
 
-    fn saw(&mut self, process: &Descendant, elapsed: f64) {
+    /// Takes in one process seen at `elapsed` seconds.
+    pub(crate) fn saw(&mut self, process: &Descendant, elapsed: f64) {
         let cpu = process.usage.cpu_micros();
         let entry = self.seen.entry(process.pid).or_insert_with(|| Seen {
             ppid: process.ppid,
