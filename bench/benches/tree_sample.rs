@@ -2,11 +2,12 @@
 //! grandchildren): stemmon's reader beside sysinfo's all-process refresh and psutil's
 //! `children(recursive=True)` + `memory_info()`, on the same tree in the same run.
 //! stemmon's sample is the default one: RSS and the high-water marks of every process
-//! (read together from `status`, each reset through `clear_refs`), and the job's cgroup.
+//! (read together from `status`, each reset through `clear_refs`), its CPU, faults and
+//! I/O (`stat`, `io`), and the job's cgroup.
 //! Budgets (spec §6): 10 descendants, at most 1/4 of sysinfo and 1/8 of psutil;
 //! 100 descendants, at most 1/2 and 1/4. Beside them, the floor of the same sample
-//! ([`Floor`]: the `pread`s and writes alone, through descriptors kept open); stemmon's
-//! budget is 1.3× the floor at both sizes.
+//! ([`Floor`]: the `pread`s and writes alone, through descriptors kept open, `stat`
+//! and `io` included); stemmon's budget is 1.3× the floor at both sizes.
 
 use criterion::Criterion;
 use std::collections::HashMap;
@@ -85,6 +86,11 @@ fn main() {
         assert!(
             first.tree_rss_bound.is_some(),
             "the default sample has the bound"
+        );
+        assert!(
+            first.own_usage.is_some() && first.io_missing.is_none(),
+            "the default sample has CPU and I/O: {:?}",
+            first.io_missing
         );
         let stemmon_count = first.process_count;
         let (sysinfo_count, _) = sysinfo_tree(&mut system, with_tasks, root);

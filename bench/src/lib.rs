@@ -224,9 +224,10 @@ impl Drop for Tree {
     }
 }
 
-/// The floor of one tree sample with high-water marks: per process, one `pread` of
-/// `status`, one write of `5` to `clear_refs` and one `pread` of each thread's
-/// `children`, through descriptors opened once. No parsing, no listing, no
+/// The floor of one tree sample with high-water marks, CPU and I/O: per process, one
+/// `pread` of `status`, one write of `5` to `clear_refs`, one `pread` each of `stat`
+/// and `io` (SPEC §12) and one `pread` of each thread's `children`, through
+/// descriptors opened once. No parsing, no listing, no
 /// bookkeeping: what any reader of the same figures must at least spend in the kernel.
 /// The `tree_sample` bench times it beside stemmon's sample, same tree, same run.
 #[derive(Debug)]
@@ -239,6 +240,8 @@ pub struct Floor {
 struct FloorProcess {
     status: fs::File,
     clear_refs: fs::File,
+    stat: fs::File,
+    io: fs::File,
     children: Vec<fs::File>,
 }
 
@@ -267,6 +270,8 @@ impl Floor {
                 clear_refs: fs::OpenOptions::new()
                     .write(true)
                     .open(dir.join("clear_refs"))?,
+                stat: fs::File::open(dir.join("stat"))?,
+                io: fs::File::open(dir.join("io"))?,
                 children,
             });
         }
@@ -287,6 +292,8 @@ impl Floor {
         for process in &self.processes {
             read += process.status.read_at(&mut self.buf, 0)?;
             (&process.clear_refs).write_all(b"5")?;
+            read += process.stat.read_at(&mut self.buf, 0)?;
+            read += process.io.read_at(&mut self.buf, 0)?;
             for children in &process.children {
                 read += children.read_at(&mut self.buf, 0)?;
             }

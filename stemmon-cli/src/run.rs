@@ -175,7 +175,7 @@ mod unix {
         drop(child);
 
         let monitor = start_monitor(&args, pid);
-        let (status, signal) = wait_for(pid as libc::pid_t);
+        let (status, signal) = wait_for(pid as libc::pid_t, monitor.as_ref());
         // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
         // nothing resident, whose final interval is in its rusage) instead of a missing
         // process. A non-zero exit or a signal is the run's failure, named in the report.
@@ -269,7 +269,7 @@ mod unix {
     /// Waits until CMD exits, reaping every other child (re-parented orphans) meanwhile,
     /// and returns CMD's status as an exit code, with the signal that killed it if one
     /// did. CMD itself is left to [`reap`].
-    fn wait_for(pid: libc::pid_t) -> (u8, Option<libc::c_int>) {
+    fn wait_for(pid: libc::pid_t, monitor: Option<&stemmon::Monitor>) -> (u8, Option<libc::c_int>) {
         loop {
             // SAFETY: an all-zero siginfo_t is a valid value; waitid fills it.
             let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
@@ -293,6 +293,10 @@ mod unix {
                 };
             }
             if who > 0 {
+                // Its exit code and final CPU, for the report's `processes`.
+                if let Some(monitor) = monitor {
+                    monitor.note_exited_child(who as u32);
+                }
                 reap(who);
             }
         }

@@ -3,3 +3,30 @@
 //! `MonitorBuilder::reader`.
 
 pub use crate::memory::{default_reader, Descendant, TreeReader, TreeReading};
+
+/// The stage-boundary reading of this process, as the engine takes it, for the
+/// benchmark of what CPU and I/O add to it (SPEC §12: at most 1 µs).
+pub struct BoundaryReader(Box<dyn crate::memory::SelfReader>);
+
+impl BoundaryReader {
+    /// A boundary reader on a ledger of its own; `marks` reads and resets the
+    /// high-water mark, `cpu` reads CPU and I/O (`getrusage`).
+    #[cfg(target_os = "linux")]
+    pub fn new(marks: bool, cpu: bool) -> BoundaryReader {
+        let ledger = std::sync::Arc::new(crate::memory::linux::Ledger::new());
+        let reader = crate::memory::linux::ProcSelfReader::new(ledger, marks);
+        BoundaryReader(Box::new(if cpu { reader } else { reader.without_cpu() }))
+    }
+
+    /// One reading: this process's RSS, and its CPU microseconds where read.
+    pub fn read(&mut self) -> Option<(u64, Option<u64>)> {
+        let reading = self.0.read()?;
+        Some((reading.rss, reading.usage.map(|u| u.cpu_micros())))
+    }
+}
+
+/// The calling thread's CPU time in microseconds, as a call's exit reads it
+/// (`getrusage(RUSAGE_THREAD)`).
+pub fn thread_cpu_micros() -> Option<u64> {
+    crate::memory::thread_cpu_micros()
+}

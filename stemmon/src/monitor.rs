@@ -164,6 +164,16 @@ impl Monitor {
         self.finalize(Some(error.into()), None)
     }
 
+    /// Records a child of this process that has exited and is about to be reaped (an
+    /// orphan `stemmon run` adopted as a subreaper): its exit code and final CPU go to
+    /// the report's `processes`, even if no sample ever saw it. Call it before the reap.
+    #[doc(hidden)]
+    pub fn note_exited_child(&self, pid: u32) {
+        if let Some(child) = memory::exited_child(pid) {
+            self.recorder.child_exited(&child);
+        }
+    }
+
     /// Finishes the monitor of a command `stemmon run` watched, with how it ended: the
     /// report's `exit_code`, and its `error` for a failure (`"exit 3"`, `"SIGKILL"`),
     /// so that a failed run's report never reads as a good one. The last sample is

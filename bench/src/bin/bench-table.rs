@@ -298,7 +298,7 @@ fn tree_floor(rows: &mut Vec<Row>) {
                 let processes = r.get("floor_processes")?.as_u64()?;
                 let tasks = r.get("floor_children_files")?.as_u64()?;
                 Some(format!(
-                    " ({processes} status + {processes} clear_refs + {tasks} children)"
+                    " ({processes} status + {processes} clear_refs + {processes} stat + {processes} io + {tasks} children)"
                 ))
             })
             .unwrap_or_default();
@@ -428,6 +428,34 @@ fn run_overhead(rows: &mut Vec<Row>) {
         ratio: format!("{:.3}", ours / theirs),
         budget,
         status: Status::of(ours / theirs <= BUDGET),
+    });
+}
+
+/// The stage-boundary reading with CPU and I/O (SPEC §12) beside the same reading
+/// without them; the thread's clock, read at a call's exit, counts as added too.
+fn boundary(rows: &mut Vec<Row>) {
+    const BUDGET_NS: f64 = 1_000.0;
+    let figure = "stage-boundary reading with CPU and I/O (+ the thread's clock)";
+    let budget = "≤ +1 µs".to_owned();
+    let interleaved = |key: &str| result("boundary")?.get(key)?.as_f64();
+    let figures = (
+        interleaved("with_cpu_ns").or_else(|| criterion_ns("boundary", "with_cpu")),
+        interleaved("without_cpu_ns").or_else(|| criterion_ns("boundary", "without_cpu")),
+        interleaved("thread_clock_ns").or_else(|| criterion_ns("boundary", "thread_clock")),
+    );
+    let (Some(with), Some(without), Some(clock)) = figures else {
+        rows.push(missing(figure, &budget));
+        return;
+    };
+    let added_ns = with - without + clock;
+    rows.push(Row {
+        figure: figure.into(),
+        stemmon: format!("{} ({} with the clock)", time(with), time(with + clock)),
+        peer: "the same reading without CPU and I/O".into(),
+        peer_value: time(without),
+        ratio: added(added_ns),
+        budget,
+        status: Status::of(added_ns <= BUDGET_NS),
     });
 }
 
@@ -570,6 +598,7 @@ fn main() {
     footprint(&mut rows, expanded);
     tree(&mut rows);
     tree_floor(&mut rows);
+    boundary(&mut rows);
     sampler(&mut rows);
     threads(&mut rows);
     run_overhead(&mut rows);

@@ -13,7 +13,6 @@
 use crate::config::{Config, Reader};
 use crate::report::{CgroupReport, HighWaterMarks};
 use std::io;
-#[cfg(target_os = "linux")]
 use std::sync::Arc;
 
 #[cfg(target_os = "linux")]
@@ -62,10 +61,88 @@ pub struct TreeReading {
     /// Each descendant read, so that a stage-boundary reading can leave out the ones
     /// that have exited since, and count their peaks as reaped.
     pub descendants: Vec<Descendant>,
+    /// The CPU and I/O of this process and of the children it reaped, as a boundary
+    /// reading gives them; `None` where not read. The tree's
+    /// counters are this, `root_usage` and every descendant's `usage`.
+    pub own_usage: Option<Usage>,
+    /// The root's own counters where it is not this process (`stemmon run`'s command);
+    /// zero when the root is this process, already in `own_usage`.
+    pub root_usage: Usage,
+    /// The root as a process of the report's `processes`.
+    pub root_process: Option<Descendant>,
+    /// Why some process's `/proc/PID/io` could not be read, if one could not.
+    pub io_missing: Option<String>,
+}
+
+/// Cumulative CPU and storage counters of a process or a sum of them (SPEC §12).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// User CPU time, in microseconds.
+    pub user_micros: u64,
+    /// System CPU time, in microseconds.
+    pub system_micros: u64,
+    /// Bytes read from storage.
+    pub read_bytes: u64,
+    /// Bytes written to storage.
+    pub write_bytes: u64,
+    /// Page faults that needed I/O.
+    pub major_faults: u64,
+}
+
+impl Usage {
+    /// Nothing counted.
+    pub const ZERO: Usage = Usage {
+        user_micros: 0,
+        system_micros: 0,
+        read_bytes: 0,
+        write_bytes: 0,
+        major_faults: 0,
+    };
+
+    /// `self + other`, field by field (wrapping: counters are differenced later).
+    #[must_use]
+    pub fn plus(self, other: Usage) -> Usage {
+        Usage {
+            user_micros: self.user_micros.wrapping_add(other.user_micros),
+            system_micros: self.system_micros.wrapping_add(other.system_micros),
+            read_bytes: self.read_bytes.wrapping_add(other.read_bytes),
+            write_bytes: self.write_bytes.wrapping_add(other.write_bytes),
+            major_faults: self.major_faults.wrapping_add(other.major_faults),
+        }
+    }
+
+    /// `self - other`, field by field, never below zero.
+    #[must_use]
+    pub fn minus(self, other: Usage) -> Usage {
+        Usage {
+            user_micros: self.user_micros.saturating_sub(other.user_micros),
+            system_micros: self.system_micros.saturating_sub(other.system_micros),
+            read_bytes: self.read_bytes.saturating_sub(other.read_bytes),
+            write_bytes: self.write_bytes.saturating_sub(other.write_bytes),
+            major_faults: self.major_faults.saturating_sub(other.major_faults),
+        }
+    }
+
+    /// The larger of each field.
+    #[must_use]
+    pub fn max(self, other: Usage) -> Usage {
+        Usage {
+            user_micros: self.user_micros.max(other.user_micros),
+            system_micros: self.system_micros.max(other.system_micros),
+            read_bytes: self.read_bytes.max(other.read_bytes),
+            write_bytes: self.write_bytes.max(other.write_bytes),
+            major_faults: self.major_faults.max(other.major_faults),
+        }
+    }
+
+    /// User plus system time, in microseconds.
+    pub fn cpu_micros(&self) -> u64 {
+        self.user_micros.saturating_add(self.system_micros)
+    }
 }
 
 /// One descendant as a full sample read it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Descendant {
     /// Its process id.
     pub pid: u32,
@@ -73,6 +150,14 @@ pub struct Descendant {
     pub rss: u64,
     /// The highest of its marks read so far.
     pub peak: u64,
+    /// Its parent's process id (0 where its `stat` could not be read).
+    pub ppid: u32,
+    /// Its counters (its own and its reaped children's), zero where not read.
+    pub usage: Usage,
+    /// Its argv joined by spaces, read once when it was first seen.
+    pub command: Option<Arc<str>>,
+    /// Its exit code, where it was seen as an exited child waiting to be reaped.
+    pub exit_code: Option<i32>,
 }
 
 /// Reads the memory of a process and all its descendants.
@@ -198,10 +283,13 @@ impl Readers {
         // The boundary reads this process's marks only when it is the root.
         let boundary_marks = marks.parent && settings.root.is_none();
         #[cfg(target_os = "linux")]
-        let boundary: Box<dyn SelfReader> = Box::new(linux::ProcSelfReader::new(
-            Arc::clone(&spare.ledger),
-            boundary_marks,
-        ));
+        let boundary: Box<dyn SelfReader> = {
+            let reader = linux::ProcSelfReader::new(Arc::clone(&spare.ledger), boundary_marks);
+            Box::new(match settings.root {
+                Some(_) => reader.without_self_usage(),
+                None => reader,
+            })
+        };
         #[cfg(not(target_os = "linux"))]
         let boundary: Box<dyn SelfReader> = {
             let _ = boundary_marks;
@@ -276,6 +364,46 @@ pub(crate) struct SelfReading {
     /// A child of this process was reaped or has exited since the previous reading:
     /// some last-sampled descendants may be gone.
     pub(crate) children_changed: bool,
+    /// This process's CPU and I/O (`RUSAGE_SELF`, every thread; left out where the
+    /// tree's root is another process) plus those of the children it reaped
+    /// (`RUSAGE_CHILDREN`); `None` where not read.
+    pub(crate) usage: Option<Usage>,
+}
+
+/// A child of this process that has exited and waits to be reaped, as a process of the
+/// report: its peak, final counters and exit code (`waitid(WNOWAIT)`, which leaves it
+/// to be reaped). `None` if `pid` is no such child, or off Linux.
+pub(crate) fn exited_child(pid: u32) -> Option<Descendant> {
+    #[cfg(target_os = "linux")]
+    {
+        let zombie = linux::reaped::zombie(pid)?;
+        Some(Descendant {
+            pid,
+            peak: zombie.peak,
+            ppid: std::process::id(),
+            usage: zombie.usage,
+            exit_code: zombie.exit_code,
+            ..Descendant::default()
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        None
+    }
+}
+
+/// The calling thread's CPU time (user plus system) in microseconds:
+/// `getrusage(RUSAGE_THREAD)` on Linux, `None` elsewhere.
+pub(crate) fn thread_cpu_micros() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        Some(linux::reaped::thread_cpu_micros())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
 }
 
 /// What a stage boundary reads: the monitored process alone, cheaply. The seam beside
@@ -324,7 +452,7 @@ pub(crate) fn live_children_rss(
 ) -> LiveChildren {
     gone.resize(descendants.len(), false);
     let (mut sum, mut exited_peak) = (0, None);
-    for (&Descendant { pid, rss, peak }, gone) in descendants.iter().zip(gone.iter_mut()) {
+    for (&Descendant { pid, rss, peak, .. }, gone) in descendants.iter().zip(gone.iter_mut()) {
         if !*gone && has_exited(pid) {
             *gone = true;
             exited_peak = exited_peak.max(Some(peak));

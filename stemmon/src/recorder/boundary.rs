@@ -143,7 +143,8 @@ impl Recorder {
                     // A boundary never counts a descendant that has exited: when a child
                     // was reaped or became a zombie, each last-sampled one is checked.
                     let descendants = &boundary.last_tree.descendants;
-                    if reading.children_changed && !descendants.is_empty() {
+                    let changed = reading.children_changed && !descendants.is_empty();
+                    if changed {
                         let live = boundary
                             .reader
                             .live_children(descendants, &mut boundary.gone);
@@ -154,6 +155,9 @@ impl Recorder {
                             reading.reaped = reading.reaped.max(live.exited_peak);
                         }
                     }
+                    let tree = &boundary.last_tree.descendants;
+                    let usage = state.cpu.boundary(&reading, changed, tree, &boundary.gone);
+                    self.publish_cpu(usage);
                     Some(reading)
                 }
                 None => return,
@@ -366,6 +370,7 @@ mod tests {
                 pid: 7,
                 rss: 40 << 20,
                 peak: 40 << 20,
+                ..crate::memory::Descendant::default()
             }],
             ..TreeReading::default()
         });

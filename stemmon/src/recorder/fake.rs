@@ -3,7 +3,10 @@
 
 use super::{Recorder, RunInfo, ThreadSlot};
 use crate::config::Config;
-use crate::memory::{Descendant, LiveChildren, SelfReader, SelfReading, TreeReader, TreeReading};
+use crate::memory::{
+    Descendant, LiveChildren, SelfReader, SelfReading, TreeReader, TreeReading, Usage,
+};
+use std::cell::Cell;
 use std::sync::{Arc, Mutex};
 
 /// What the fake boundary reader answers, and how often it was asked.
@@ -12,7 +15,18 @@ struct Script {
     reading: SelfReading,
     /// What `live_children` answers.
     live: LiveChildren,
+    /// `live_children` finds every descendant gone.
+    gone: bool,
     reads: u32,
+}
+
+thread_local! {
+    /// What the fake thread clock reads on this (the test's) thread.
+    static THREAD_CPU: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+fn fake_thread_cpu() -> Option<u64> {
+    THREAD_CPU.with(Cell::get)
 }
 
 /// A [`SelfReader`] that answers from a script the test changes as it goes.
@@ -26,8 +40,12 @@ impl SelfReader for FakeSelf {
     }
 
     fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren {
+        let script = self.0.lock().unwrap();
         gone.resize(descendants.len(), false);
-        self.0.lock().unwrap().live
+        if script.gone {
+            gone.iter_mut().for_each(|g| *g = true);
+        }
+        script.live
     }
 }
 
@@ -66,13 +84,17 @@ impl Rig {
                 ..SelfReading::default()
             },
             live: LiveChildren::default(),
+            gone: false,
             reads: 0,
         }));
         let info = RunInfo {
             sampler: "fake",
             ..RunInfo::default()
         };
-        let recorder = Recorder::new(config, info, Box::new(FakeSelf(Arc::clone(&script))), clock);
+        let mut recorder =
+            Recorder::new(config, info, Box::new(FakeSelf(Arc::clone(&script))), clock);
+        THREAD_CPU.with(|cpu| cpu.set(None));
+        recorder.thread_cpu = fake_thread_cpu;
         Rig {
             recorder,
             clock: mock,
@@ -101,6 +123,22 @@ impl Rig {
         let mut script = self.script.lock().unwrap();
         script.reading.children_changed = true;
         script.live = live;
+    }
+
+    /// What the boundary reads of the tree's CPU and I/O (this process and its reaped
+    /// children) from now on.
+    pub(super) fn set_usage(&self, usage: Usage) {
+        self.script.lock().unwrap().reading.usage = Some(usage);
+    }
+
+    /// What the thread clock reads from now on.
+    pub(super) fn set_thread_cpu(&self, micros: Option<u64>) {
+        THREAD_CPU.with(|cpu| cpu.set(micros));
+    }
+
+    /// From now on `live_children` finds every descendant gone (or none).
+    pub(super) fn set_gone(&self, gone: bool) {
+        self.script.lock().unwrap().gone = gone;
     }
 
     /// How many boundary readings were taken.

@@ -15,10 +15,12 @@
 
 mod boundary;
 mod calls;
+mod cpu;
 mod events;
 #[cfg(test)]
 mod fake;
 mod heap;
+mod processes;
 mod records;
 mod sample;
 mod snapshot;
@@ -111,6 +113,10 @@ pub(crate) struct State {
     pub(crate) spans: Spans,
     /// The monitor's own failures.
     pub(crate) failures: Failures,
+    /// The tree's CPU and I/O counters (SPEC §12).
+    cpu: cpu::TreeCpu,
+    /// The tree's processes seen during the run.
+    processes: processes::Processes,
     /// Set once finished.
     pub(crate) ended: Option<Ended>,
     /// The heap sweeps' memory of every thread (SPEC §11).
@@ -136,6 +142,10 @@ pub(crate) struct Recorder {
     ended: AtomicBool,
     /// Ticks of the newest boundary reading.
     boundary_at: Padded<AtomicU64>,
+    /// The tree's CPU and I/O counters as last read, for calls to read without a lock.
+    cpu_now: cpu::Published,
+    /// The calling thread's CPU time (`RUSAGE_THREAD`), a fake in tests.
+    thread_cpu: fn() -> Option<u64>,
     /// The record open on the monitor's own thread, plus one (0: none): where a stage
     /// entered on an idle thread nests (fork-join). Written by that thread only.
     owner_top: Padded<AtomicU32>,
@@ -187,6 +197,8 @@ impl Recorder {
             // No reading yet: one reuse window before the start, so the first is fresh.
             boundary_at: Padded(AtomicU64::new(origin.wrapping_sub(reuse_ticks))),
             owner_top: Padded(AtomicU32::new(0)),
+            cpu_now: cpu::Published::default(),
+            thread_cpu: crate::memory::thread_cpu_micros,
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),
@@ -195,6 +207,8 @@ impl Recorder {
                 boundary: Boundary::new(self_reader),
                 spans: Spans::new(),
                 failures: Failures::default(),
+                cpu: cpu::TreeCpu::default(),
+                processes: processes::Processes::default(),
                 ended: None,
                 heap: heap::HeapSweep::new(),
             }),
@@ -262,6 +276,7 @@ impl Recorder {
         }
         self.count_entry(&mut thread, record, now);
         heap::entered(&mut thread);
+        self.cpu_enter(&mut thread, cpu::sync_key(seq), record, now);
         Entered::Pushed(seq)
     }
 
@@ -374,6 +389,7 @@ impl Recorder {
         let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(frame.record) {
             thread.delta(frame.record).saw_boundary = true;
+            self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Window);
             return;
         }
         thread.mark_completed(frame.record);
@@ -389,6 +405,7 @@ impl Recorder {
             self.sweep_heap_to(&mut state, now, Some(frame.record));
         }
         self.boundary_reading(&mut state, &thread, now, frame.record, false);
+        self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(&mut state, &frame, slot.id, nanos, &error);
@@ -412,6 +429,7 @@ impl Recorder {
             let record = records.get_mut(id);
             record.calls += delta.calls;
             record.threads += u32::from(first);
+            record.cpu.add(&delta.cpu);
             if delta.completed > 0 {
                 record.completed += delta.completed;
                 record.wall_seconds += self.ticks_seconds(delta.wall_ticks);
@@ -492,6 +510,10 @@ impl Recorder {
         self.merge_all();
         let mut state = self.lock();
         self.sweep_heap(&mut state, self.clock.raw());
+        if let (Some(root), Some(code)) = (self.config.root, exit_code) {
+            // The command `stemmon run` watched and reaped.
+            state.processes.exited(root, code);
+        }
         state.ended = Some(Ended {
             at: self.clock.raw(),
             error,

@@ -196,6 +196,8 @@ pub(crate) struct Record {
     pub(crate) stats: Stats,
     /// What the stage allocated and freed (SPEC §11).
     pub(crate) heap: super::heap::HeapStats,
+    /// CPU and I/O of its completed calls (SPEC §12).
+    pub(crate) cpu: super::cpu::CallCpu,
 }
 
 impl Record {
@@ -237,6 +239,7 @@ impl Records {
             logged: false,
             stats: Stats::default(),
             heap: Default::default(),
+            cpu: super::cpu::CallCpu::ZERO,
         });
         self.index.insert((parent, name.clone()), id);
         id

@@ -83,7 +83,13 @@ impl Samples {
 
     /// Keeps `sample` as the latest, among the recent ones and on the timeline, with
     /// `bound` as the interval's bound of the tree.
-    fn push(&mut self, sample: Kept, reading: &TreeReading, bound: Option<u64>) {
+    fn push(
+        &mut self,
+        sample: Kept,
+        reading: &TreeReading,
+        bound: Option<u64>,
+        cpu_cores: Option<f64>,
+    ) {
         let elapsed = sample.sample.elapsed_seconds;
         if let Some(latest) = &self.latest {
             let gap = elapsed - latest.sample.elapsed_seconds;
@@ -108,6 +114,7 @@ impl Samples {
             tree_rss_bound_bytes: bound,
             cgroup_memory_bytes: reading.cgroup_peak,
             process_count: reading.process_count,
+            cpu_cores,
             samples: 1,
             ..TimelinePoint::default()
         });
@@ -145,6 +152,7 @@ impl Recorder {
         let stage = self.owner_record(&state.records);
         state.apply_sample(reading, &mut scratch, stage, self.elapsed(done), done);
         self.sweep_heap(&mut state, done);
+        self.publish_cpu(state.cpu.now());
         state.samples.scratch = scratch;
         self.boundary_at.0.store(done, Ordering::Relaxed);
         drop(state);
@@ -251,7 +259,9 @@ impl State {
             sample,
             record: stage,
         };
-        self.samples.push(kept, &reading, bound);
+        let cpu_cores = self.cpu.sampled(&reading, elapsed);
+        self.processes.sampled(&reading, elapsed);
+        self.samples.push(kept, &reading, bound, cpu_cores);
         self.boundary.sampled(reading, done);
     }
 }

@@ -39,6 +39,7 @@ impl Recorder {
             self.merge_all();
         }
         let calls = self.open_calls();
+        let open_cpu = self.open_cpu();
         let threads: Vec<ThreadReport> = self
             .lock_threads()
             .iter()
@@ -77,6 +78,7 @@ impl Recorder {
                 .and_then(|parent| stages.get(parent as usize))
                 .map(|parent| parent.path.as_str());
             let path = extend_path(parent, &record.name);
+            let wall_seconds = record.wall_seconds + open.total;
             stages.push(StageReport {
                 id: id as u32,
                 name: record.name.to_string(),
@@ -86,7 +88,7 @@ impl Recorder {
                 errors: record.errors,
                 threads: record.threads,
                 start_seconds: record.start_seconds,
-                wall_seconds: record.wall_seconds + open.total,
+                wall_seconds,
                 min_wall_seconds: min,
                 max_wall_seconds: max,
                 error: record.error.clone(),
@@ -96,6 +98,7 @@ impl Recorder {
                 peaks: record.stats.peaks.clone(),
                 high_water: record.stats.high_water.clone(),
                 heap: record.heap.report(),
+                cpu_io: state.stage_cpu(id, open_cpu.get(id), wall_seconds),
                 ..StageReport::default()
             });
         }
@@ -114,12 +117,17 @@ impl Recorder {
         let peak_rss_stage = total
             .peak_rss_elapsed_seconds
             .map(|_| stage_of(total.peak_rss_record));
+        let wall_seconds = self.elapsed(now);
+        let processes = state.processes.report();
         Report {
             pid: self.pid,
             running: state.ended.is_none(),
             error: state.ended.as_ref().and_then(|ended| ended.error.clone()),
             exit_code: state.ended.as_ref().and_then(|ended| ended.exit_code),
-            wall_seconds: self.elapsed(now),
+            wall_seconds,
+            cpu_io: state.cpu.run_report(wall_seconds),
+            io_missing: state.cpu.io_missing(),
+            processes,
             sample_interval: self.config.sample_interval.as_secs_f64(),
             platform: self.info.platform.clone(),
             sampler: self.info.sampler.to_owned(),

@@ -59,6 +59,8 @@ pub(crate) struct Delta {
     pub(crate) saw_boundary: bool,
     /// Heap counts (SPEC §11).
     pub(crate) heap: HeapDelta,
+    /// The CPU and I/O of the calls completed since the last merge.
+    pub(crate) cpu: super::cpu::CallCpu,
     dirty: bool,
 }
 
@@ -71,6 +73,7 @@ impl Delta {
         max_ticks: 0,
         saw_boundary: false,
         heap: HeapDelta::CLEAN,
+        cpu: super::cpu::CallCpu::ZERO,
         dirty: false,
     };
 }
@@ -139,6 +142,8 @@ pub(crate) struct ThreadState {
     open_buckets: [u32; BUCKETS],
     /// Calls merged so far.
     pub(crate) calls: u64,
+    /// This thread's CPU clock and its open calls' entry figures.
+    pub(crate) cpu: super::cpu::ThreadCpu,
 }
 
 impl ThreadState {

@@ -5,10 +5,11 @@
 //! reaped children from `getrusage(RUSAGE_CHILDREN)` and `waitid(WNOWAIT)`.
 //!
 //! One room per source: [`procfs`] parses, [`tree`] walks the tree with its kept
-//! files, [`self_reading`] reads this process at stage boundaries, [`reaped`] reads the
+//! files ([`proc_files`]: those it keeps open, and what it reads through them), [`self_reading`] reads this process at stage boundaries, [`reaped`] reads the
 //! children that exited, and [`ledger`] holds what one monitor's readers share.
 
 pub(crate) mod ledger;
+pub(crate) mod proc_files;
 pub(crate) mod procfs;
 pub(crate) mod reaped;
 pub(crate) mod self_reading;
@@ -19,11 +20,11 @@ pub(crate) use reaped::has_exited;
 pub(crate) use self_reading::ProcSelfReader;
 
 use super::cgroup::CgroupReader;
-use super::{Descendant, TreeReader, TreeReading};
+use super::{Descendant, TreeReader, TreeReading, Usage};
 use crate::report::HighWaterMarks;
 use ledger::{Known, TreeLedger};
-use procfs::{parse_smaps_rollup, Buf, ProcPath};
-use reaped::zombie_peak;
+use procfs::{clock_ticks, parse_smaps_rollup, Buf, ProcPath};
+use reaped::{rusage, usage_of, zombie, ChildUsage};
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::sync::Arc;
@@ -46,6 +47,8 @@ pub(crate) struct ProcReader {
     /// The exited descendants boundary readings counted (kept to reuse its capacity).
     counted: Vec<u32>,
     smaps: Buf,
+    /// Microseconds per clock tick of `stat`.
+    tick_micros: u64,
 }
 
 impl ProcReader {
@@ -70,6 +73,7 @@ impl ProcReader {
             seen: Vec::new(),
             counted: Vec::new(),
             smaps: Buf::new(1024),
+            tick_micros: 1_000_000 / clock_ticks().max(1),
         }
     }
 
@@ -226,11 +230,14 @@ impl TreeReader for ProcReader {
         // adopted (`stemmon run`): their peaks show in its RUSAGE_CHILDREN once reaped.
         let ours = own || self.adopted;
         // Checked before reading the marks: a child reaped in between counts in this interval.
-        let reaped = if self.marks && ours {
-            ledger.shared().reaped_and_usage().0
+        // Read before the walk: a child reaped meanwhile is missed once, never counted twice.
+        let (reaped, children_usage) = if self.marks && ours {
+            let (reaped, usage) = ledger.shared().reaped_and_usage();
+            (reaped, usage)
         } else {
-            None
+            (None, ChildUsage::now())
         };
+        let own_rusage = rusage(libc::RUSAGE_SELF);
         let complete =
             self.table
                 .sample(root, self.marks, self.adopted, &ledger, &mut self.seen)?;
@@ -240,6 +247,17 @@ impl TreeReader for ProcReader {
             descendants: Vec::with_capacity(seen.len().saturating_sub(1)),
             ..TreeReading::default()
         };
+        // The tree's CPU and I/O: this process's own where it is the root, the children
+        // it reaped where they are the tree's, and every live process's `stat` and `io`.
+        let mut own_usage = if ours {
+            children_usage.usage()
+        } else {
+            Usage::ZERO
+        };
+        if own {
+            own_usage = own_usage.plus(usage_of(&own_rusage));
+        }
+        reading.own_usage = Some(own_usage);
         let (mut tree, mut children, mut children_hwm) = (0u64, 0u64, 0u64);
         let (mut zombie_sum, mut zombie_max) = (0u64, None::<u64>);
         let TreeLedger { known, next, .. } = &mut *intervals;
@@ -250,6 +268,7 @@ impl TreeReader for ProcReader {
                 pid,
                 status,
                 direct,
+                usage,
             },
         ) in seen.iter().enumerate()
         {
@@ -259,30 +278,73 @@ impl TreeReader for ProcReader {
             reading.rss_processes += 1;
             let rss = status.rss.unwrap_or(0);
             tree += rss;
+            let counters = usage.map_or(Usage::ZERO, |u| {
+                let (read_bytes, write_bytes) = u.io.unwrap_or((0, 0));
+                Usage {
+                    user_micros: u.stat.user_ticks * self.tick_micros,
+                    system_micros: u.stat.system_ticks * self.tick_micros,
+                    read_bytes,
+                    write_bytes,
+                    major_faults: u.stat.major_faults,
+                }
+            });
+            if let Some(Err(errno)) = usage.map(|u| u.io) {
+                if reading.io_missing.is_none() {
+                    reading.io_missing = Some(format!(
+                        "cannot read /proc/{pid}/io: {}",
+                        io::Error::from_raw_os_error(errno)
+                    ));
+                }
+            }
+            // An exited child waiting to be reaped: its exit code and final figures.
+            let exited = (status.rss.is_none() && direct)
+                .then(|| zombie(pid))
+                .flatten();
+            let process = Descendant {
+                pid,
+                rss,
+                peak: status.hwm.unwrap_or(rss).max(rss),
+                ppid: usage.map_or(0, |u| u.stat.ppid),
+                usage: exited.map_or(counters, |z| z.usage.max(counters)),
+                command: self.table.command(pid),
+                exit_code: exited.and_then(|z| z.exit_code),
+            };
             if index == 0 {
                 reading.parent_rss = Some(rss);
                 reading.parent_hwm = status.hwm.filter(|_| self.marks);
+                if !own {
+                    reading.root_usage = process.usage;
+                }
+                let mut root = process;
+                if own {
+                    root.usage = usage_of(&own_rusage);
+                    root.ppid = std::os::unix::process::parent_id();
+                }
                 if status.rss.is_none() && !own && self.marks {
                     // The root has exited and waits to be reaped (`stemmon run` reaps
                     // its command after the last sample): its mark is gone with its
                     // memory, but as this process's child its final interval is in its
                     // rusage (`ru_maxrss`: its peak since the last reset, and that of
                     // the children it waited for, which the kernel does not tell apart).
-                    reading.parent_hwm = zombie_peak(pid).or(reading.parent_hwm);
+                    reading.parent_hwm = zombie(pid).map(|z| z.peak).or(reading.parent_hwm);
                 }
+                if let Some(hwm) = reading.parent_hwm {
+                    root.peak = root.peak.max(hwm);
+                }
+                reading.root_process = Some(root);
             } else {
                 children += rss;
                 let hwm = status.hwm.unwrap_or(rss).max(rss);
                 children_hwm += hwm;
                 let peak = known.get(&pid).map_or(hwm, |k| k.peak.max(hwm));
-                reading.descendants.push(Descendant { pid, rss, peak });
                 next.insert(pid, Known { hwm, peak, direct });
-                if status.rss.is_none() && direct && self.marks {
-                    if let Some(peak) = zombie_peak(pid) {
-                        zombie_sum += peak;
-                        zombie_max = zombie_max.max(Some(peak));
+                if self.marks {
+                    if let Some(z) = exited {
+                        zombie_sum += z.peak;
+                        zombie_max = zombie_max.max(Some(z.peak));
                     }
                 }
+                reading.descendants.push(Descendant { peak, ..process });
             }
             if self.detailed {
                 self.add_smaps(pid, &mut reading);

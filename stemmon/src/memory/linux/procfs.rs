@@ -185,6 +185,72 @@ pub(crate) fn parse_stat_ppid(text: &[u8]) -> Option<u32> {
     parse_u64(fields.next()?).and_then(|p| u32::try_from(p).ok())
 }
 
+/// The CPU and fault counters of one `/proc/PID/stat` line (SPEC §12), its own and
+/// those of the children it reaped (`cutime`, `cstime`, `cmajflt`), which `RUSAGE_CHILDREN`
+/// would give it: a descendant reaped by a live one moves from its own line into its
+/// parent's, so the sum over the live tree never counts it twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct StatUsage {
+    /// Its parent.
+    pub(crate) ppid: u32,
+    /// User time, own plus reaped children's, in clock ticks.
+    pub(crate) user_ticks: u64,
+    /// System time, counted the same way.
+    pub(crate) system_ticks: u64,
+    /// Major faults, own plus reaped children's.
+    pub(crate) major_faults: u64,
+}
+
+/// The parent, CPU times and major faults of a `/proc/PID/stat` line (fields 4, 12 to
+/// 17, counted from the last `)`, since the command name may hold spaces and parentheses).
+pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
+    let close = text.iter().rposition(|b| *b == b')')?;
+    let mut fields = text[close + 1..]
+        .split(|b| *b == b' ')
+        .filter(|f| !f.is_empty());
+    // Field 3 (state) is the first after the name.
+    let mut nth = |skip: usize| parse_u64(fields.nth(skip)?);
+    let ppid = u32::try_from(nth(1)?).ok()?; // field 4
+    let major = nth(7)?; // field 12
+    let child_major = nth(0)?; // 13
+    let user = nth(0)?; // 14
+    let system = nth(0)?; // 15
+    let child_user = nth(0)?; // 16
+    let child_system = nth(0)?; // 17
+    Some(StatUsage {
+        ppid,
+        user_ticks: user + child_user,
+        system_ticks: system + child_system,
+        major_faults: major + child_major,
+    })
+}
+
+/// `read_bytes` and `write_bytes` less `cancelled_write_bytes` of a `/proc/PID/io`
+/// text: the storage I/O the kernel also gives as `ru_inblock` / `ru_oublock`.
+pub(crate) fn parse_io(text: &[u8]) -> Option<(u64, u64)> {
+    let (mut read, mut write, mut cancelled) = (None, None, 0);
+    for line in text.split(|b| *b == b'\n') {
+        let Some(colon) = line.iter().position(|b| *b == b':') else {
+            continue;
+        };
+        let value = parse_u64(&line[colon + 1..]);
+        match &line[..colon] {
+            b"read_bytes" => read = value,
+            b"write_bytes" => write = value,
+            b"cancelled_write_bytes" => cancelled = value.unwrap_or(0),
+            _ => {}
+        }
+    }
+    Some((read?, write?.saturating_sub(cancelled)))
+}
+
+/// The kernel's clock ticks a second (`USER_HZ`), the unit of `/proc/PID/stat` times.
+pub(crate) fn clock_ticks() -> u64 {
+    // SAFETY: sysconf has no preconditions; it reads a constant of the system.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|t| *t > 0).unwrap_or(100)
+}
+
 /// Unique and proportional set sizes, in bytes, of one `smaps_rollup`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Rollup {
@@ -408,6 +474,27 @@ mod tests {
     fn parses_stat_ppid_with_awkward_names() {
         assert_eq!(parse_stat_ppid(b"42 (a) b (c)) S 7 42 42 0"), Some(7));
         assert_eq!(parse_stat_ppid(b"1 (init) S 0 1 1"), Some(0));
+    }
+
+    #[test]
+    fn parses_stat_usage_and_io() {
+        let line = b"42 (a b) c)) S 7 42 42 0 -1 4194560 100 5 3 2 150 20 9 1 20 0 1 0";
+        assert_eq!(
+            parse_stat_usage(line),
+            Some(StatUsage {
+                ppid: 7,
+                user_ticks: 159,
+                system_ticks: 21,
+                major_faults: 5,
+            })
+        );
+        assert_eq!(parse_stat_usage(b"1 (x) S 0"), None);
+        let real = std::fs::read("/proc/self/stat").unwrap();
+        let usage = parse_stat_usage(&real).expect("this process's stat");
+        assert_eq!(usage.ppid, std::os::unix::process::parent_id());
+        let io = b"rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 4096\n";
+        assert_eq!(parse_io(io), Some((4096, 4096)));
+        assert_eq!(parse_io(b"rchar: 1\n"), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! (`getrusage(RUSAGE_CHILDREN)`) and for those waiting to be reaped (`waitid` with
 //! `WNOWAIT`, which leaves them to the program's own `wait`).
 
+use crate::memory::Usage;
 use std::io;
 
 /// The `RUSAGE_CHILDREN` figures of this process: any change means that a child was
@@ -18,6 +19,10 @@ pub(crate) struct ChildUsage {
     involuntary_switches: libc::c_long,
     /// The largest peak RSS of any child ever reaped, in KiB (`ru_maxrss`).
     max_rss_kib: libc::c_long,
+    /// Blocks of 512 bytes the reaped children read and wrote (`ru_inblock`,
+    /// `ru_oublock`: their `/proc/PID/io` `read_bytes`, `write_bytes` >> 9).
+    in_blocks: libc::c_long,
+    out_blocks: libc::c_long,
 }
 
 impl ChildUsage {
@@ -38,7 +43,20 @@ impl ChildUsage {
             voluntary_switches: usage.ru_nvcsw,
             involuntary_switches: usage.ru_nivcsw,
             max_rss_kib: usage.ru_maxrss,
+            in_blocks: usage.ru_inblock,
+            out_blocks: usage.ru_oublock,
         }
+    }
+
+    /// The reaped children's CPU and I/O.
+    pub(crate) fn usage(&self) -> Usage {
+        usage_of_parts(
+            (self.user_seconds, self.user_micros),
+            (self.system_seconds, self.system_micros),
+            self.in_blocks,
+            self.out_blocks,
+            self.major_faults,
+        )
     }
 
     /// What changed from `before` to `self`: `Some` when a child was reaped in between.
@@ -48,6 +66,66 @@ impl ChildUsage {
             exact: self.max_rss_kib > before.max_rss_kib,
         })
     }
+}
+
+fn micros((seconds, micros): (libc::time_t, libc::suseconds_t)) -> u64 {
+    let seconds = u64::try_from(seconds).unwrap_or(0);
+    let micros = u64::try_from(micros).unwrap_or(0);
+    seconds.saturating_mul(1_000_000).saturating_add(micros)
+}
+
+fn usage_of_parts(
+    user: (libc::time_t, libc::suseconds_t),
+    system: (libc::time_t, libc::suseconds_t),
+    in_blocks: libc::c_long,
+    out_blocks: libc::c_long,
+    major_faults: libc::c_long,
+) -> Usage {
+    let count = |n: libc::c_long| u64::try_from(n).unwrap_or(0);
+    Usage {
+        user_micros: micros(user),
+        system_micros: micros(system),
+        read_bytes: count(in_blocks) * 512,
+        write_bytes: count(out_blocks) * 512,
+        major_faults: count(major_faults),
+    }
+}
+
+/// The CPU and I/O counters of an rusage.
+pub(crate) fn usage_of(usage: &libc::rusage) -> Usage {
+    usage_of_parts(
+        (usage.ru_utime.tv_sec, usage.ru_utime.tv_usec),
+        (usage.ru_stime.tv_sec, usage.ru_stime.tv_usec),
+        usage.ru_inblock,
+        usage.ru_oublock,
+        usage.ru_majflt,
+    )
+}
+
+/// `getrusage(who)`: one call, which cannot fail for a valid `who`.
+pub(crate) fn rusage(who: libc::c_int) -> libc::rusage {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is valid for writes and outlives the call; callers pass
+    // RUSAGE_SELF, RUSAGE_CHILDREN or RUSAGE_THREAD, all valid on Linux.
+    unsafe { libc::getrusage(who, &mut usage) };
+    usage
+}
+
+/// The calling thread's user plus system CPU time, in microseconds (`RUSAGE_THREAD`).
+pub(crate) fn thread_cpu_micros() -> u64 {
+    usage_of(&rusage(libc::RUSAGE_THREAD)).cpu_micros()
+}
+
+/// What `waitid(WNOWAIT)` says of an exited child not yet reaped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Zombie {
+    /// Its peak RSS (`ru_maxrss`), in bytes.
+    pub(crate) peak: u64,
+    /// Its exit code, 128 + N for signal N.
+    pub(crate) exit_code: Option<i32>,
+    /// Its final counters, with those of the children it reaped.
+    pub(crate) usage: Usage,
 }
 
 /// The peak of the children this process reaped since a previous check.
@@ -66,6 +144,11 @@ pub(crate) struct Reaped {
 /// for the program's own `wait`. A zombie's pid cannot be reused, so `P_PID` is as safe
 /// here as a pidfd.
 pub(crate) fn zombie_peak(pid: u32) -> Option<u64> {
+    zombie(pid).map(|z| z.peak)
+}
+
+/// [`zombie_peak`] with the exit code and the final counters.
+pub(crate) fn zombie(pid: u32) -> Option<Zombie> {
     // SAFETY: an all-zero siginfo_t is a valid value of this plain C struct.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     // SAFETY: an all-zero rusage is a valid value of this plain C struct.
@@ -86,8 +169,22 @@ pub(crate) fn zombie_peak(pid: u32) -> Option<u64> {
     // SAFETY: `info` is initialized (zeroed, then possibly filled by waitid for a
     // SIGCHLD); si_pid reads the pid field of that layout, 0 when no child had exited.
     let found = unsafe { info.si_pid() };
-    (result == 0 && u32::try_from(found) == Ok(pid))
-        .then(|| u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024)
+    if result != 0 || u32::try_from(found) != Ok(pid) {
+        return None;
+    }
+    // SAFETY: as above: a SIGCHLD siginfo filled by waitid, whose status field holds
+    // the exit status (CLD_EXITED) or the signal (CLD_KILLED, CLD_DUMPED).
+    let status = unsafe { info.si_status() };
+    let exit_code = match info.si_code {
+        libc::CLD_EXITED => Some(status),
+        libc::CLD_KILLED | libc::CLD_DUMPED => Some(128 + status),
+        _ => None,
+    };
+    Some(Zombie {
+        peak: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+        exit_code,
+        usage: usage_of(&usage),
+    })
 }
 
 /// Whether some child of this process has exited and waits to be reaped: one

@@ -5,7 +5,7 @@
 
 use super::ledger::Ledger;
 use super::procfs::{page_size, parse_statm_resident, parse_status, Buf, Status};
-use super::reaped::{any_zombie_child, ChildUsage};
+use super::reaped::{any_zombie_child, rusage, usage_of, ChildUsage};
 use crate::memory::{live_children_rss, Descendant, LiveChildren, SelfReader, SelfReading};
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
@@ -62,7 +62,13 @@ impl SelfFiles {
     /// holds the peak of the image this process replaced at `exec` (the forked copy of
     /// its launcher), which no reset lowers: it speaks for the mark only above `floor`
     /// (see [`SelfFiles::exec_floor`]); below, `status` is read instead.
-    pub(crate) fn read_cheap(&mut self, marks: bool, floor: u64) -> io::Result<Status> {
+    /// `maxrss` is `getrusage(RUSAGE_SELF)`'s, which the caller read.
+    pub(crate) fn read_cheap(
+        &mut self,
+        marks: bool,
+        floor: u64,
+        maxrss: u64,
+    ) -> io::Result<Status> {
         if self.statm.is_none() {
             self.statm = Some(File::open("/proc/self/statm")?);
         }
@@ -76,7 +82,6 @@ impl SelfFiles {
                 ..Status::default()
             });
         }
-        let maxrss = self_maxrss();
         if maxrss <= floor {
             return self.read_status(true);
         }
@@ -118,19 +123,24 @@ impl SelfFiles {
 /// This process's peak RSS as `getrusage(RUSAGE_SELF)` gives it: the larger of its
 /// mark (`VmHWM`, reset by `clear_refs`) and the peak of the image it replaced at `exec`.
 fn self_maxrss() -> u64 {
-    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `usage` is valid for writes and outlives the call; RUSAGE_SELF is a
-    // valid `who`, so the call cannot fail.
-    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    maxrss_of(&rusage(libc::RUSAGE_SELF))
+}
+
+fn maxrss_of(usage: &libc::rusage) -> u64 {
     u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024
 }
 
 /// The cheap reading of the monitored process alone, taken at stage boundaries: one
 /// `pread` of `statm`, one write to `clear_refs`, two `getrusage` and one `waitid`.
+/// The same `getrusage` calls give the CPU and I/O of the process (every thread) and of
+/// the children it reaped (SPEC §12).
 pub(crate) struct ProcSelfReader {
     ledger: Arc<Ledger>,
     marks: bool,
+    /// This process's own CPU counts in the tree's (it is the root).
+    count_self: bool,
+    /// CPU and I/O are read at all (off only to measure what they cost).
+    cpu: bool,
     /// `getrusage` stands for `VmHWM` above this (see [`SelfFiles::read_cheap`]).
     floor: u64,
     /// `RUSAGE_CHILDREN` at this reader's previous reading: a change means a child was
@@ -150,9 +160,25 @@ impl ProcSelfReader {
         ProcSelfReader {
             ledger,
             marks,
+            count_self: true,
+            cpu: true,
             floor,
             last_usage: ChildUsage::now(),
         }
+    }
+
+    /// Leaves this process's own CPU and I/O out of its readings (the tree's root is
+    /// another process: `stemmon run`'s command), keeping its reaped children's.
+    pub(crate) fn without_self_usage(mut self) -> ProcSelfReader {
+        self.count_self = false;
+        self
+    }
+
+    /// Reads no CPU or I/O: the boundary reading as it was before them, for the
+    /// benchmark that measures what they add.
+    pub(crate) fn without_cpu(mut self) -> ProcSelfReader {
+        self.cpu = false;
+        self
     }
 
     /// The floor this reader found (for the cost measurement).
@@ -169,12 +195,27 @@ impl SelfReader for ProcSelfReader {
         let reaped_any = std::mem::replace(&mut self.last_usage, usage) != usage;
         let children_changed = reaped_any || any_zombie_child();
         let reaped = reaped.filter(|_| self.marks).map(|r| r.peak);
-        let status = shared.own().ok()?.read_cheap(self.marks, self.floor).ok()?;
+        // One `getrusage(RUSAGE_SELF)` for the mark and the CPU both.
+        let own = (self.cpu || self.marks).then(|| rusage(libc::RUSAGE_SELF));
+        let status = shared
+            .own()
+            .ok()?
+            .read_cheap(self.marks, self.floor, own.as_ref().map_or(0, maxrss_of))
+            .ok()?;
+        let reaped_usage = usage.usage();
+        let self_usage = own.as_ref().map_or(crate::memory::Usage::ZERO, usage_of);
         Some(SelfReading {
             rss: status.rss?,
             hwm: status.hwm.filter(|_| self.marks),
             reaped,
             children_changed,
+            usage: self.cpu.then(|| {
+                if self.count_self {
+                    reaped_usage.plus(self_usage)
+                } else {
+                    reaped_usage
+                }
+            }),
         })
     }
 

@@ -318,9 +318,10 @@ fn the_kept_files_follow_a_child_that_exits_and_one_that_starts() {
     let before = reader.read_tree(root).unwrap();
     assert_eq!(reader.pids(), vec![root, first]);
     assert!(before.rss_complete);
-    // status, clear_refs and one thread's children, for each of the two processes.
+    // status, clear_refs, stat, io and one thread's children, for each of the two
+    // processes.
     let kept = reader.open_fds();
-    assert_eq!(kept, 6);
+    assert_eq!(kept, 10);
     for _ in 0..3 {
         let second = tree.replace_child();
         let after = reader.read_tree(root).unwrap();
@@ -511,6 +512,7 @@ fn the_exited_set_is_emptied_by_every_sample_and_filled_only_with_marks() {
         pid: exited.id(),
         rss: 1,
         peak: 1,
+        ..Descendant::default()
     }];
     let ledger = Arc::new(Ledger::new());
     // Without marks the boundary does not count the exit: nothing is kept for it.
@@ -586,6 +588,7 @@ fn boundary_reading_cost() {
             pid: k.id(),
             rss: 1,
             peak: 1,
+            ..Descendant::default()
         })
         .collect();
     let mut gone = Vec::new();

@@ -1,40 +1,29 @@
 //! The walk of a process tree through `/proc/PID/task/TID/children`, with the files of
 //! every live process kept open between samples (up to a descriptor budget), so that a
-//! sample is, per process, one `pread` of `status`, one write to `clear_refs` and one
-//! `pread` of each thread's `children`: the floor of the work.
+//! sample is, per process, one `pread` of `status`, one write to `clear_refs`, one
+//! `pread` each of `stat` and `io` (CPU, faults and storage I/O, SPEC §12) and one
+//! `pread` of each thread's `children`: the floor of the work. A process's `cmdline`
+//! is read once, when it is first seen.
 //!
 //! Where the kernel has no `children` files, a scan of every `/proc/*/stat` parent
 //! field finds the tree instead (slower, and only there).
 
 use super::ledger::{Ledger, PidMap};
+pub(crate) use super::proc_files::{fd_budget, ProcUsage};
+use super::proc_files::{read_command, read_kept, read_status, Fds};
 use super::procfs::{
-    is_gone, list_numeric_dir, page_size, parse_pid_list, parse_stat_ppid, parse_status, Buf,
-    ProcPath, Status,
+    is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_ppid,
+    parse_stat_usage, Buf, ProcPath, Status,
 };
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io;
+use std::sync::Arc;
 
 /// The thread list of a process of several threads is read again at least every this
 /// many samples, whatever its `Threads:` count says (staggered by pid). See
 /// [`ProcTable::children_of`] for why that is safe.
 pub(crate) const RELIST_EVERY: u64 = 8;
-
-/// How many `/proc` files a reader keeps open between samples: a quarter of the soft
-/// descriptor limit, at most 4096, so that the program keeps the rest. Files beyond it
-/// are opened, read and closed at each sample.
-pub(crate) fn fd_budget() -> usize {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `limit` is valid for writes and outlives the call; RLIMIT_NOFILE is a
-    // valid resource.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return 64;
-    }
-    usize::try_from(limit.rlim_cur / 4).map_or(4096, |n| n.min(4096))
-}
 
 /// One process of a sample, as the walk found it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,29 +35,9 @@ pub(crate) struct Seen {
     /// orphan it adopted as a subreaper. Its peak shows in this process's rusage
     /// (`waitid(WNOWAIT)` as a zombie, `RUSAGE_CHILDREN` once reaped).
     pub(crate) direct: bool,
-}
-
-/// The descriptors kept open, against their budget.
-#[derive(Debug)]
-struct Fds {
-    open: usize,
-    budget: usize,
-}
-
-impl Fds {
-    /// Keeps `file` if the budget has room; else it is closed once read.
-    fn keep(&mut self, file: File) -> Option<File> {
-        (self.open < self.budget).then(|| {
-            self.open += 1;
-            file
-        })
-    }
-
-    fn release(&mut self, file: Option<File>) {
-        if file.is_some() {
-            self.open -= 1;
-        }
-    }
+    /// Its CPU, faults and I/O; `None` where its `stat` could not be read, and for
+    /// this process (whose figures come from `getrusage`).
+    pub(crate) usage: Option<ProcUsage>,
 }
 
 /// One thread and its `children` file.
@@ -85,6 +54,12 @@ struct Proc {
     /// `None` past the budget: opened at each sample then.
     status: Option<File>,
     clear_refs: Option<File>,
+    stat: Option<File>,
+    io: Option<File>,
+    /// Its argv joined by spaces, read once (`None` until read, or unreadable).
+    command: Option<Arc<str>>,
+    /// `cmdline` was read (or tried) for this process.
+    command_read: bool,
     /// Its threads as last listed.
     tasks: Vec<Task>,
     /// `Threads:` when `tasks` were listed; `None`: list them at the next sample.
@@ -98,6 +73,10 @@ impl Proc {
     fn close(&mut self, fds: &mut Fds) {
         fds.release(self.status.take());
         fds.release(self.clear_refs.take());
+        fds.release(self.stat.take());
+        fds.release(self.io.take());
+        self.command = None;
+        self.command_read = false;
         for task in self.tasks.drain(..) {
             fds.release(task.children);
         }
@@ -117,6 +96,7 @@ pub(crate) struct ProcTable {
     children_files: Option<bool>,
     status_buf: Buf,
     children_buf: Buf,
+    usage_buf: Buf,
     tids: Vec<u32>,
 }
 
@@ -131,6 +111,7 @@ impl ProcTable {
             children_files: None,
             status_buf: Buf::new(4096),
             children_buf: Buf::new(4096),
+            usage_buf: Buf::new(1024),
             tids: Vec::new(),
         }
     }
@@ -177,6 +158,7 @@ impl ProcTable {
                 pid: root,
                 status: None,
                 direct: false,
+                usage: None,
             });
             let mut index = 0;
             while index < seen.len() {
@@ -199,6 +181,9 @@ impl ProcTable {
                     Err(_) => None,
                 };
                 seen[index].status = status;
+                if status.is_some() && pid != self.own_pid {
+                    seen[index].usage = self.usage_of(pid);
+                }
                 let threads = status.and_then(|s| s.threads);
                 let ours = is_root && root == self.own_pid;
                 match self.children_of(pid, threads, ours, seen) {
@@ -225,7 +210,12 @@ impl ProcTable {
             }
             for (index, process) in seen.iter_mut().enumerate() {
                 match self.status_of(process.pid, reset, ledger) {
-                    Ok(status) => process.status = Some(status),
+                    Ok(status) => {
+                        process.status = Some(status);
+                        if process.pid != self.own_pid {
+                            process.usage = self.usage_of(process.pid);
+                        }
+                    }
                     Err(e) if index == 0 => {
                         return Err(io::Error::new(
                             e.kind(),
@@ -238,6 +228,38 @@ impl ProcTable {
         }
         self.forget_gone(seen.len());
         Ok(complete)
+    }
+
+    /// `pid`'s command as read when it was first seen (its argv joined by spaces, at
+    /// most [`MAX_COMMAND_CHARS`]), reading it now if it was not.
+    pub(crate) fn command(&mut self, pid: u32) -> Option<Arc<str>> {
+        let proc = self.procs.get_mut(&pid)?;
+        if !proc.command_read {
+            proc.command_read = true;
+            proc.command = read_command(pid);
+        }
+        proc.command.clone()
+    }
+
+    /// Reads `pid`'s `stat` and `io` through its kept files when the budget has room
+    /// (its entry exists: [`ProcTable::status_of`] read it first). `None` where `stat`
+    /// cannot be read.
+    fn usage_of(&mut self, pid: u32) -> Option<ProcUsage> {
+        let ProcTable {
+            fds,
+            procs,
+            usage_buf,
+            ..
+        } = self;
+        let proc = procs.get_mut(&pid)?;
+        let stat = read_kept(&mut proc.stat, fds, pid, "stat", usage_buf)
+            .ok()
+            .and_then(parse_stat_usage)?;
+        let io = match read_kept(&mut proc.io, fds, pid, "io", usage_buf) {
+            Ok(text) => parse_io(text).ok_or(libc::EINVAL),
+            Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
+        };
+        Some(ProcUsage { stat, io })
     }
 
     /// Reads `pid`'s status (and resets its mark), through its kept files when the
@@ -357,6 +379,7 @@ impl ProcTable {
                         pid: child,
                         status: None,
                         direct,
+                        usage: None,
                     })
                 }),
                 Err(e) => {
@@ -409,32 +432,6 @@ impl ProcTable {
     }
 }
 
-/// One `status` read (a second only when its first lines did not fit the buffer),
-/// then the reset of the mark when `reset` and there is one.
-fn read_status(
-    file: &File,
-    buf: &mut Buf,
-    clear_refs: Option<&File>,
-    reset: bool,
-) -> io::Result<Status> {
-    let status = loop {
-        let text = buf.read_prefix(file)?;
-        if text.is_empty() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "empty status"));
-        }
-        let status = parse_status(text);
-        if status.threads.is_some() || !buf.is_full() {
-            break status;
-        }
-        buf.grow();
-    };
-    if let (Some(mut file), true, Some(_)) = (clear_refs, reset, status.hwm) {
-        // A failed reset leaves the mark running from the earlier reset: still a bound.
-        let _ = file.write(b"5");
-    }
-    Ok(status)
-}
-
 /// Whether this kernel has `children` files (CONFIG_PROC_CHILDREN): this process's
 /// main thread has one if any task does.
 fn has_children_files(own_pid: u32) -> bool {
@@ -472,6 +469,7 @@ fn scan_stat(root: u32, seen: &mut Vec<Seen>) -> io::Result<()> {
         pid: root,
         status: None,
         direct: false,
+        usage: None,
     });
     let mut index = 0;
     while index < seen.len() {
@@ -481,6 +479,7 @@ fn scan_stat(root: u32, seen: &mut Vec<Seen>) -> io::Result<()> {
                 pid,
                 status: None,
                 direct,
+                usage: None,
             }));
         }
         index += 1;

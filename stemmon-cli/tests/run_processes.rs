@@ -1,0 +1,73 @@
+//! `stemmon run`'s `processes` (SPEC §12): the command and the processes of its tree,
+//! with their argv, CPU and the exit codes stemmon saw, an orphan it reaped as a
+//! subreaper included.
+
+mod common;
+
+use common::{read_report, stemmon, TempDir};
+
+/// Busies itself for a few hundred milliseconds of CPU and exits 4. Its parent exits
+/// at once, so it is an orphan that stemmon, the subreaper, reaps.
+const ORPHAN: &str = r#"echo $$ > "$1/pid.tmp" && mv "$1/pid.tmp" "$1/pid"
+i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done
+exit 4
+"#;
+
+/// Starts the orphan, waits until stemmon has reaped it (its pid is gone), exits 5.
+const COMMAND: &str = r#"sh -c 'sh "$0/orphan.sh" "$0" &' "$1"
+n=0; while [ ! -s "$1/pid" ] && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done
+pid=$(cat "$1/pid")
+n=0; while kill -0 "$pid" 2>/dev/null && [ $n -lt 6000 ]; do sleep 0.01; n=$((n+1)); done
+exit 5
+"#;
+
+#[test]
+fn processes_lists_the_command_and_the_orphan_with_argv_cpu_and_exit_codes() {
+    let dir = TempDir::new("run-processes");
+    std::fs::write(dir.path().join("orphan.sh"), ORPHAN).unwrap();
+    std::fs::write(dir.path().join("command.sh"), COMMAND).unwrap();
+    let report_path = dir.path().join("report.json");
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&report_path)
+        .arg("--")
+        .arg("sh")
+        .arg(dir.path().join("command.sh"))
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(5));
+    let report = read_report(&report_path);
+    let command = report
+        .processes
+        .iter()
+        .find(|p| p.command.contains("command.sh"))
+        .unwrap_or_else(|| panic!("no command in {:#?}", report.processes));
+    assert_eq!(command.pid, report.pid, "the root is the command");
+    assert_eq!(command.exit_code, Some(5), "{command:?}");
+    let orphan_pid: u32 = std::fs::read_to_string(dir.path().join("pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let orphan = report
+        .processes
+        .iter()
+        .find(|p| p.pid == orphan_pid)
+        .unwrap_or_else(|| panic!("no orphan {orphan_pid} in {:#?}", report.processes));
+    assert_eq!(orphan.exit_code, Some(4), "{orphan:?}");
+    assert!(orphan.command.contains("orphan.sh"), "{orphan:?}");
+    let cpu = orphan.cpu_seconds.expect("its CPU");
+    assert!(cpu > 0.05, "{orphan:?}");
+    // The tree's CPU counts it, through the rusage of its reaping.
+    let tree = report.cpu_io.cpu_user_seconds.unwrap() + report.cpu_io.cpu_system_seconds.unwrap();
+    assert!(tree >= cpu * 0.95, "tree {tree} s, orphan {cpu} s");
+    assert!(report.timeline.iter().any(|p| p.cpu_cores.is_some()));
+}

@@ -1,0 +1,184 @@
+//! The report's `processes` (SPEC §12): the tree's processes seen during the run, in
+//! bounded memory whatever the churn. At most [`MAX_CANDIDATES`] are kept; past that,
+//! the one with the lowest peak goes (an exited one first, at equal peaks), and the
+//! report lists the [`MAX_LISTED`] with the highest peaks.
+
+use crate::memory::{Descendant, TreeReading};
+use crate::report::ProcessReport;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The most processes kept as candidates for the report.
+pub(crate) const MAX_CANDIDATES: usize = 400;
+/// The most processes the report lists.
+pub(crate) const MAX_LISTED: usize = 50;
+
+/// One process as seen so far.
+#[derive(Clone, Debug)]
+struct Seen {
+    ppid: u32,
+    command: Option<Arc<str>>,
+    first: f64,
+    last: f64,
+    peak: u64,
+    cpu_micros: Option<u64>,
+    exit_code: Option<i32>,
+}
+
+/// The candidates, by pid.
+#[derive(Debug, Default)]
+pub(crate) struct Processes {
+    seen: HashMap<u32, Seen>,
+}
+
+impl Processes {
+    /// Takes in the processes a full sample at `elapsed` seconds read.
+    pub(crate) fn sampled(&mut self, reading: &TreeReading, elapsed: f64) {
+        // Without CPU figures (another platform's reader) there is no process list.
+        let cpu = reading.own_usage.is_some();
+        if !cpu {
+            return;
+        }
+        for process in reading.root_process.iter().chain(&reading.descendants) {
+            self.saw(process, elapsed);
+        }
+    }
+
+    /// Takes in one process seen at `elapsed` seconds.
+    pub(crate) fn saw(&mut self, process: &Descendant, elapsed: f64) {
+        let cpu = process.usage.cpu_micros();
+        let entry = self.seen.entry(process.pid).or_insert_with(|| Seen {
+            ppid: process.ppid,
+            command: None,
+            first: elapsed,
+            last: elapsed,
+            peak: 0,
+            cpu_micros: None,
+            exit_code: None,
+        });
+        if process.ppid != 0 {
+            entry.ppid = process.ppid;
+        }
+        if entry.command.is_none() {
+            entry.command.clone_from(&process.command);
+        }
+        entry.last = elapsed;
+        entry.peak = entry.peak.max(process.rss).max(process.peak);
+        entry.cpu_micros = Some(entry.cpu_micros.map_or(cpu, |c| c.max(cpu)));
+        entry.exit_code = process.exit_code.or(entry.exit_code);
+        if self.seen.len() > MAX_CANDIDATES {
+            self.evict();
+        }
+    }
+
+    /// Drops the candidate with the lowest peak, an exited one before a live one.
+    fn evict(&mut self) {
+        let lowest = self
+            .seen
+            .iter()
+            .min_by_key(|(_, seen)| (seen.peak, seen.exit_code.is_none()))
+            .map(|(pid, _)| *pid);
+        if let Some(pid) = lowest {
+            self.seen.remove(&pid);
+        }
+    }
+
+    /// Records the exit code of `pid`, reaped by this process (`stemmon run`).
+    pub(crate) fn exited(&mut self, pid: u32, exit_code: i32) {
+        if let Some(seen) = self.seen.get_mut(&pid) {
+            seen.exit_code = Some(exit_code);
+        }
+    }
+
+    /// The report's list: the [`MAX_LISTED`] highest peaks, highest first.
+    pub(crate) fn report(&self) -> Vec<ProcessReport> {
+        let mut list: Vec<ProcessReport> = self
+            .seen
+            .iter()
+            .map(|(&pid, seen)| ProcessReport {
+                pid,
+                ppid: seen.ppid,
+                command: seen.command.as_deref().unwrap_or("").to_owned(),
+                first_seconds: seen.first,
+                last_seconds: seen.last,
+                peak_rss_bytes: Some(seen.peak),
+                cpu_seconds: seen.cpu_micros.map(|c| c as f64 / 1e6),
+                exit_code: seen.exit_code,
+            })
+            .collect();
+        list.sort_by(|a, b| {
+            b.peak_rss_bytes
+                .cmp(&a.peak_rss_bytes)
+                .then(a.first_seconds.total_cmp(&b.first_seconds))
+                .then(a.pid.cmp(&b.pid))
+        });
+        list.truncate(MAX_LISTED);
+        list
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::Usage;
+
+    fn process(pid: u32, rss: u64) -> Descendant {
+        Descendant {
+            pid,
+            rss,
+            peak: rss,
+            ppid: 1,
+            usage: Usage {
+                user_micros: 2_000_000,
+                ..Usage::ZERO
+            },
+            command: Some(format!("worker {pid}").into()),
+            exit_code: None,
+        }
+    }
+
+    #[test]
+    fn churn_keeps_memory_bounded_and_the_highest_peaks() {
+        let mut processes = Processes::default();
+        for round in 0..20u32 {
+            let reading = TreeReading {
+                own_usage: Some(Usage::ZERO),
+                descendants: (0..100)
+                    .map(|i| process(round * 100 + i + 2, u64::from(round * 100 + i)))
+                    .collect(),
+                ..TreeReading::default()
+            };
+            processes.sampled(&reading, f64::from(round));
+            assert!(processes.seen.len() <= MAX_CANDIDATES);
+        }
+        let listed = processes.report();
+        assert_eq!(listed.len(), MAX_LISTED);
+        assert_eq!(listed[0].pid, 2_001, "the highest peak first");
+        assert_eq!(listed[0].command, "worker 2001");
+        assert_eq!(listed[0].cpu_seconds, Some(2.0));
+        assert!(listed
+            .windows(2)
+            .all(|w| w[0].peak_rss_bytes >= w[1].peak_rss_bytes));
+    }
+
+    #[test]
+    fn an_exit_code_is_kept_once_seen() {
+        let mut processes = Processes::default();
+        let mut zombie = process(9, 10);
+        zombie.exit_code = Some(3);
+        let reading = |p: Descendant| TreeReading {
+            own_usage: Some(Usage::ZERO),
+            descendants: vec![p],
+            ..TreeReading::default()
+        };
+        processes.sampled(&reading(process(9, 10)), 0.5);
+        processes.sampled(&reading(zombie), 1.0);
+        processes.exited(9, 4);
+        let listed = processes.report();
+        assert_eq!(listed[0].exit_code, Some(4));
+        assert_eq!(
+            (listed[0].first_seconds, listed[0].last_seconds),
+            (0.5, 1.0)
+        );
+    }
+}
