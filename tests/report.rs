@@ -47,6 +47,17 @@ const HIGH_WATER_KEYS: [&str; 5] = [
     "oom_kills",
 ];
 
+/// The CPU and I/O keys of SPEC §12, in the report and in every stage.
+const CPU_IO_KEYS: [&str; 7] = [
+    "cpu_user_seconds",
+    "cpu_system_seconds",
+    "cpu_cores",
+    "cpu_thread_seconds",
+    "io_read_bytes",
+    "io_write_bytes",
+    "major_faults",
+];
+
 #[test]
 fn the_report_file_has_exactly_the_specified_keys() {
     let dir = temp_dir("keys");
@@ -95,11 +106,15 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "recent_samples",
         "timeline",
         "spans",
+        "heap",
+        "io_missing",
+        "processes",
     ];
     let expected = sorted(
         report_keys
             .iter()
             .chain(HIGH_WATER_KEYS.iter())
+            .chain(CPU_IO_KEYS.iter())
             .map(|k| k.to_string())
             .chain(peak_keys()),
     );
@@ -121,11 +136,18 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "samples",
         "partial_rss_samples",
         "peak_process_count",
+        // The heap's (SPEC §11).
+        "heap_allocations",
+        "heap_allocated_bytes",
+        "heap_freed_bytes",
+        "heap_retained_bytes",
+        "peak_heap_bytes",
     ];
     let expected = sorted(
         stage_keys
             .iter()
             .chain(HIGH_WATER_KEYS.iter())
+            .chain(CPU_IO_KEYS.iter())
             .map(|k| k.to_string())
             .chain(peak_keys()),
     );

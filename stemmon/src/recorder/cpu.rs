@@ -48,6 +48,9 @@ pub(crate) struct Published {
     read: AtomicU64,
     write: AtomicU64,
     major: AtomicU64,
+    /// Bumped at every store: a call whose exit sees the number its entry saw had no
+    /// growth to count, and skips the arithmetic.
+    generation: AtomicU64,
     /// Some reading has been published.
     read_once: AtomicBool,
 }
@@ -70,7 +73,13 @@ impl Published {
         self.read.store(usage.read_bytes, Ordering::Relaxed);
         self.write.store(usage.write_bytes, Ordering::Relaxed);
         self.major.store(usage.major_faults, Ordering::Relaxed);
+        self.generation.fetch_add(1, Ordering::Release);
         self.read_once.store(true, Ordering::Relaxed);
+    }
+
+    #[inline]
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 }
 
@@ -91,18 +100,47 @@ pub(crate) fn async_key(seq: u64) -> u64 {
 struct OpenMark {
     key: u64,
     record: u32,
+    /// [`Published`]'s generation when `tree` was read (read before it).
+    generation: u64,
     tree: Usage,
-    thread: Option<u64>,
+    /// Its thread's CPU clock, [`UNREAD`] where it cannot be read.
+    thread: u64,
 }
+
+/// A thread clock that could not be read (another platform).
+const UNREAD: u64 = u64::MAX;
 
 /// One thread's CPU clock as last read, and the entry figures of its open calls.
 #[derive(Debug, Default)]
 pub(crate) struct ThreadCpu {
-    /// Clock ticks of the last `RUSAGE_THREAD` reading (`None`: never read).
-    at: Option<u64>,
-    /// That reading, in microseconds.
-    micros: Option<u64>,
+    /// Clock ticks of the last `RUSAGE_THREAD` reading (0: never read).
+    at: u64,
+    /// That reading, in microseconds ([`UNREAD`] where it cannot be read).
+    micros: u64,
     open: Vec<OpenMark>,
+}
+
+impl ThreadCpu {
+    /// The clock for a call's entry or exit at `now`, read anew when `clock` says so or
+    /// when the last reading is older than `window` ticks.
+    #[inline(always)]
+    fn clock(&mut self, now: u64, clock: Clock, window: u64, read: fn() -> Option<u64>) -> u64 {
+        let stale = match clock {
+            Clock::Kept => false,
+            Clock::Fresh => true,
+            Clock::Window => now.wrapping_sub(self.at) >= window,
+        };
+        if stale {
+            self.refresh(now, read);
+        }
+        self.micros
+    }
+
+    #[cold]
+    fn refresh(&mut self, now: u64, read: fn() -> Option<u64>) {
+        self.micros = read().unwrap_or(UNREAD);
+        self.at = now;
+    }
 }
 
 /// How an exit gets its thread's CPU clock.
@@ -287,34 +325,20 @@ impl Recorder {
         }
     }
 
-    /// The calling thread's CPU clock: read anew when `clock` says so, or when the last
-    /// reading is older than the reuse window.
-    #[inline]
-    fn thread_clock(&self, thread: &mut ThreadState, now: u64, clock: Clock) -> Option<u64> {
-        let cpu = &mut thread.cpu;
-        let stale = match (clock, cpu.at) {
-            (Clock::Kept, _) => false,
-            (Clock::Fresh, _) | (Clock::Window, None) => true,
-            (Clock::Window, Some(at)) => now.wrapping_sub(at) >= self.reuse_ticks,
-        };
-        if stale {
-            cpu.micros = (self.thread_cpu)();
-            cpu.at = Some(now);
-        }
-        cpu.micros
-    }
-
     /// Notes the figures at the entry of the call `key` of `record` on `thread`.
     #[inline]
     pub(super) fn cpu_enter(&self, thread: &mut ThreadState, key: u64, record: u32, now: u64) {
-        if thread.cpu.open.len() >= MAX_OPEN_MARKS {
+        let cpu = &mut thread.cpu;
+        if cpu.open.len() >= MAX_OPEN_MARKS {
             return;
         }
+        let generation = self.cpu_now.generation();
         let tree = self.cpu_now.load();
-        let micros = self.thread_clock(thread, now, Clock::Window);
-        thread.cpu.open.push(OpenMark {
+        let micros = cpu.clock(now, Clock::Window, self.reuse_ticks, self.thread_cpu);
+        cpu.open.push(OpenMark {
             key,
             record,
+            generation,
             tree,
             thread: micros,
         });
@@ -323,15 +347,46 @@ impl Recorder {
     /// Adds to `record`'s counters on `thread` the growth since the call `key` entered.
     #[inline]
     pub(super) fn cpu_exit(&self, thread: &mut ThreadState, key: u64, now: u64, clock: Clock) {
-        let Some(index) = thread.cpu.open.iter().rposition(|mark| mark.key == key) else {
+        let cpu = &mut thread.cpu;
+        let Some(last) = cpu.open.last() else {
             return;
         };
-        let mark = thread.cpu.open.remove(index);
+        if last.key != key {
+            return self.cpu_exit_below(thread, key, now, clock);
+        }
+        let (generation, entry) = (last.generation, last.thread);
+        let micros = cpu.clock(now, clock, self.reuse_ticks, self.thread_cpu);
+        // The common case of a short call: no reading in between, nothing to count.
+        if micros == entry && self.cpu_now.generation() == generation {
+            cpu.open.pop();
+            return;
+        }
+        if let Some(mark) = cpu.open.pop() {
+            self.cpu_count(thread, &mark, micros);
+        }
+    }
+
+    /// [`Recorder::cpu_exit`] of a call below the top of the thread's marks (an async
+    /// call, a guard dropped out of order).
+    #[cold]
+    fn cpu_exit_below(&self, thread: &mut ThreadState, key: u64, now: u64, clock: Clock) {
+        let cpu = &mut thread.cpu;
+        let Some(index) = cpu.open.iter().rposition(|mark| mark.key == key) else {
+            return;
+        };
+        let mark = cpu.open.remove(index);
+        let micros = cpu.clock(now, clock, self.reuse_ticks, self.thread_cpu);
+        self.cpu_count(thread, &mark, micros);
+    }
+
+    /// Adds the growth since `mark` to its record's counters on `thread`.
+    fn cpu_count(&self, thread: &mut ThreadState, mark: &OpenMark, micros: u64) {
         let tree = self.cpu_now.load().minus(mark.tree);
-        let micros = self.thread_clock(thread, now, clock);
-        let (thread_micros, thread_read) = match (micros, mark.thread) {
-            (Some(exit), Some(entry)) => (exit.saturating_sub(entry), true),
-            _ => (0, false),
+        let thread_read = micros != UNREAD && mark.thread != UNREAD;
+        let thread_micros = if thread_read {
+            micros.saturating_sub(mark.thread)
+        } else {
+            0
         };
         thread.delta(mark.record).cpu.add(&CallCpu {
             tree,
@@ -355,9 +410,11 @@ impl Recorder {
                 if open.len() <= index {
                     open.resize(index + 1, CallCpu::ZERO);
                 }
-                let (thread_micros, thread_read) = match (thread.cpu.micros, mark.thread) {
-                    (Some(last), Some(entry)) => (last.saturating_sub(entry), true),
-                    _ => (0, false),
+                let thread_read = thread.cpu.micros != UNREAD && mark.thread != UNREAD;
+                let thread_micros = if thread_read {
+                    thread.cpu.micros.saturating_sub(mark.thread)
+                } else {
+                    0
                 };
                 open[index].add(&CallCpu {
                     tree: now.minus(mark.tree),
