@@ -26,8 +26,10 @@ pub(crate) struct Args {
     new: PathBuf,
     /// Which memory figures to compare. `exact`: the high-water bound of the tree's
     /// peak and the parent's exact peak where both reports have them, the sampled peak
-    /// otherwise. `sampled`: the sampled peak tree RSS. `heap`, `cpu`: the heap and CPU
-    /// figures of reports that have them.
+    /// otherwise. `sampled`: the sampled peak tree RSS. `heap`: the bytes allocated and
+    /// the peak heap (reports of programs with `stemmon::Alloc`). `cpu`: CPU seconds,
+    /// user plus system, held to `--max-time-increase`. Without BASE's heap or CPU
+    /// figures the exit is 2; NEW without them fails.
     #[arg(long, value_enum, default_value = "exact")]
     metric: Metric,
     /// Fail when wall time grew by more than this many percent.
@@ -114,6 +116,17 @@ enum Figure {
     Bound,
     /// `peak_parent_hwm_bytes`: the monitored process's own exact peak.
     ParentExact,
+    /// `heap_allocated_bytes` (the whole run: `heap.allocated_bytes`), SPEC §11.
+    HeapAllocated,
+    /// `peak_heap_bytes` (the whole run: `heap.peak_live_bytes`), SPEC §11.
+    PeakHeap,
+    /// `cpu_user_seconds` + `cpu_system_seconds`, held in nanoseconds, SPEC §12.
+    Cpu,
+}
+
+/// Nanoseconds of CPU from seconds that `input` checked (0 to 1e9 s: no overflow).
+fn nanos(seconds: f64) -> u64 {
+    (seconds.max(0.0) * 1e9).round() as u64
 }
 
 impl Figure {
@@ -122,6 +135,9 @@ impl Figure {
             Figure::Sampled => "peak_tree_rss_bytes",
             Figure::Bound => "peak_tree_rss_bound_bytes",
             Figure::ParentExact => "peak_parent_hwm_bytes",
+            Figure::HeapAllocated => "heap_allocated_bytes",
+            Figure::PeakHeap => "peak_heap_bytes",
+            Figure::Cpu => "cpu_user_seconds + cpu_system_seconds",
         }
     }
 
@@ -131,6 +147,9 @@ impl Figure {
             Figure::Sampled => "sampled peak",
             Figure::Bound => "bound",
             Figure::ParentExact => "parent exact",
+            Figure::HeapAllocated => "heap allocated",
+            Figure::PeakHeap => "peak heap",
+            Figure::Cpu => "CPU",
         }
     }
 
@@ -140,7 +159,31 @@ impl Figure {
             Figure::Sampled => "the sampled peak tree RSS",
             Figure::Bound => "the high-water bound of the tree's peak",
             Figure::ParentExact => "the parent's exact peak",
+            Figure::HeapAllocated => "the bytes allocated on the heap",
+            Figure::PeakHeap => "the peak heap (of the whole run: the peak live heap)",
+            Figure::Cpu => "the tree's CPU seconds, user plus system",
         }
+    }
+
+    /// A value of the figure as printed: bytes, or CPU seconds.
+    fn show(self, value: Option<u64>) -> String {
+        match (self, value) {
+            (Figure::Cpu, Some(nanos)) => seconds(nanos as f64 / 1e9),
+            (_, value) => bytes(value),
+        }
+    }
+
+    /// The growth in percent past which NEW fails: CPU is time, the rest memory.
+    fn limit(self, args: &Args) -> f64 {
+        match self {
+            Figure::Cpu => args.max_time_increase,
+            _ => args.max_memory_increase,
+        }
+    }
+
+    /// Whether `--max-peak` applies to it: a peak, not CPU time or a sum of allocations.
+    fn is_peak(self) -> bool {
+        !matches!(self, Figure::Cpu | Figure::HeapAllocated)
     }
 
     fn of_run(self, report: &Report) -> Option<u64> {
@@ -148,6 +191,9 @@ impl Figure {
             Figure::Sampled => report.peaks.peak_tree_rss_bytes,
             Figure::Bound => report.high_water.peak_tree_rss_bound_bytes,
             Figure::ParentExact => report.high_water.peak_parent_hwm_bytes,
+            Figure::HeapAllocated => report.heap.allocated_bytes,
+            Figure::PeakHeap => report.heap.peak_live_bytes,
+            Figure::Cpu => crate::format::cpu_total(&report.cpu_io).map(nanos),
         }
     }
 
@@ -156,6 +202,9 @@ impl Figure {
             Figure::Sampled => stage.peaks.peak_tree_rss_bytes,
             Figure::Bound => stage.high_water.peak_tree_rss_bound_bytes,
             Figure::ParentExact => stage.high_water.peak_parent_hwm_bytes,
+            Figure::HeapAllocated => stage.heap.heap_allocated_bytes,
+            Figure::PeakHeap => stage.heap.peak_heap_bytes,
+            Figure::Cpu => crate::format::cpu_total(&stage.cpu_io).map(nanos),
         }
     }
 }
@@ -205,17 +254,24 @@ struct Outcome {
 pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
     let base = input::load(&args.base)?;
     let new = input::load(&args.new)?;
-    if let Some(what) = match args.metric {
-        Metric::Heap => Some("heap"),
-        Metric::Cpu => Some("CPU"),
+    if let Some((what, figure)) = match args.metric {
+        Metric::Heap => Some(("heap", Figure::HeapAllocated)),
+        Metric::Cpu => Some(("CPU", Figure::Cpu)),
         Metric::Exact | Metric::Sampled => None,
     } {
-        // Reports of this version hold no heap or CPU figures (SPEC §11, §12).
-        return Err(Failure::input(format!(
-            "{}: this report has no {what} figures (--metric {})",
-            args.base.display(),
-            what.to_ascii_lowercase()
-        )));
+        // Without BASE's figures there is nothing to hold NEW to: bad input, not a pass
+        // (SPEC §11, §12; NEW without them fails the gate, in `judge`).
+        if figure.of_run(&base.report).is_none() {
+            let why = match (args.metric, &base.report.heap.missing) {
+                (Metric::Heap, Some(missing)) => format!(": {}", short(missing)),
+                _ => String::new(),
+            };
+            return Err(Failure::input(format!(
+                "{}: this report has no {what} figures (--metric {}){why}",
+                args.base.display(),
+                what.to_ascii_lowercase()
+            )));
+        }
     }
     if base.report.command != new.report.command {
         let shown = |command: &Option<Vec<String>>| match command {
@@ -269,8 +325,11 @@ fn incomplete(report: &Report) -> Vec<String> {
 
 /// The memory figures to compare, and why when they are not the ones asked for.
 fn figures(base: &Report, new: &Report, metric: Metric) -> (Vec<Figure>, Option<String>) {
-    if metric == Metric::Sampled {
-        return (vec![Figure::Sampled], None);
+    match metric {
+        Metric::Sampled => return (vec![Figure::Sampled], None),
+        Metric::Heap => return (vec![Figure::HeapAllocated, Figure::PeakHeap], None),
+        Metric::Cpu => return (vec![Figure::Cpu], None),
+        Metric::Exact => {}
     }
     let both = |figure: Figure| figure.of_run(base).is_some() && figure.of_run(new).is_some();
     let exact: Vec<Figure> = [Figure::Bound, Figure::ParentExact]
@@ -301,7 +360,9 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
     // marks off (or a hand-edited `null`) is not a way past the gate.
     let checked: &[Figure] = match args.metric {
         Metric::Sampled => &[Figure::Sampled],
-        _ => &[Figure::Sampled, Figure::Bound, Figure::ParentExact],
+        Metric::Exact => &[Figure::Sampled, Figure::Bound, Figure::ParentExact],
+        // The whole-run row judges the compared figures themselves.
+        Metric::Heap | Metric::Cpu => &[],
     };
     for &figure in checked {
         if figure.of_run(base_report).is_some() && figure.of_run(new_report).is_none() {
@@ -391,6 +452,9 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
         for (at, row) in rows.iter().enumerate() {
             let Some(new_side) = &row.new else { continue };
             for (figure, value) in figures.iter().zip(&new_side.memory) {
+                if !figure.is_peak() {
+                    continue;
+                }
                 if let Some(value) = value.filter(|&v| v > limit) {
                     let name = if at == 0 {
                         "the whole run".to_owned()
@@ -446,7 +510,7 @@ fn judge_row(
                 ));
             }
             (Some(b), Some(n)) => {
-                let grew = change(*b as f64, *n as f64).filter(|c| *c > args.max_memory_increase);
+                let grew = change(*b as f64, *n as f64).filter(|c| *c > figure.limit(args));
                 // From nothing to something is growth too, whatever the percentage.
                 let grew = grew.or((*b == 0 && *n > 0).then_some(f64::INFINITY));
                 if let Some(grew) = grew {
@@ -459,9 +523,9 @@ fn judge_row(
                     reasons.push(format!(
                         "{name}: {} {shown} ({} → {}), past +{} %",
                         figure.column(),
-                        bytes(Some(*b)),
-                        bytes(Some(*n)),
-                        args.max_memory_increase
+                        figure.show(Some(*b)),
+                        figure.show(Some(*n)),
+                        figure.limit(args)
                     ));
                 }
             }
