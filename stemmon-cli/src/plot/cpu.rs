@@ -104,7 +104,6 @@ pub(super) fn panel(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64) {
                 ("id", &"cpu-area"),
                 ("d", &area),
                 ("fill", &CPU_COLOUR),
-                ("fill-opacity", &0.85),
                 ("stroke", &"none"),
             ],
         );
