@@ -392,7 +392,7 @@ fn cpu_report() -> stemmon::Report {
             let mut point = TimelinePoint::default();
             point.elapsed_seconds = f64::from(i) / 10.0;
             point.end_seconds = point.elapsed_seconds + 0.1;
-            point.heap_live_bytes = Some(u64::from(i) * 5 << 20);
+            point.heap_live_bytes = Some((u64::from(i) * 5) << 20);
             point.parent_rss_bytes = Some((u64::from(i) * 5 + 20) << 20);
             point.children_rss_bytes = Some(0);
             point.tree_rss_bytes = point.parent_rss_bytes;

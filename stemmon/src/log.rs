@@ -214,9 +214,10 @@ mod tests {
             line.ends_with("; children=unavailable; heap=500.0 MiB; cpu=1.0 cores"),
             "{line}"
         );
-        let mut point = crate::report::TimelinePoint::default();
-        point.cpu_cores = Some(3.83);
-        report.timeline.push(point);
+        report.timeline.push(crate::report::TimelinePoint {
+            cpu_cores: Some(3.83),
+            ..Default::default()
+        });
         let line = format_line("running", "fit", &report);
         assert!(
             line.ends_with("; cpu=3.8 cores"),
