@@ -620,3 +620,65 @@ fn plot_svg_has_the_heap_line_and_the_cpu_panel_only_with_the_figures() {
         }
     }
 }
+
+#[test]
+fn hostile_cpu_and_heap_figures_are_exit_2_or_print_bounded() {
+    let dir = TempDir::new("figures-hostile");
+    // A CPU time no run has: refused like a hostile wall time, one line, every command.
+    let mut report = with_figures();
+    report.stages[1].cpu_io.cpu_user_seconds = Some(1e308);
+    let path = write(dir.path(), "cpu.json", &report);
+    for command in ["show", "plot", "export", "merge"] {
+        let mut args: Vec<&std::ffi::OsStr> = vec![command.as_ref(), path.as_os_str()];
+        let out = dir.path().join("out.html");
+        match command {
+            "export" => args.extend(["--format", "chrome"].map(std::ffi::OsStr::new)),
+            "plot" => args.extend([std::ffi::OsStr::new("-o"), out.as_os_str()]),
+            "merge" => args.extend([
+                path.as_os_str(),
+                std::ffi::OsStr::new("-o"),
+                out.as_os_str(),
+            ]),
+            _ => {}
+        }
+        let done = run(&args);
+        assert_eq!(done.code, Some(2), "{command}: {}", done.stdout);
+        assert_eq!(done.stderr.lines().count(), 1, "{}", done.stderr);
+        assert!(
+            done.stderr
+                .contains("stage 1's `cpu_user_seconds` is 1e308, not a time"),
+            "{}",
+            done.stderr
+        );
+    }
+    let mut report = with_figures();
+    report.timeline[3].cpu_cores = Some(-1.0);
+    let path = write(dir.path(), "cores.json", &report);
+    let done = run(&["show".as_ref(), path.as_os_str()]);
+    assert_eq!(done.code, Some(2));
+    assert!(
+        done.stderr.contains("timeline point 3's `cpu_cores`"),
+        "{}",
+        done.stderr
+    );
+    // Extreme heap figures print, and the SVG scales to them.
+    let mut report = with_figures();
+    report.stages[0].heap.heap_retained_bytes = Some(i64::MIN);
+    report.stages[0].heap.peak_heap_bytes = Some(u64::MAX);
+    report.timeline[0].heap_live_bytes = Some(u64::MAX);
+    let path = write(dir.path(), "heap.json", &report);
+    let out = show(&report, &[]);
+    assert_eq!(
+        row(&out, "load_big")[10..12],
+        ["17179869184.0 GiB", "-8589934592.0 GiB"]
+    );
+    let svg = dir.path().join("heap.svg");
+    let done = run(&[
+        "plot".as_ref(),
+        path.as_os_str(),
+        "-o".as_ref(),
+        svg.as_os_str(),
+    ]);
+    assert_eq!(done.code, Some(0), "{}", done.stderr);
+    roxmltree::Document::parse(&std::fs::read_to_string(&svg).unwrap()).expect("well-formed");
+}
