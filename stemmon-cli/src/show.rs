@@ -268,7 +268,8 @@ fn cpu_line(report: &Report) -> Option<String> {
         parts.push(format!("I/O missing: {}", clean(why)));
     }
     if let Some(faults) = cpu_io.major_faults {
-        parts.push(format!("{faults} major faults"));
+        let s = if faults == 1 { "" } else { "s" };
+        parts.push(format!("{faults} major fault{s}"));
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
@@ -292,6 +293,10 @@ fn optional_columns(report: &Report) -> Vec<Column> {
     }
     if any(|s| cpu_total(&s.cpu_io).is_some()) {
         columns.push(("CPU", |s| cpu_seconds(cpu_total(&s.cpu_io))));
+    }
+    if any(|s| s.cpu_io.cpu_thread_seconds.is_some()) {
+        // The stage's own threads (RUSAGE_THREAD), apart from its siblings' work.
+        columns.push(("own CPU", |s| cpu_seconds(s.cpu_io.cpu_thread_seconds)));
     }
     if any(|s| s.cpu_io.cpu_cores.is_some()) {
         columns.push(("cores", |s| cores(s.cpu_io.cpu_cores)));

@@ -52,6 +52,7 @@ fn with_figures() -> Report {
     big.cpu_io.cpu_user_seconds = Some(2.7);
     big.cpu_io.cpu_system_seconds = Some(0.3);
     big.cpu_io.cpu_cores = Some(1.0);
+    big.cpu_io.cpu_thread_seconds = Some(2.9);
     let mut tiny = stage(1, "tiny_io", 1.0);
     tiny.start_seconds = 3.0;
     tiny.heap.heap_allocations = Some(3);
@@ -174,13 +175,22 @@ fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
             "peak heap",
             "retained",
             "CPU",
+            "own CPU",
             "cores",
             "I/O read / write"
         ]
     );
     assert_eq!(
         row(&out, "load_big")[9..],
-        ["500.0 MiB", "500.0 MiB", "500.0 MiB", "3.000s", "1.00", "-"]
+        [
+            "500.0 MiB",
+            "500.0 MiB",
+            "500.0 MiB",
+            "3.000s",
+            "2.900s",
+            "1.00",
+            "-"
+        ]
     );
     assert_eq!(
         row(&out, "tiny_io")[9..],
@@ -189,6 +199,7 @@ fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
             "4 KiB",
             "-4 KiB",
             "30.0ms",
+            "-",
             "0.03",
             "0 B / 64.0 MiB"
         ]
