@@ -3,7 +3,9 @@
 //!
 //! One track per thread (`thread_name` metadata, `tid` = the report's thread id + 1),
 //! a complete (`"X"`) slice per kept span, and counter (`"C"`) tracks for tree, parent
-//! and children RSS (and the high-water bound when the report has it) from `timeline`.
+//! and children RSS (and the high-water bound when the report has it) from `timeline`;
+//! with stemmon 0.3's figures, a `CPU cores` counter (`timeline[].cpu_cores`) and a
+//! `live heap` counter in MiB (`timeline[].heap_live_bytes`).
 //! Times are microseconds from the monitor's start.
 //!
 //! A 0.1 report has neither spans nor a timeline: its stages that ran once become
@@ -102,6 +104,21 @@ pub(crate) fn trace(report: &Report) -> Value {
         counter("parent RSS", parent);
         counter("children RSS", children);
         counter("tree RSS bound", bound);
+    }
+    for point in &report.timeline {
+        let at = micros(point.elapsed_seconds);
+        if let Some(cores) = point.cpu_cores {
+            events.push(json!({
+                "ph": "C", "name": "CPU cores", "pid": pid, "tid": 0, "ts": at,
+                "args": { "cores": (cores * 1000.0).round() / 1000.0 },
+            }));
+        }
+        if let Some(bytes) = point.heap_live_bytes {
+            events.push(json!({
+                "ph": "C", "name": "live heap", "pid": pid, "tid": 0, "ts": at,
+                "args": { "MiB": (bytes as f64 / MIB * 1000.0).round() / 1000.0 },
+            }));
+        }
     }
 
     json!({

@@ -34,6 +34,46 @@ pub(crate) fn seconds(value: f64) -> String {
     }
 }
 
+/// `3.80` cores, or `-` for a reading that was not taken.
+pub(crate) fn cores(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
+}
+
+/// CPU seconds as [`seconds`] writes them, or `-` for a reading that was not taken.
+pub(crate) fn cpu_seconds(value: Option<f64>) -> String {
+    value.map_or_else(|| "-".to_owned(), seconds)
+}
+
+/// User plus system CPU seconds of a record, where either was read.
+pub(crate) fn cpu_total(cpu_io: &stemmon::report::CpuIo) -> Option<f64> {
+    match (cpu_io.cpu_user_seconds, cpu_io.cpu_system_seconds) {
+        (Some(user), Some(system)) => Some(user + system),
+        (user, system) => user.or(system),
+    }
+}
+
+/// Bytes that may be negative (`heap_retained_bytes` of a stage that freed what others
+/// made): `-12.0 MiB`, or `-` for a reading that was not taken.
+pub(crate) fn signed_bytes(value: Option<i64>) -> String {
+    match value {
+        None => "-".to_owned(),
+        Some(v) if v < 0 => format!("-{}", bytes(Some(v.unsigned_abs()))),
+        Some(v) => bytes(Some(v.unsigned_abs())),
+    }
+}
+
+/// `text` escaped and cut to `width` characters (then `…`), in time linear in `width`
+/// whatever the length of `text`: a table cell of a hostile report stays narrow.
+pub(crate) fn cell(text: &str, width: usize) -> String {
+    // Escaping at most quadruples a character's width; look no further than needed.
+    let head: String = text.chars().take(width.saturating_add(1)).collect();
+    let escaped = clean(&head);
+    match escaped.char_indices().nth(width) {
+        Some((end, _)) => format!("{}…", &escaped[..end]),
+        None => escaped.into_owned(),
+    }
+}
+
 /// `+12.5 %` / `-3.0 %`, or `-` when there is no base to compare with.
 pub(crate) fn percent(change: Option<f64>) -> String {
     match change {
@@ -83,6 +123,12 @@ mod tests {
         assert_eq!(percent(change(0.0, 2.5)), "-");
         assert_eq!(percent(change(100.0, 99.99)), "0.0 %");
         assert_eq!(clean("fit\n\u{1b}[2J"), "fit\\n\\u{1b}[2J");
+        assert_eq!(signed_bytes(Some(-(12 << 20))), "-12.0 MiB");
+        assert_eq!(signed_bytes(Some(i64::MIN)), "-8589934592.0 GiB");
+        assert_eq!(cores(Some(3.8)), "3.80");
+        assert_eq!(cell("sh -c 'x\u{1b}'", 80), "sh -c 'x\\u{1b}'");
+        assert_eq!(cell(&"y".repeat(1 << 20), 5), "yyyyy…");
+        assert_eq!(cell("ab\ncd", 3), "ab\\…");
         let argv = ["sh", "-c", "echo 'hi' there"].map(String::from);
         assert_eq!(command_line(&argv), "sh -c 'echo '\\''hi'\\'' there'");
     }

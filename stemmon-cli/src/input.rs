@@ -90,6 +90,38 @@ fn times(report: &Report) -> Result<(), String> {
             span.wall_seconds,
         )?;
     }
+    // CPU seconds and cores (SPEC §12) are bounded like times: a hostile 1e308 would
+    // print as 309 digits and overflow the sums of `merge`.
+    let cpu = |what: &dyn Fn(&str) -> String, cpu_io: &stemmon::report::CpuIo| {
+        for (key, value) in [
+            ("cpu_user_seconds", cpu_io.cpu_user_seconds),
+            ("cpu_system_seconds", cpu_io.cpu_system_seconds),
+            ("cpu_cores", cpu_io.cpu_cores),
+            ("cpu_thread_seconds", cpu_io.cpu_thread_seconds),
+        ] {
+            if let Some(value) = value {
+                check(&|| what(key), value)?;
+            }
+        }
+        Ok::<(), String>(())
+    };
+    cpu(&|key| format!("`{key}`"), &report.cpu_io)?;
+    for (index, stage) in report.stages.iter().enumerate() {
+        cpu(&|key| format!("stage {index}'s `{key}`"), &stage.cpu_io)?;
+    }
+    for (index, point) in report.timeline.iter().enumerate() {
+        if let Some(cores) = point.cpu_cores {
+            check(&|| format!("timeline point {index}'s `cpu_cores`"), cores)?;
+        }
+    }
+    for (index, process) in report.processes.iter().enumerate() {
+        let what = |key: &str| format!("process {index}'s `{key}`");
+        check(&|| what("first_seconds"), process.first_seconds)?;
+        check(&|| what("last_seconds"), process.last_seconds)?;
+        if let Some(cpu) = process.cpu_seconds {
+            check(&|| what("cpu_seconds"), cpu)?;
+        }
+    }
     let samples = report.recent_samples.iter().chain(&report.latest_sample);
     for (index, sample) in samples.enumerate() {
         check(

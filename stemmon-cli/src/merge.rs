@@ -5,6 +5,16 @@
 //! [`Spread`]s (min / mean / max over the reports that ran the stage, the host and rank
 //! of the max, and for memory the sum, which is what the job held at most if every
 //! rank peaked at once).
+//!
+//! The 0.3 figures (SPEC §11, §12) merge the same way, over the reports that have them:
+//! heap allocations and bytes allocated, CPU seconds and storage I/O are counts, so
+//! their `sum` is the job's; a peak (`peak_heap_bytes`, the peak live heap) has `max`,
+//! the highest of one process, and `sum`, which is what the job held at most if every
+//! rank peaked at once (ranks are separate processes that usually run at the same
+//! time). `cpu_cores` is recomputed from the sums: all CPU seconds over all wall
+//! seconds of the reports that have CPU, the cores one rank kept busy on average. The
+//! processes are all reports' lists together, the 50 with the highest peak RSS kept,
+//! each labelled with the report it came from.
 
 use crate::format::{bytes, seconds};
 use crate::input::Loaded;
@@ -12,7 +22,7 @@ use crate::{input, Failure};
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use stemmon::report::StageReport;
+use stemmon::report::{CpuIo, ProcessReport, StageReport};
 
 /// Combines the reports of one job's ranks or nodes into one JSON document.
 #[derive(Debug, clap::Args)]
@@ -41,6 +51,14 @@ pub(crate) struct MergedReport {
     pub(crate) peak_tree_rss_bytes: Spread<u64>,
     /// The high-water bound of the tree's peak, over the reports that have it.
     pub(crate) peak_tree_rss_bound_bytes: Spread<u64>,
+    /// Bytes allocated on the heap over the run (`heap.allocated_bytes`).
+    pub(crate) heap_allocated_bytes: Spread<u64>,
+    /// The highest live heap of the run (`heap.peak_live_bytes`).
+    pub(crate) peak_live_heap_bytes: Spread<u64>,
+    #[serde(flatten)]
+    pub(crate) cpu_io: MergedCpuIo,
+    /// The processes of every report, the 50 with the highest peak RSS, highest first.
+    pub(crate) processes: Vec<MergedProcess>,
     /// One entry per stage path, in order of first appearance.
     pub(crate) stages: Vec<MergedStage>,
 }
@@ -79,7 +97,47 @@ pub(crate) struct MergedStage {
     pub(crate) peak_tree_rss_bound_bytes: Spread<u64>,
     /// Exact peak of the monitored process per report.
     pub(crate) peak_parent_hwm_bytes: Spread<u64>,
+    /// Heap allocations made in the stage per report.
+    pub(crate) heap_allocations: Spread<u64>,
+    /// Bytes allocated in the stage per report.
+    pub(crate) heap_allocated_bytes: Spread<u64>,
+    /// The stage's peak heap per report.
+    pub(crate) peak_heap_bytes: Spread<u64>,
+    #[serde(flatten)]
+    pub(crate) cpu_io: MergedCpuIo,
 }
+
+/// CPU and storage I/O of a stage or the whole run over reports (SPEC §12).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct MergedCpuIo {
+    /// CPU seconds, user plus system, per report.
+    pub(crate) cpu_seconds: Spread<f64>,
+    /// All CPU seconds over all wall seconds of the reports that have CPU; `null`
+    /// without any.
+    pub(crate) cpu_cores: Option<f64>,
+    /// Bytes read from storage per report.
+    pub(crate) io_read_bytes: Spread<u64>,
+    /// Bytes written to storage per report.
+    pub(crate) io_write_bytes: Spread<u64>,
+}
+
+/// A process of one merged report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct MergedProcess {
+    /// The index in `reports` of the report that saw it.
+    pub(crate) report: usize,
+    /// That report's `host`.
+    pub(crate) host: String,
+    /// That report's `labels.rank`, if any.
+    pub(crate) rank: Option<String>,
+    #[serde(flatten)]
+    pub(crate) process: ProcessReport,
+}
+
+/// The most processes a merged report keeps, as a single report does (SPEC §12).
+const MAX_PROCESSES: usize = 50;
 
 /// A figure over the reports that have it: `null` fields when none has. Seconds are
 /// numbers with a fraction; bytes are whole numbers, except `mean`.
@@ -256,6 +314,13 @@ pub(crate) fn merged(reports: &[(String, Loaded)]) -> MergedReport {
                 peak_parent_hwm_bytes: spread(found(), &sources, |s| {
                     s.high_water.peak_parent_hwm_bytes
                 }),
+                heap_allocations: spread(found(), &sources, |s| s.heap.heap_allocations),
+                heap_allocated_bytes: spread(found(), &sources, |s| s.heap.heap_allocated_bytes),
+                peak_heap_bytes: spread(found(), &sources, |s| s.heap.peak_heap_bytes),
+                cpu_io: cpu_io(
+                    found().map(|(at, s)| (at, (&s.cpu_io, s.wall_seconds))),
+                    &sources,
+                ),
             }
         })
         .collect();
@@ -267,7 +332,68 @@ pub(crate) fn merged(reports: &[(String, Loaded)]) -> MergedReport {
         peak_tree_rss_bound_bytes: spread(all(), &sources, |r| {
             r.high_water.peak_tree_rss_bound_bytes
         }),
+        heap_allocated_bytes: spread(all(), &sources, |r| r.heap.allocated_bytes),
+        peak_live_heap_bytes: spread(all(), &sources, |r| r.heap.peak_live_bytes),
+        cpu_io: cpu_io(
+            all().map(|(at, r)| (at, (&r.cpu_io, r.wall_seconds))),
+            &sources,
+        ),
+        processes: processes(all(), &sources),
         reports: sources,
         stages,
     }
+}
+
+/// CPU and I/O over `(report index, (figures, wall seconds))`.
+fn cpu_io<'a>(
+    items: impl Iterator<Item = (usize, (&'a CpuIo, f64))>,
+    sources: &[Source],
+) -> MergedCpuIo {
+    let pairs: Vec<(usize, (&CpuIo, f64))> = items.collect();
+    let of = |figure: fn(&CpuIo) -> Option<u64>| {
+        spread(
+            pairs.iter().map(|(at, item)| (*at, item)),
+            sources,
+            |(c, _)| figure(c),
+        )
+    };
+    let cpu_seconds = spread(
+        pairs.iter().map(|(at, item)| (*at, item)),
+        sources,
+        |(c, _)| crate::format::cpu_total(c),
+    );
+    let wall: f64 = pairs
+        .iter()
+        .filter(|(_, (c, _))| crate::format::cpu_total(c).is_some())
+        .map(|(_, (_, wall))| wall)
+        .sum();
+    MergedCpuIo {
+        cpu_cores: cpu_seconds.sum.filter(|_| wall > 0.0).map(|cpu| cpu / wall),
+        cpu_seconds,
+        io_read_bytes: of(|c| c.io_read_bytes),
+        io_write_bytes: of(|c| c.io_write_bytes),
+    }
+}
+
+/// Every report's processes together, the [`MAX_PROCESSES`] with the highest peak RSS.
+fn processes<'a>(
+    reports: impl Iterator<Item = (usize, &'a stemmon::Report)>,
+    sources: &[Source],
+) -> Vec<MergedProcess> {
+    let mut all: Vec<(usize, &ProcessReport)> = reports
+        .flat_map(|(at, report)| report.processes.iter().map(move |p| (at, p)))
+        .collect();
+    // Highest peak first; a process without a peak last; ties in report order.
+    all.sort_by(|(a_at, a), (b_at, b)| {
+        b.peak_rss_bytes.cmp(&a.peak_rss_bytes).then(a_at.cmp(b_at))
+    });
+    all.into_iter()
+        .take(MAX_PROCESSES)
+        .map(|(at, process)| MergedProcess {
+            report: at,
+            host: sources[at].host.clone(),
+            rank: sources[at].rank.clone(),
+            process: process.clone(),
+        })
+        .collect()
 }

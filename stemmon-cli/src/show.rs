@@ -1,11 +1,14 @@
 //! `stemmon show REPORT`: the stage tree as an aligned table under a header.
 
-use crate::format::{bytes, clean, command_line, seconds};
+use crate::format::{
+    bytes, cell, clean, command_line, cores, cpu_seconds, cpu_total, seconds, signed_bytes,
+};
 use crate::table::Table;
 use crate::tree::Tree;
 use crate::{input, Failure};
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use stemmon::report::{ProcessReport, StageReport};
 use stemmon::Report;
 
 /// Prints a report: wall time, the peak and its stage, coverage, sampler cost and
@@ -14,11 +17,20 @@ use stemmon::Report;
 pub(crate) struct Args {
     /// The report to show (JSON written by stemmon).
     report: PathBuf,
+    /// Also print the processes of the tree the run saw (stemmon 0.3): pid, parent,
+    /// command, peak RSS, CPU seconds, exit code, first and last seen.
+    #[arg(long)]
+    processes: bool,
 }
 
 pub(crate) fn show(args: &Args) -> Result<(), Failure> {
     let loaded = input::load(&args.report)?;
-    crate::print_out(&render(&loaded.report, &loaded.tree));
+    let mut out = render(&loaded.report, &loaded.tree);
+    if args.processes {
+        out.push('\n');
+        out.push_str(&processes(&loaded.report));
+    }
+    crate::print_out(&out);
     Ok(())
 }
 
@@ -135,6 +147,12 @@ fn header(report: &Report) -> String {
         }
         let _ = writeln!(out, "cgroup:     {line}");
     }
+    if let Some(line) = heap_line(report) {
+        let _ = writeln!(out, "heap:       {line}");
+    }
+    if let Some(line) = cpu_line(report) {
+        let _ = writeln!(out, "CPU, I/O:   {line}");
+    }
     let complete = report.samples.saturating_sub(report.partial_rss_samples);
     let _ = writeln!(
         out,
@@ -200,23 +218,118 @@ fn indented(name: &str, depth: usize) -> String {
     }
 }
 
-fn table(report: &Report, tree: &Tree) -> Table {
-    let mut table = Table::new(
-        [
-            "stage",
-            "calls",
-            "errors",
-            "total",
-            "min",
-            "max",
-            "peak tree RSS",
-            "tree bound",
-            "processes",
-        ]
-        .map(String::from)
-        .to_vec(),
+/// The report's heap (SPEC §11): the allocator, live and peak live bytes, or why there
+/// are none; `None` for a report from before 0.3, which says nothing of the heap.
+fn heap_line(report: &Report) -> Option<String> {
+    let heap = &report.heap;
+    if heap.allocator.is_none() && heap.live_bytes.is_none() {
+        return heap
+            .missing
+            .as_ref()
+            .map(|why| format!("none: {}", clean(why)));
+    }
+    let mut line = format!(
+        "{}; live {}, peak live {}",
+        clean(heap.allocator.as_deref().unwrap_or("?")),
+        bytes(heap.live_bytes),
+        bytes(heap.peak_live_bytes)
     );
-    table.align_right(1..9);
+    if let Some(allocated) = heap.allocated_bytes {
+        let _ = write!(line, "; {} allocated", bytes(Some(allocated)));
+    }
+    if let Some(count) = heap.allocations {
+        let _ = write!(line, " in {count} allocations");
+    }
+    Some(line)
+}
+
+/// The whole tree's CPU and I/O over the run (SPEC §12), or why I/O is missing; `None`
+/// for a report from before 0.3.
+fn cpu_line(report: &Report) -> Option<String> {
+    let cpu_io = &report.cpu_io;
+    let mut parts = Vec::new();
+    if let Some(total) = cpu_total(cpu_io) {
+        parts.push(format!(
+            "CPU {} (user {}, system {}; {} cores over the run)",
+            seconds(total),
+            cpu_seconds(cpu_io.cpu_user_seconds),
+            cpu_seconds(cpu_io.cpu_system_seconds),
+            cores(cpu_io.cpu_cores)
+        ));
+    }
+    if cpu_io.io_read_bytes.is_some() || cpu_io.io_write_bytes.is_some() {
+        parts.push(format!(
+            "read {}, written {}",
+            bytes(cpu_io.io_read_bytes),
+            bytes(cpu_io.io_write_bytes)
+        ));
+    }
+    if let Some(why) = &report.io_missing {
+        parts.push(format!("I/O missing: {}", clean(why)));
+    }
+    if let Some(faults) = cpu_io.major_faults {
+        let s = if faults == 1 { "" } else { "s" };
+        parts.push(format!("{faults} major fault{s}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+/// A column of the stage table (numbers, set right): its header and its cell.
+type Column = (&'static str, fn(&StageReport) -> String);
+
+/// The 0.3 columns, each kept only when some stage has its figure: a report from 0.1
+/// or 0.2 prints as it always did.
+fn optional_columns(report: &Report) -> Vec<Column> {
+    let any = |has: fn(&StageReport) -> bool| report.stages.iter().any(has);
+    let mut columns: Vec<Column> = Vec::new();
+    if any(|s| s.heap.heap_allocated_bytes.is_some()) {
+        columns.push(("heap alloc", |s| bytes(s.heap.heap_allocated_bytes)));
+    }
+    if any(|s| s.heap.peak_heap_bytes.is_some()) {
+        columns.push(("peak heap", |s| bytes(s.heap.peak_heap_bytes)));
+    }
+    if any(|s| s.heap.heap_retained_bytes.is_some()) {
+        columns.push(("retained", |s| signed_bytes(s.heap.heap_retained_bytes)));
+    }
+    if any(|s| cpu_total(&s.cpu_io).is_some()) {
+        columns.push(("CPU", |s| cpu_seconds(cpu_total(&s.cpu_io))));
+    }
+    if any(|s| s.cpu_io.cpu_thread_seconds.is_some()) {
+        // The stage's own threads (RUSAGE_THREAD), apart from its siblings' work.
+        columns.push(("own CPU", |s| cpu_seconds(s.cpu_io.cpu_thread_seconds)));
+    }
+    if any(|s| s.cpu_io.cpu_cores.is_some()) {
+        columns.push(("cores", |s| cores(s.cpu_io.cpu_cores)));
+    }
+    if any(|s| s.cpu_io.io_read_bytes.is_some() || s.cpu_io.io_write_bytes.is_some()) {
+        columns.push(("I/O read / write", |s| {
+            match (s.cpu_io.io_read_bytes, s.cpu_io.io_write_bytes) {
+                (None, None) => "-".to_owned(),
+                (read, write) => format!("{} / {}", bytes(read), bytes(write)),
+            }
+        }));
+    }
+    columns
+}
+
+fn table(report: &Report, tree: &Tree) -> Table {
+    let optional = optional_columns(report);
+    let mut header: Vec<String> = [
+        "stage",
+        "calls",
+        "errors",
+        "total",
+        "min",
+        "max",
+        "peak tree RSS",
+        "tree bound",
+        "processes",
+    ]
+    .map(String::from)
+    .to_vec();
+    header.extend(optional.iter().map(|(name, _)| (*name).to_owned()));
+    let mut table = Table::new(header);
+    table.align_right(1..9 + optional.len());
     for &index in tree.order() {
         let stage = &report.stages[index];
         let errors = match (&stage.error, stage.errors) {
@@ -224,7 +337,7 @@ fn table(report: &Report, tree: &Tree) -> Table {
             (Some(last), n) => format!("{n} ({})", clean(last)),
             (None, n) => n.to_string(),
         };
-        table.add_row(vec![
+        let mut row = vec![
             indented(&stage.name, tree.depth(index)),
             stage.calls.to_string(),
             errors,
@@ -234,7 +347,62 @@ fn table(report: &Report, tree: &Tree) -> Table {
             bytes(stage.peaks.peak_tree_rss_bytes),
             bytes(stage.high_water.peak_tree_rss_bound_bytes),
             stage.peak_process_count.to_string(),
-        ]);
+        ];
+        row.extend(optional.iter().map(|(_, cell)| cell(stage)));
+        table.add_row(row);
     }
     table
+}
+
+/// The widest command shown in the processes table, in characters.
+const COMMAND_WIDTH: usize = 60;
+
+/// The most processes printed: a report holds at most 50 (SPEC §12); one that holds
+/// more was not written by stemmon, and its rest is counted, not printed.
+const MAX_PROCESS_ROWS: usize = 200;
+
+/// The processes table of `show --processes`, highest peak first.
+pub(crate) fn processes(report: &Report) -> String {
+    if report.processes.is_empty() {
+        return "processes:  none recorded (stemmon 0.3 lists the tree's processes)\n".to_owned();
+    }
+    let mut order: Vec<&ProcessReport> = report.processes.iter().collect();
+    order.sort_by(|a, b| {
+        b.peak_rss_bytes
+            .cmp(&a.peak_rss_bytes)
+            .then(a.pid.cmp(&b.pid))
+    });
+    let mut table = Table::new(
+        [
+            "pid", "ppid", "command", "peak RSS", "CPU", "exit", "first", "last",
+        ]
+        .map(String::from)
+        .to_vec(),
+    );
+    table.align_right(0..2);
+    table.align_right(3..8);
+    for process in order.iter().take(MAX_PROCESS_ROWS) {
+        table.add_row(vec![
+            process.pid.to_string(),
+            process.ppid.to_string(),
+            cell(&process.command, COMMAND_WIDTH),
+            bytes(process.peak_rss_bytes),
+            cpu_seconds(process.cpu_seconds),
+            process.exit_code.map_or("-".into(), |c| c.to_string()),
+            seconds(process.first_seconds),
+            seconds(process.last_seconds),
+        ]);
+    }
+    let mut out = format!(
+        "processes:  {} seen (at most the 50 with the highest peak)\n{table}\n",
+        report.processes.len()
+    );
+    if order.len() > MAX_PROCESS_ROWS {
+        let _ = writeln!(
+            out,
+            "… and {} more (a report stemmon wrote holds at most 50)",
+            order.len() - MAX_PROCESS_ROWS
+        );
+    }
+    out
 }

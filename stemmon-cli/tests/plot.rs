@@ -46,7 +46,7 @@ fn headless(browser: &Path, profile: &Path, page: &Path, extra: &[&str]) -> (Str
             "--disable-component-update",
             "--disable-sync",
             "--hide-scrollbars",
-            "--window-size=1200,800",
+            "--window-size=1200,1000",
         ])
         .arg(format!("--user-data-dir={}", profile.display()))
         .args(extra)
@@ -353,4 +353,134 @@ fn control_characters_and_markup_in_a_command_leave_the_svg_well_formed() {
             assert!(title.contains("\\u{1b}[2J"), "spelled out: {title}");
         }
     }
+}
+
+/// The colour of the CPU panel's area (see `src/plot/cpu.rs`).
+const CPU: [u8; 3] = [0x81, 0x72, 0xb3];
+
+/// A report with the 0.3 series: 60 points at 0.1 s, waiting (0.05 cores) in `load`,
+/// four busy cores (3.8) in `fit`, one in `write`; the live heap growing to 300 MiB.
+fn cpu_report() -> stemmon::Report {
+    use stemmon::report::{Span, StageReport, TimelinePoint};
+    let mut report = stemmon::Report::default();
+    report.pid = 9;
+    report.wall_seconds = 6.0;
+    report.sample_interval = 0.1;
+    report.sampler = "linux-proc".into();
+    report.heap.peak_live_bytes = Some(300 << 20);
+    report.cpu_io.cpu_cores = Some(1.6);
+    for (id, (name, start)) in [("load", 0.0), ("fit", 2.0), ("write", 4.0)]
+        .into_iter()
+        .enumerate()
+    {
+        let mut stage = StageReport::default();
+        stage.id = id as u32;
+        stage.name = name.into();
+        stage.path = name.into();
+        stage.calls = 1;
+        stage.start_seconds = start;
+        stage.wall_seconds = 2.0;
+        report.stages.push(stage);
+        let mut span = Span::default();
+        span.stage_id = id as u32;
+        span.start_seconds = start;
+        span.wall_seconds = 2.0;
+        report.spans.push(span);
+    }
+    report.timeline = (0..60u32)
+        .map(|i| {
+            let mut point = TimelinePoint::default();
+            point.elapsed_seconds = f64::from(i) / 10.0;
+            point.end_seconds = point.elapsed_seconds + 0.1;
+            point.heap_live_bytes = Some((u64::from(i) * 5) << 20);
+            point.parent_rss_bytes = Some((u64::from(i) * 5 + 20) << 20);
+            point.children_rss_bytes = Some(0);
+            point.tree_rss_bytes = point.parent_rss_bytes;
+            point.cpu_cores = Some(match i {
+                0..20 => 0.05,
+                20..40 => 3.8,
+                _ => 1.0,
+            });
+            point.samples = 1;
+            point
+        })
+        .collect();
+    report
+}
+
+#[test]
+fn the_cpu_panel_renders_in_chromium_in_cores_with_its_points() {
+    let browser = match chromium() {
+        Ok(browser) => browser,
+        Err(why) if std::env::var_os("CI").is_some() => panic!("CI is set, but {why}"),
+        Err(why) => {
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n*** SKIPPED: the_cpu_panel_renders_in_chromium... did not run ({why}) ***\n"
+            );
+            return;
+        }
+    };
+    let dir = TempDir::new("plot-cpu");
+    let report_path = dir.path().join("report.json");
+    std::fs::write(&report_path, serde_json::to_vec(&cpu_report()).unwrap()).unwrap();
+    let page = dir.path().join("plot.html");
+    let output = stemmon()
+        .arg("plot")
+        .arg(&report_path)
+        .arg("-o")
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+
+    let profile = dir.path().join("profile");
+    let (dom, _) = headless(&browser, &profile, &page, &["--dump-dom"]);
+    assert!(
+        dom.contains("data-ready=\"60\""),
+        "the script did not finish"
+    );
+    // The DOM Chromium built: the panel, its 120 corners, its axis in cores.
+    let panel = &dom[dom.find("id=\"cpu-panel\"").expect("the CPU panel")..];
+    let points = panel
+        .split("id=\"cpu\" points=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the CPU line");
+    assert_eq!(points.split(' ').count(), 120, "two corners a point");
+    for tick in [">0 cores<", ">2 cores<", ">4 cores<"] {
+        assert!(panel.contains(tick), "axis label {tick}");
+    }
+    assert!(
+        panel.contains("<title>fit</title>"),
+        "the stage bands go on under memory"
+    );
+    assert!(dom.contains("id=\"heap\""), "the live heap line");
+
+    let shot = dir.path().join("plot.png");
+    let (_, log) = headless(
+        &browser,
+        &profile,
+        &page,
+        &[
+            "--enable-logging=stderr",
+            "--v=0",
+            &format!("--screenshot={}", shot.display()),
+        ],
+    );
+    if let Some(keep) = std::env::var_os("STEMMON_KEEP_PLOT") {
+        let keep = PathBuf::from(keep);
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&shot, keep.join("plot-cpu.png")).unwrap();
+    }
+    let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    // 20 points at 3.8 of 6 cores on a 128-pixel panel about 330 pixels wide: ~26 000 px.
+    let cpu = count_colour(&shot, CPU);
+    assert!(cpu > 10_000, "CPU area on the screenshot: {cpu} px");
+    assert!(
+        count_colour(&shot, PARENT) > 5_000,
+        "the memory panel is still drawn"
+    );
 }

@@ -58,11 +58,28 @@ pub(crate) fn format_line(event: &str, stage: &str, report: &Report) -> String {
         human_bytes(sample.and_then(|s| s.parent_rss_bytes)),
         human_bytes(sample.and_then(|s| s.children_rss_bytes)),
     );
+    // 0.3 (SPEC §11, §12): only when the report has the figure, so a 0.2 line is unchanged.
+    if let Some(live) = report.heap.live_bytes {
+        let _ = write!(line, "; heap={}", human_bytes(Some(live)));
+    }
+    if let Some(cores) = latest_cores(report) {
+        let _ = write!(line, "; cpu={cores:.1} cores");
+    }
     let run_peak = report.high_water.peak_cgroup_memory_bytes;
     if let Some(headroom) = report.cgroup.as_ref().and_then(|c| headroom(c, run_peak)) {
         let _ = write!(line, "; {headroom}");
     }
     line
+}
+
+/// The tree's CPU use now in cores: the newest timeline point's, else the run's so far.
+fn latest_cores(report: &Report) -> Option<f64> {
+    report
+        .timeline
+        .last()
+        .and_then(|point| point.cpu_cores)
+        .or(report.cpu_io.cpu_cores)
+        .filter(|cores| cores.is_finite() && *cores >= 0.0)
 }
 
 /// The peak: `212.0 MiB`, or `212.0 MiB (≤ 498.3 MiB)` when the high-water bound
@@ -180,6 +197,33 @@ mod tests {
         assert_eq!(escape("x\u{2028}y\u{202e}z"), "x\\u{2028}y\\u{202e}z");
         // A backslash stays as it is: the escapes are for what cannot be printed.
         assert_eq!(escape("a\\n"), "a\\n");
+    }
+
+    #[test]
+    fn heap_and_cpu_show_only_when_the_report_has_them() {
+        let mut report = Report::default();
+        let plain = format_line("running", "fit", &report);
+        assert!(
+            !plain.contains("heap=") && !plain.contains("cpu="),
+            "{plain}"
+        );
+        report.heap.live_bytes = Some(500 << 20);
+        report.cpu_io.cpu_cores = Some(1.04);
+        let line = format_line("running", "fit", &report);
+        assert!(
+            line.ends_with("; children=unavailable; heap=500.0 MiB; cpu=1.0 cores"),
+            "{line}"
+        );
+        report.timeline.push(crate::report::TimelinePoint {
+            cpu_cores: Some(3.83),
+            ..Default::default()
+        });
+        let line = format_line("running", "fit", &report);
+        assert!(
+            line.ends_with("; cpu=3.8 cores"),
+            "the newest point wins: {line}"
+        );
+        assert_eq!(line.lines().count(), 1);
     }
 
     #[test]

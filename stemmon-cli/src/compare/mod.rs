@@ -10,7 +10,10 @@ use std::path::PathBuf;
 use stemmon::report::StageReport;
 use stemmon::Report;
 
+mod figure;
 mod print;
+
+use figure::Figure;
 
 use print::{markdown, text};
 
@@ -26,8 +29,10 @@ pub(crate) struct Args {
     new: PathBuf,
     /// Which memory figures to compare. `exact`: the high-water bound of the tree's
     /// peak and the parent's exact peak where both reports have them, the sampled peak
-    /// otherwise. `sampled`: the sampled peak tree RSS. `heap`, `cpu`: the heap and CPU
-    /// figures of reports that have them.
+    /// otherwise. `sampled`: the sampled peak tree RSS. `heap`: the bytes allocated and
+    /// the peak heap (reports of programs with `stemmon::Alloc`). `cpu`: CPU seconds,
+    /// user plus system, held to `--max-time-increase`. Without BASE's heap or CPU
+    /// figures the exit is 2; NEW without them fails.
     #[arg(long, value_enum, default_value = "exact")]
     metric: Metric,
     /// Fail when wall time grew by more than this many percent.
@@ -105,61 +110,6 @@ fn size(text: &str) -> Result<u64, String> {
     }
 }
 
-/// A memory figure that `compare` can judge.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Figure {
-    /// `peak_tree_rss_bytes`: what the sampler saw; a spike between samples escapes it.
-    Sampled,
-    /// `peak_tree_rss_bound_bytes`: the high-water bound of the tree's peak.
-    Bound,
-    /// `peak_parent_hwm_bytes`: the monitored process's own exact peak.
-    ParentExact,
-}
-
-impl Figure {
-    fn key(self) -> &'static str {
-        match self {
-            Figure::Sampled => "peak_tree_rss_bytes",
-            Figure::Bound => "peak_tree_rss_bound_bytes",
-            Figure::ParentExact => "peak_parent_hwm_bytes",
-        }
-    }
-
-    /// The short name in the table's header.
-    fn column(self) -> &'static str {
-        match self {
-            Figure::Sampled => "sampled peak",
-            Figure::Bound => "bound",
-            Figure::ParentExact => "parent exact",
-        }
-    }
-
-    /// What it is, in a sentence.
-    fn meaning(self) -> &'static str {
-        match self {
-            Figure::Sampled => "the sampled peak tree RSS",
-            Figure::Bound => "the high-water bound of the tree's peak",
-            Figure::ParentExact => "the parent's exact peak",
-        }
-    }
-
-    fn of_run(self, report: &Report) -> Option<u64> {
-        match self {
-            Figure::Sampled => report.peaks.peak_tree_rss_bytes,
-            Figure::Bound => report.high_water.peak_tree_rss_bound_bytes,
-            Figure::ParentExact => report.high_water.peak_parent_hwm_bytes,
-        }
-    }
-
-    fn of_stage(self, stage: &StageReport) -> Option<u64> {
-        match self {
-            Figure::Sampled => stage.peaks.peak_tree_rss_bytes,
-            Figure::Bound => stage.high_water.peak_tree_rss_bound_bytes,
-            Figure::ParentExact => stage.high_water.peak_parent_hwm_bytes,
-        }
-    }
-}
-
 /// What one side of a row holds: wall time and the compared figures, in order.
 #[derive(Clone, Debug)]
 struct Side {
@@ -205,17 +155,24 @@ struct Outcome {
 pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
     let base = input::load(&args.base)?;
     let new = input::load(&args.new)?;
-    if let Some(what) = match args.metric {
-        Metric::Heap => Some("heap"),
-        Metric::Cpu => Some("CPU"),
+    if let Some((what, figure)) = match args.metric {
+        Metric::Heap => Some(("heap", Figure::HeapAllocated)),
+        Metric::Cpu => Some(("CPU", Figure::Cpu)),
         Metric::Exact | Metric::Sampled => None,
     } {
-        // Reports of this version hold no heap or CPU figures (SPEC §11, §12).
-        return Err(Failure::input(format!(
-            "{}: this report has no {what} figures (--metric {})",
-            args.base.display(),
-            what.to_ascii_lowercase()
-        )));
+        // Without BASE's figures there is nothing to hold NEW to: bad input, not a pass
+        // (SPEC §11, §12; NEW without them fails the gate, in `judge`).
+        if figure.of_run(&base.report).is_none() {
+            let why = match (args.metric, &base.report.heap.missing) {
+                (Metric::Heap, Some(missing)) => format!(": {}", short(missing)),
+                _ => String::new(),
+            };
+            return Err(Failure::input(format!(
+                "{}: this report has no {what} figures (--metric {}){why}",
+                args.base.display(),
+                what.to_ascii_lowercase()
+            )));
+        }
     }
     if base.report.command != new.report.command {
         let shown = |command: &Option<Vec<String>>| match command {
@@ -269,8 +226,11 @@ fn incomplete(report: &Report) -> Vec<String> {
 
 /// The memory figures to compare, and why when they are not the ones asked for.
 fn figures(base: &Report, new: &Report, metric: Metric) -> (Vec<Figure>, Option<String>) {
-    if metric == Metric::Sampled {
-        return (vec![Figure::Sampled], None);
+    match metric {
+        Metric::Sampled => return (vec![Figure::Sampled], None),
+        Metric::Heap => return (vec![Figure::HeapAllocated, Figure::PeakHeap], None),
+        Metric::Cpu => return (vec![Figure::Cpu], None),
+        Metric::Exact => {}
     }
     let both = |figure: Figure| figure.of_run(base).is_some() && figure.of_run(new).is_some();
     let exact: Vec<Figure> = [Figure::Bound, Figure::ParentExact]
@@ -301,7 +261,9 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
     // marks off (or a hand-edited `null`) is not a way past the gate.
     let checked: &[Figure] = match args.metric {
         Metric::Sampled => &[Figure::Sampled],
-        _ => &[Figure::Sampled, Figure::Bound, Figure::ParentExact],
+        Metric::Exact => &[Figure::Sampled, Figure::Bound, Figure::ParentExact],
+        // The whole-run row judges the compared figures themselves.
+        Metric::Heap | Metric::Cpu => &[],
     };
     for &figure in checked {
         if figure.of_run(base_report).is_some() && figure.of_run(new_report).is_none() {
@@ -391,6 +353,9 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
         for (at, row) in rows.iter().enumerate() {
             let Some(new_side) = &row.new else { continue };
             for (figure, value) in figures.iter().zip(&new_side.memory) {
+                if !figure.is_peak() {
+                    continue;
+                }
                 if let Some(value) = value.filter(|&v| v > limit) {
                     let name = if at == 0 {
                         "the whole run".to_owned()
@@ -446,7 +411,7 @@ fn judge_row(
                 ));
             }
             (Some(b), Some(n)) => {
-                let grew = change(*b as f64, *n as f64).filter(|c| *c > args.max_memory_increase);
+                let grew = change(*b as f64, *n as f64).filter(|c| *c > figure.limit(args));
                 // From nothing to something is growth too, whatever the percentage.
                 let grew = grew.or((*b == 0 && *n > 0).then_some(f64::INFINITY));
                 if let Some(grew) = grew {
@@ -459,9 +424,9 @@ fn judge_row(
                     reasons.push(format!(
                         "{name}: {} {shown} ({} → {}), past +{} %",
                         figure.column(),
-                        bytes(Some(*b)),
-                        bytes(Some(*n)),
-                        args.max_memory_increase
+                        figure.show(Some(*b)),
+                        figure.show(Some(*n)),
+                        figure.limit(args)
                     ));
                 }
             }

@@ -14,11 +14,11 @@ pub(super) fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
         (Some(b), Some(n)) => percent(change(b.wall, n.wall)),
         _ => "-".into(),
     });
-    for index in 0..figures.len() {
-        let figure = |side: &Option<Side>| side.as_ref().and_then(|s| s.memory[index]);
-        let (b, n) = (figure(&row.base), figure(&row.new));
-        cells.push(bytes(b));
-        cells.push(bytes(n));
+    for (index, figure) in figures.iter().enumerate() {
+        let value = |side: &Option<Side>| side.as_ref().and_then(|s| s.memory[index]);
+        let (b, n) = (value(&row.base), value(&row.new));
+        cells.push(figure.show(b));
+        cells.push(figure.show(n));
         cells.push(percent(
             b.zip(n).and_then(|(b, n)| change(b as f64, n as f64)),
         ));
@@ -54,7 +54,12 @@ pub(super) fn compared_line(outcome: &Outcome) -> String {
         .iter()
         .map(|f| format!("{} (`{}`)", f.meaning(), f.key()))
         .collect();
-    let mut line = format!("memory compared: {}", which.join(" and "));
+    let what = if outcome.figures.contains(&Figure::Cpu) {
+        "CPU"
+    } else {
+        "memory"
+    };
+    let mut line = format!("{what} compared: {}", which.join(" and "));
     if let Some(note) = &outcome.figures_note {
         let _ = write!(line, "; {note}");
     }

@@ -45,8 +45,15 @@ pub(crate) fn render(chart: &Chart) -> String {
     page.push_str(
         "<p class=\"note\">Each point is the highest reading over its interval; the dashed \
          line is the kernel's high-water bound, which no spike between samples escapes. \
-         Hover for values.</p>\n</main>\n",
+         Hover for values.</p>\n",
     );
+    if chart.has_cpu() {
+        page.push_str(
+            "<p class=\"note\">The lower panel is the whole tree's CPU in cores (user plus \
+             system time over wall time): near 0 while it waits, 4 while four cores compute.</p>\n",
+        );
+    }
+    page.push_str("</main>\n");
     page.push_str(&format!(
         "<script id=\"data\" type=\"application/json\">{}</script>\n",
         script_json(chart)
@@ -73,6 +80,8 @@ mod tests {
                 parent: None,
                 children: None,
                 bound: None,
+                heap: None,
+                cpu: None,
             }],
             bands: vec![Band {
                 depth: 0,

@@ -24,6 +24,10 @@ pub(crate) struct Point {
     pub(crate) children: Option<u64>,
     /// The kernel's high-water bound over the interval (stemmon 0.2 on).
     pub(crate) bound: Option<u64>,
+    /// The highest live heap (stemmon 0.3 with `stemmon::Alloc`).
+    pub(crate) heap: Option<u64>,
+    /// The highest CPU use of the tree in cores (stemmon 0.3).
+    pub(crate) cpu: Option<f64>,
 }
 
 impl Point {
@@ -116,6 +120,12 @@ impl Chart {
         if let Some(bound) = report.high_water.peak_tree_rss_bound_bytes {
             let _ = write!(subtitle, "; high-water bound {}", bytes(Some(bound)));
         }
+        if let Some(peak) = report.heap.peak_live_bytes {
+            let _ = write!(subtitle, "; peak live heap {}", bytes(Some(peak)));
+        }
+        if let Some(cores) = report.cpu_io.cpu_cores {
+            let _ = write!(subtitle, "; {cores:.2} cores over the run");
+        }
         if !report.host.is_empty() {
             let _ = write!(subtitle, "; host {}", report.host);
         }
@@ -129,6 +139,21 @@ impl Chart {
         })
     }
 
+    /// Whether a point has the live heap: the memory panel then draws its line.
+    pub(crate) fn has_heap(&self) -> bool {
+        self.points.iter().any(|p| p.heap.is_some())
+    }
+
+    /// Whether a point has CPU in cores: the CPU panel is then drawn under memory.
+    pub(crate) fn has_cpu(&self) -> bool {
+        self.points.iter().any(|p| p.cpu.is_some())
+    }
+
+    /// The most cores a point used, at least 1.
+    pub(crate) fn most_cores(&self) -> f64 {
+        self.points.iter().filter_map(|p| p.cpu).fold(1.0, f64::max)
+    }
+
     /// How many stage lanes sit above the plot.
     pub(crate) fn lanes(&self) -> usize {
         self.bands.iter().map(|b| b.depth + 1).max().unwrap_or(0)
@@ -138,7 +163,7 @@ impl Chart {
     pub(crate) fn highest(&self) -> u64 {
         self.points
             .iter()
-            .flat_map(|p| [p.tree, p.bound, p.stacked()])
+            .flat_map(|p| [p.tree, p.bound, p.stacked(), p.heap])
             .flatten()
             .chain(self.peak.as_ref().map(|p| p.bytes))
             .max()
@@ -160,6 +185,9 @@ fn points(report: &Report) -> Vec<Point> {
                 parent: p.parent_rss_bytes,
                 children: p.children_rss_bytes,
                 bound: p.tree_rss_bound_bytes,
+                heap: p.heap_live_bytes,
+                // Checked finite and at most 1e9 by `input`; clamped for `Chart`'s own tests.
+                cpu: p.cpu_cores.map(|c| time(c).min(1e9)),
             })
             .collect();
     }
@@ -173,6 +201,8 @@ fn points(report: &Report) -> Vec<Point> {
             parent: s.parent_rss_bytes,
             children: s.children_rss_bytes,
             bound: None,
+            heap: None,
+            cpu: None,
         })
         .collect()
 }

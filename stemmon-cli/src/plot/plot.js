@@ -37,6 +37,8 @@
       "\nparent " + mib(best.parent) +
       "\nchildren " + mib(best.children) +
       "\nbound " + mib(best.bound) +
+      (best.heap === null ? "" : "\nlive heap " + mib(best.heap)) +
+      (best.cpu === null ? "" : "\nCPU " + best.cpu.toFixed(2) + " cores") +
       "\nstage " + (stages.length ? stages.join(", ") : "workflow");
     readout.style.left = Math.min(x + 14, box.width - 180) + "px";
     readout.style.top = event.clientY - box.top + 14 + "px";

@@ -1,6 +1,7 @@
 //! The picture, drawn from a [`Chart`]: tree RSS over the run as parent and children
 //! stacked, the tree line, the dashed high-water bound, stage bands and lanes with their
-//! names, the peak circled and labelled.
+//! names, the peak circled and labelled; with stemmon 0.3's figures the live heap as a
+//! line on the memory panel and, under it, the CPU panel ([`super::cpu`]).
 //!
 //! Elements are written by [`Writer`](super::xml::Writer), which escapes every attribute
 //! value and text: nothing from a report reaches the SVG raw.
@@ -23,15 +24,16 @@ const LANE: f64 = 18.0;
 pub(crate) const PARENT_COLOUR: &str = "#4c72b0";
 pub(crate) const CHILDREN_COLOUR: &str = "#dd8452";
 const TREE_COLOUR: &str = "#222222";
+pub(crate) const HEAP_COLOUR: &str = "#2ca02c";
 const BOUND_COLOUR: &str = "#c44e52";
 const PEAK_COLOUR: &str = "#8b0000";
-const BAND_COLOURS: [&str; 2] = ["#eef1f6", "#f7f3ea"];
+pub(super) const BAND_COLOURS: [&str; 2] = ["#eef1f6", "#f7f3ea"];
 const LANE_COLOURS: [&str; 6] = [
     "#8da0cb", "#66c2a5", "#e78ac3", "#a6d854", "#ffd92f", "#b3b3b3",
 ];
 
 /// Where figures land on the picture.
-struct Frame {
+pub(super) struct Frame {
     duration: f64,
     top: f64,
     /// Bytes at the top of the plot area.
@@ -60,7 +62,12 @@ impl Frame {
         }
     }
 
-    fn x(&self, seconds: f64) -> f64 {
+    /// Seconds the time axis spans.
+    pub(super) fn duration(&self) -> f64 {
+        self.duration
+    }
+
+    pub(super) fn x(&self, seconds: f64) -> f64 {
         LEFT + seconds.clamp(0.0, self.duration) / self.duration * (WIDTH - LEFT - RIGHT)
     }
 
@@ -70,7 +77,7 @@ impl Frame {
 }
 
 /// A round step for about `count` ticks over `range`: 1, 2 or 5 times a power of ten.
-fn nice_step(range: f64, count: f64) -> f64 {
+pub(super) fn nice_step(range: f64, count: f64) -> f64 {
     let raw = (range / count).max(f64::MIN_POSITIVE);
     let power = 10f64.powf(raw.log10().floor());
     let fraction = raw / power;
@@ -86,7 +93,7 @@ fn nice_step(range: f64, count: f64) -> f64 {
     nice * power
 }
 
-fn trim_number(value: f64) -> String {
+pub(super) fn trim_number(value: f64) -> String {
     let text = format!("{value:.3}");
     text.trim_end_matches('0').trim_end_matches('.').to_owned()
 }
@@ -95,16 +102,17 @@ fn trim_number(value: f64) -> String {
 /// its own (inline in HTML it needs neither).
 pub(crate) fn render(chart: &Chart, standalone: bool) -> String {
     let frame = Frame::of(chart);
+    let height = height(chart);
     let mut w = Writer::default();
     if standalone {
         w.out
             .push_str("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     }
-    let view_box = format!("0 0 {WIDTH} {HEIGHT}");
+    let view_box = format!("0 0 {WIDTH} {height}");
     let mut attributes: Vec<(&str, &dyn Display)> = vec![
         ("id", &"chart"),
         ("width", &WIDTH),
-        ("height", &HEIGHT),
+        ("height", &height),
         ("viewBox", &view_box),
         ("font-family", &"sans-serif"),
         ("font-size", &12),
@@ -118,7 +126,7 @@ pub(crate) fn render(chart: &Chart, standalone: bool) -> String {
     w.out.push('\n');
     w.empty(
         "rect",
-        &[("width", &WIDTH), ("height", &HEIGHT), ("fill", &"#ffffff")],
+        &[("width", &WIDTH), ("height", &height), ("fill", &"#ffffff")],
     );
     w.text(
         "text",
@@ -183,17 +191,33 @@ pub(crate) fn render(chart: &Chart, standalone: bool) -> String {
             ("stroke", &"#888"),
         ],
     );
+    if chart.has_cpu() {
+        super::cpu::panel(&mut w, chart, &frame, HEIGHT);
+    }
     w.close("svg");
     w.out
 }
 
+/// The picture's height: the memory panel, and the CPU panel under it when drawn.
+pub(crate) fn height(chart: &Chart) -> f64 {
+    HEIGHT
+        + if chart.has_cpu() {
+            super::cpu::PANEL
+        } else {
+            0.0
+        }
+}
+
 fn legend(w: &mut Writer, chart: &Chart) {
-    let items = [
+    let mut items = vec![
         ("parent RSS", PARENT_COLOUR, None),
         ("children RSS", CHILDREN_COLOUR, None),
         ("tree RSS", TREE_COLOUR, Some("")),
         ("high-water bound", BOUND_COLOUR, Some("6 4")),
     ];
+    if chart.has_heap() {
+        items.push(("live heap", HEAP_COLOUR, Some("")));
+    }
     let mut x = LEFT;
     for (name, colour, line) in items {
         match line {
@@ -403,6 +427,8 @@ fn series(w: &mut Writer, chart: &Chart, frame: &Frame) {
     line(w, frame, &tree, TREE_COLOUR, "none", "tree");
     let bound = steps(&chart.points, |p| p.bound);
     line(w, frame, &bound, BOUND_COLOUR, "6 4", "bound");
+    let heap = steps(&chart.points, |p| p.heap);
+    line(w, frame, &heap, HEAP_COLOUR, "none", "heap");
 }
 
 /// The area between `upper` and `lower` (the floor, unless they pair up point for point).
@@ -482,6 +508,8 @@ mod tests {
                 parent: Some(2 << 20),
                 children: Some(1 << 20),
                 bound: Some(4 << 20),
+                heap: Some(1 << 20),
+                cpu: Some(2.0),
             }],
             bands: vec![Band {
                 depth: 0,

@@ -170,7 +170,39 @@ impl Snapshot {
                         .map(Value::Int)
                 },
             ),
+            per_stage(
+                "stemmon_stage_heap_allocated_bytes",
+                "Bytes allocated on the heap while the stage was open (stemmon::Alloc).",
+                true,
+                &|i| stages[i].heap.heap_allocated_bytes.map(Value::Int),
+            ),
+            per_stage(
+                "stemmon_stage_peak_heap_bytes",
+                "Highest heap growth during a call of the stage (stemmon::Alloc).",
+                false,
+                &|i| stages[i].heap.peak_heap_bytes.map(Value::Int),
+            ),
         ]);
+        // CPU by `mode`, as node_exporter's `node_cpu_seconds_total`: their sum is the total.
+        let mut cpu = Vec::new();
+        for stage in stages {
+            for (mode, seconds) in [
+                ("user", stage.cpu_io.cpu_user_seconds),
+                ("system", stage.cpu_io.cpu_system_seconds),
+            ] {
+                if let Some(seconds) = seconds.filter(|s| s.is_finite() && *s >= 0.0) {
+                    let mut labels = with_stage(&stage.path);
+                    labels.push(("mode".to_owned(), mode.to_owned()));
+                    cpu.push((labels, Value::Float(seconds)));
+                }
+            }
+        }
+        families.push(Family {
+            name: "stemmon_stage_cpu_seconds",
+            help: "CPU seconds of the whole process tree while the stage was open, by mode.",
+            counter: true,
+            series: cpu,
+        });
         Snapshot { families }
     }
 }
@@ -392,6 +424,36 @@ mod tests {
         };
         report.high_water.peak_tree_rss_bound_bytes = Some(5000);
         report
+    }
+
+    #[test]
+    fn heap_and_cpu_families_have_series_only_for_stages_with_the_figures() {
+        let mut report = report();
+        report.stages[0].heap.heap_allocated_bytes = Some(1 << 33);
+        report.stages[0].heap.peak_heap_bytes = Some(500 << 20);
+        report.stages[0].cpu_io.cpu_user_seconds = Some(1.5);
+        report.stages[0].cpu_io.cpu_system_seconds = Some(0.25);
+        let text = encode(&report, "h", &BTreeMap::new());
+        for line in [
+            "# TYPE stemmon_stage_heap_allocated_bytes_total counter",
+            "stemmon_stage_heap_allocated_bytes_total{host=\"h\",stage=\"load\"} 8589934592",
+            "# TYPE stemmon_stage_peak_heap_bytes gauge",
+            "stemmon_stage_peak_heap_bytes{host=\"h\",stage=\"load\"} 524288000",
+            "# TYPE stemmon_stage_cpu_seconds_total counter",
+            "stemmon_stage_cpu_seconds_total{host=\"h\",stage=\"load\",mode=\"user\"} 1.5",
+            "stemmon_stage_cpu_seconds_total{host=\"h\",stage=\"load\",mode=\"system\"} 0.25",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "missing {line:?} in:\n{text}"
+            );
+        }
+        assert_eq!(text.matches("stage=\"load/parse").count(), 3, "{text}");
+        let without = encode(&super::tests::report(), "h", &BTreeMap::new());
+        assert!(
+            !without.contains("heap") && !without.contains("cpu"),
+            "{without}"
+        );
     }
 
     #[test]

@@ -1,0 +1,226 @@
+//! The CPU panel under the memory panel (SPEC §12): the tree's CPU use in cores over
+//! the run, from `timeline[].cpu_cores`, on the memory panel's time axis and under the
+//! same stage bands, so a stage that kept four cores busy stands apart from one that
+//! waited.
+
+use super::model::Chart;
+use super::svg::{nice_step, trim_number, Frame, BAND_COLOURS, LEFT, RIGHT, WIDTH};
+use super::xml::{Px, Writer};
+use std::fmt::Write as _;
+
+/// The panel's height, axis and labels included.
+pub(crate) const PANEL: f64 = 200.0;
+/// Space above the plot area, for the panel's title.
+const HEAD: f64 = 26.0;
+/// Space below it, for the time ticks and their caption.
+const FOOT: f64 = 46.0;
+
+/// The colour the CPU area is filled with, also what the Chromium test looks for.
+pub(crate) const CPU_COLOUR: &str = "#8172b3";
+
+/// Draws the panel from `top` (the memory panel's bottom edge) down.
+pub(super) fn panel(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64) {
+    let (plot_top, plot_bottom) = (top + HEAD, top + PANEL - FOOT);
+    let most = chart.most_cores();
+    let step = nice_step(most * 1.1, 4.0);
+    let scale = ((most * 1.1 / step).ceil() * step).max(step);
+    let y = |cores: f64| plot_bottom - cores.clamp(0.0, scale) / scale * (plot_bottom - plot_top);
+    w.open("g", &[("id", &"cpu-panel")]);
+    w.text(
+        "text",
+        &[
+            ("x", &LEFT),
+            ("y", &Px(top + 16.0)),
+            ("font-weight", &"bold"),
+            ("fill", &"#444"),
+        ],
+        "CPU of the process tree, in cores (user + system over wall time)",
+    );
+    for (index, band) in chart.bands.iter().filter(|b| b.depth == 0).enumerate() {
+        let (x0, x1) = (frame.x(band.start), frame.x(band.end));
+        w.open(
+            "rect",
+            &[
+                ("class", &"band"),
+                ("x", &Px(x0)),
+                ("y", &Px(plot_top)),
+                ("width", &Px((x1 - x0).max(1.0))),
+                ("height", &Px(plot_bottom - plot_top)),
+                ("fill", &BAND_COLOURS[index % 2]),
+            ],
+        );
+        w.text("title", &[], &band.path);
+        w.close("rect");
+    }
+    let mut tick = 0.0;
+    while tick <= scale + 1e-9 {
+        w.empty(
+            "line",
+            &[
+                ("x1", &LEFT),
+                ("x2", &Px(WIDTH - RIGHT)),
+                ("y1", &Px(y(tick))),
+                ("y2", &Px(y(tick))),
+                ("stroke", &"#dddddd"),
+            ],
+        );
+        let label = match trim_number(tick).as_str() {
+            "1" => "1 core".to_owned(),
+            n => format!("{n} cores"),
+        };
+        w.text(
+            "text",
+            &[
+                ("class", &"cpu-tick"),
+                ("x", &Px(LEFT - 6.0)),
+                ("y", &Px(y(tick) + 4.0)),
+                ("text-anchor", &"end"),
+            ],
+            &label,
+        );
+        tick += step;
+    }
+    // A step series: each point holds its highest reading over its interval.
+    let mut corners = Vec::with_capacity(chart.points.len() * 2);
+    for point in &chart.points {
+        if let Some(cores) = point.cpu {
+            corners.push((frame.x(point.start), y(cores)));
+            if point.end > point.start {
+                corners.push((frame.x(point.end), y(cores)));
+            }
+        }
+    }
+    if let (Some(first), Some(last)) = (corners.first(), corners.last()) {
+        let mut area = format!("M{},{} ", Px(first.0), Px(y(0.0)));
+        let mut line = String::new();
+        for (x, y) in &corners {
+            let _ = write!(area, "L{},{} ", Px(*x), Px(*y));
+            let _ = write!(line, "{},{} ", Px(*x), Px(*y));
+        }
+        let _ = write!(area, "L{},{} Z", Px(last.0), Px(y(0.0)));
+        w.empty(
+            "path",
+            &[
+                ("id", &"cpu-area"),
+                ("d", &area),
+                ("fill", &CPU_COLOUR),
+                ("stroke", &"none"),
+            ],
+        );
+        w.empty(
+            "polyline",
+            &[
+                ("id", &"cpu"),
+                ("points", &line.trim_end()),
+                ("fill", &"none"),
+                ("stroke", &"#4b3c8c"),
+                ("stroke-width", &1.5),
+            ],
+        );
+    }
+    let time_step = nice_step(frame.duration(), 10.0);
+    let mut t = 0.0;
+    while t <= frame.duration() * (1.0 + 1e-9) {
+        let x = frame.x(t);
+        w.empty(
+            "line",
+            &[
+                ("x1", &Px(x)),
+                ("x2", &Px(x)),
+                ("y1", &Px(plot_bottom)),
+                ("y2", &Px(plot_bottom + 5.0)),
+                ("stroke", &"#888"),
+            ],
+        );
+        w.text(
+            "text",
+            &[
+                ("x", &Px(x)),
+                ("y", &Px(plot_bottom + 18.0)),
+                ("text-anchor", &"middle"),
+            ],
+            &format!("{}s", trim_number(t)),
+        );
+        t += time_step;
+    }
+    w.text(
+        "text",
+        &[
+            ("x", &Px((LEFT + WIDTH - RIGHT) / 2.0)),
+            ("y", &Px(top + PANEL - 10.0)),
+            ("text-anchor", &"middle"),
+            ("fill", &"#444"),
+        ],
+        "seconds since start",
+    );
+    w.empty(
+        "rect",
+        &[
+            ("x", &LEFT),
+            ("y", &Px(plot_top)),
+            ("width", &Px(WIDTH - LEFT - RIGHT)),
+            ("height", &Px(plot_bottom - plot_top)),
+            ("fill", &"none"),
+            ("stroke", &"#888"),
+        ],
+    );
+    w.close("g");
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plot::model::{Chart, Point};
+    use crate::plot::svg::render;
+
+    fn point(start: f64, cpu: Option<f64>) -> Point {
+        Point {
+            start,
+            end: start + 1.0,
+            tree: Some(1 << 20),
+            parent: None,
+            children: None,
+            bound: None,
+            heap: None,
+            cpu,
+        }
+    }
+
+    fn chart(points: Vec<Point>) -> Chart {
+        Chart {
+            title: "t".into(),
+            subtitle: String::new(),
+            duration: 4.0,
+            points,
+            bands: Vec::new(),
+            peak: None,
+        }
+    }
+
+    #[test]
+    fn the_panel_is_drawn_only_with_cpu_figures_and_labelled_in_cores() {
+        let without = render(&chart(vec![point(0.0, None), point(1.0, None)]), true);
+        assert!(!without.contains("cpu-panel"), "{without}");
+        assert!(without.contains("height=\"560\""));
+        let with = render(
+            &chart(vec![
+                point(0.0, Some(0.02)),
+                point(1.0, None),
+                point(2.0, Some(3.9)),
+            ]),
+            true,
+        );
+        assert!(with.contains("id=\"cpu-panel\"") && with.contains("id=\"cpu\""));
+        assert!(
+            with.contains("height=\"760\""),
+            "the picture grows by the panel"
+        );
+        assert!(with.contains(">4 cores</text>") && with.contains(">0 cores</text>"));
+        let doc = roxmltree::Document::parse(&with).expect("well-formed");
+        let line = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some("cpu"))
+            .unwrap();
+        // Two corners per point with the reading; the one without is skipped.
+        assert_eq!(line.attribute("points").unwrap().split(' ').count(), 4);
+    }
+}
