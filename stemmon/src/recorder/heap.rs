@@ -46,6 +46,9 @@ pub(crate) struct HeapMark {
     at: Counts,
     /// The thread's peak before the frame lowered it.
     saved_peak: i64,
+    /// The frame is its thread's outermost, on a thread sweeps read (not the
+    /// monitor's own): it tells them so at entry and exit.
+    tells_sweeps: bool,
 }
 
 impl HeapMark {
@@ -59,6 +62,7 @@ impl HeapMark {
             freed: 0,
         },
         saved_peak: 0,
+        tells_sweeps: false,
     };
 }
 
@@ -119,9 +123,10 @@ impl HeapStats {
     }
 }
 
-/// Notes the heap counters at the entry of the frame now on top of `thread`'s stack.
+/// Notes the heap counters at the entry of the frame now on top of `thread`'s stack;
+/// `swept` tells whether sweeps read the thread (all but the monitor's own).
 #[inline]
-pub(super) fn entered(thread: &mut ThreadState) {
+pub(super) fn entered(thread: &mut ThreadState, swept: bool) {
     let bottom = thread.stack.len() == 1;
     let Some(top) = thread.stack.last_mut() else {
         return;
@@ -129,7 +134,8 @@ pub(super) fn entered(thread: &mut ThreadState) {
     let Some((index, slot)) = slots::this_thread() else {
         return;
     };
-    if bottom {
+    let tells_sweeps = bottom && swept;
+    if tells_sweeps {
         slot.stage_opened();
     }
     let at = slot.counts();
@@ -140,6 +146,7 @@ pub(super) fn entered(thread: &mut ThreadState) {
         index,
         at,
         saved_peak,
+        tells_sweeps,
     };
 }
 
@@ -155,10 +162,10 @@ pub(super) fn exited(thread: &mut ThreadState, frame: &Frame) {
     let peak = slot.peak();
     let call_peak = peak.saturating_sub(mark.at.net()).max(0) as u64;
     slot.set_peak(peak.max(mark.saved_peak));
-    let bottom = thread.stack.is_empty();
-    if bottom {
+    if mark.tells_sweeps {
         slot.stage_closed(&counts);
     }
+    let bottom = thread.stack.is_empty();
     let delta = &mut thread.delta(frame.record).heap;
     delta.slot = index;
     delta.counts = delta.counts.plus(&counts);

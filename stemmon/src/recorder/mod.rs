@@ -261,7 +261,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         self.count_entry(&mut thread, record, now);
-        heap::entered(&mut thread);
+        heap::entered(&mut thread, slot.id != 0);
         Entered::Pushed(seq)
     }
 
