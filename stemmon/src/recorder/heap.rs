@@ -28,7 +28,7 @@ use super::records::Records;
 use super::thread::{Frame, ThreadState};
 use super::{Recorder, State};
 use crate::heap::slots::{self, Counts, Slot};
-use crate::report::{HeapReport, StageHeap, TimelinePoint};
+use crate::report::{HeapReport, StageHeap, StageReport, TimelinePoint};
 
 /// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
 const NONE: u32 = u32::MAX;
@@ -204,6 +204,54 @@ fn charge_ancestors(
         let record = records.get_mut(id);
         record.heap.add(counts, slot, peak);
         next = record.parent;
+    }
+}
+
+/// What a call still open has counted so far: its record, whether it is its thread's
+/// outermost frame, its counts and its net since entry.
+pub(super) type OpenHeap = (u32, bool, Counts);
+
+impl Recorder {
+    /// The heap counts of every frame open now, for a snapshot (taken before the state
+    /// lock, as the threads take theirs first).
+    pub(super) fn open_heap(&self) -> Vec<OpenHeap> {
+        let mut open = Vec::new();
+        if !slots::installed() {
+            return open;
+        }
+        for slot in self.lock_threads().iter() {
+            let thread = slot.lock();
+            for (index, frame) in thread.stack.iter().enumerate() {
+                if let Some(heap) = frame.heap.slot {
+                    let counts = heap.counts().since(&frame.heap.at);
+                    open.push((frame.record, index == 0, counts));
+                }
+            }
+        }
+        open
+    }
+}
+
+/// Adds what open calls counted so far to their stages' figures (their ancestors' too
+/// for a thread's outermost frame): a stage open for minutes shows its heap before it
+/// closes. The peak so far is at least the net since entry.
+pub(super) fn add_open(stages: &mut [StageReport], open: &[OpenHeap]) {
+    for &(record, outermost, counts) in open {
+        let mut next = Some(record);
+        while let Some(id) = next {
+            let Some(stage) = stages.get_mut(id as usize) else {
+                break;
+            };
+            let h = &mut stage.heap;
+            let add = |figure: &mut Option<u64>, n: u64| *figure = figure.map(|f| f + n);
+            add(&mut h.heap_allocations, counts.allocations);
+            add(&mut h.heap_allocated_bytes, counts.allocated);
+            add(&mut h.heap_freed_bytes, counts.freed);
+            h.heap_retained_bytes = h.heap_retained_bytes.map(|r| r + counts.net());
+            let net = counts.net().max(0) as u64;
+            h.peak_heap_bytes = h.peak_heap_bytes.map(|p| p.max(net));
+            next = if outermost { stage.parent_id } else { None };
+        }
     }
 }
 

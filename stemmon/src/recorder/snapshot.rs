@@ -39,6 +39,7 @@ impl Recorder {
             self.merge_all();
         }
         let calls = self.open_calls();
+        let open_heap = self.open_heap();
         let threads: Vec<ThreadReport> = self
             .lock_threads()
             .iter()
@@ -99,6 +100,7 @@ impl Recorder {
                 ..StageReport::default()
             });
         }
+        super::heap::add_open(&mut stages, &open_heap);
         let stage_of = |record: Option<u32>| {
             record
                 .and_then(|record| stages.get(record as usize))
