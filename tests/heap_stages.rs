@@ -345,3 +345,43 @@ fn a_monitor_of_its_own_thread_charges_no_other_threads_allocations() {
         "{allocated} {peak}"
     );
 }
+
+#[monitored]
+fn holding(ready: mpsc::Sender<()>, done: mpsc::Receiver<()>) -> usize {
+    let block = std::hint::black_box(vec![4u8; 2 << 20]);
+    ready.send(()).unwrap();
+    done.recv().unwrap();
+    block.len()
+}
+
+#[test]
+fn a_call_still_open_shows_what_it_counted_so_far() {
+    let _serial = serial();
+    let monitor = start();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::scope(|scope| {
+        scope.spawn(|| holding(ready_tx, done_rx));
+        ready_rx.recv().unwrap();
+        let open = monitor.summary();
+        let (allocations, allocated, _, retained, peak) = heap(stage(&open, "holding"));
+        assert!(allocations >= 1, "{allocations}");
+        assert!(
+            (2 * MIB..2 * MIB + (64 << 10)).contains(&allocated),
+            "{allocated}"
+        );
+        assert!(retained >= 2 << 20 && peak >= 2 << 20, "{retained} {peak}");
+        done_tx.send(()).unwrap();
+    });
+    let report = monitor.finish();
+    let (_, allocated, freed, retained, _) = heap(stage(&report, "holding"));
+    // Closed: counted once, not again on top of what the open call showed.
+    assert!(
+        (2 * MIB..2 * MIB + (64 << 10)).contains(&allocated),
+        "{allocated}"
+    );
+    assert!(
+        freed >= 2 << 20 && retained.unsigned_abs() < 64 << 10,
+        "{freed} {retained}"
+    );
+}

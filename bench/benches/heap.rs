@@ -44,9 +44,9 @@ fn pair(allocator: &impl GlobalAlloc) {
     }
 }
 
-/// `iters` pairs on each of `threads` threads at once, each in a stage of its own when
-/// `staged`; the slowest thread's time.
-fn on_threads(threads: usize, iters: u64, staged: bool) -> Duration {
+/// `iters` pairs (through `ALLOC`, or System alone when `system`) on each of `threads`
+/// threads at once, each in a stage of its own when `staged`; the slowest thread's time.
+fn on_threads(threads: usize, iters: u64, staged: bool, system: bool) -> Duration {
     let barrier = Arc::new(Barrier::new(threads));
     let handles: Vec<_> = (0..threads)
         .map(|_| {
@@ -56,7 +56,11 @@ fn on_threads(threads: usize, iters: u64, staged: bool) -> Duration {
                 barrier.wait();
                 let started = Instant::now();
                 for _ in 0..iters {
-                    pair(&ALLOC);
+                    if system {
+                        pair(&System);
+                    } else {
+                        pair(&ALLOC);
+                    }
                 }
                 started.elapsed()
             })
@@ -112,10 +116,17 @@ fn main() {
         group.bench_function("alloc_monitor_stage", |b| b.iter(|| pair(&ALLOC)));
         // Threads: one alone, then two at once, each in a stage, per pair.
         group.bench_function("one_thread", |b| {
-            b.iter_custom(|iters| on_threads(1, iters, true))
+            b.iter_custom(|iters| on_threads(1, iters, true, false))
         });
         group.bench_function("two_threads", |b| {
-            b.iter_custom(|iters| on_threads(2, iters, true))
+            b.iter_custom(|iters| on_threads(2, iters, true, false))
+        });
+        // System alone on the same threads: how far the machine lets two threads scale.
+        group.bench_function("one_thread_system", |b| {
+            b.iter_custom(|iters| on_threads(1, iters, true, true))
+        });
+        group.bench_function("two_threads_system", |b| {
+            b.iter_custom(|iters| on_threads(2, iters, true, true))
         });
         group.finish();
         // The old budget with `Alloc` installed: an active `#[monitored]` call.

@@ -108,6 +108,20 @@ pub(super) fn heap(rows: &mut Vec<Row>) {
         }),
         _ => rows.push(missing(figure, "≤ 1.2× peer")),
     }
+    if let (Some(one), Some(two)) = (
+        criterion_ns("heap", "one_thread_system"),
+        criterion_ns("heap", "two_threads_system"),
+    ) {
+        rows.push(Row {
+            figure: "System alone, 2 threads at once (per pair): the machine's scaling".into(),
+            stemmon: "—".into(),
+            peer: "same, 1 thread alone".into(),
+            peer_value: format!("{} / {}", time(two), time(one)),
+            ratio: format!("{:.2}", two / one),
+            budget: "—".into(),
+            status: Status::Info,
+        });
+    }
     for (peer, name) in [
         (
             criterion_ns("heap", "stats_alloc"),

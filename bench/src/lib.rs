@@ -13,6 +13,11 @@
 //! - `footprint`: memory held after 10 million active calls, and the sampler thread's CPU;
 //! - `tracing_layer`: a `tracing` span under `stemmon::TracingLayer` with a monitor
 //!   running, beside the same span under a registry with a layer counting callbacks.
+//! - `heap`: an allocation + free pair through `stemmon::Alloc` (the global allocator
+//!   there) beside System alone and `stats_alloc`, with and without a monitor, on two
+//!   threads, and an active `#[monitored]` call with it installed; hotpath's
+//!   allocation mode, the other peer, runs from `hotpath-alloc/` (a workspace of its
+//!   own, for its feature).
 //!
 //! Criterion keeps its estimates under `$CRITERION_HOME`; the figures that are not
 //! criterion timings go to [`out_dir`] as one JSON file each, and the `bench-table`

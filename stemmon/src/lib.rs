@@ -74,6 +74,16 @@
 //! # Ok::<(), stemmon::Error>(())
 //! ```
 //!
+//! Install [`Alloc`] as the global allocator and each stage also says what it
+//! allocated, freed and held on the heap, on every thread (RSS belongs to the process;
+//! the heap figures say which stage held the memory):
+//!
+//! ```
+//! #[global_allocator]
+//! static ALLOC: stemmon::Alloc = stemmon::Alloc::system();
+//! # fn main() {}
+//! ```
+//!
 //! Turn off the default feature `enabled` (`default-features = false`) and both
 //! attributes expand to the item exactly as written: no monitor, no thread, no cost.
 //!

@@ -36,16 +36,23 @@ fn pairs(iters: u64) -> Duration {
     started.elapsed()
 }
 
+/// As `stemmon_bench::{WARM_UP, MEASURE_FAST, SAMPLES_FAST}` (this crate is a
+/// workspace of its own).
+const WARM_UP: Duration = Duration::from_millis(800);
+const MEASURE_FAST: Duration = Duration::from_secs(3);
+const SAMPLES_FAST: usize = 60;
+
 fn main() {
-    let report = stemmon_bench::out_dir().join("hotpath_alloc.json");
+    // hotpath's own report, beside the other figures (`$STEMMON_BENCH_OUT`).
+    let out = std::env::var_os("STEMMON_BENCH_OUT").map_or_else(std::env::temp_dir, Into::into);
     let guard = hotpath::HotpathGuardBuilder::new("heap_hotpath")
         .format(hotpath::Format::Json)
-        .output_path(&report)
+        .output_path(out.join("hotpath_alloc.json"))
         .build();
     let mut c = Criterion::default()
-        .warm_up_time(stemmon_bench::WARM_UP)
-        .measurement_time(stemmon_bench::MEASURE_FAST)
-        .sample_size(stemmon_bench::SAMPLES_FAST)
+        .warm_up_time(WARM_UP)
+        .measurement_time(MEASURE_FAST)
+        .sample_size(SAMPLES_FAST)
         .configure_from_args();
     let mut group = c.benchmark_group("heap_hotpath");
     group.bench_function("hotpath_alloc", |b| b.iter_custom(pairs));

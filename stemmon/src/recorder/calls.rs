@@ -132,7 +132,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         let seq = thread.push(record, POLL);
-        super::heap::entered(thread);
+        super::heap::entered(thread, slot.id != 0);
         seq
     }
 

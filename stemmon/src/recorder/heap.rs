@@ -28,7 +28,7 @@ use super::records::Records;
 use super::thread::{Frame, ThreadState};
 use super::{Recorder, State};
 use crate::heap::slots::{self, Counts, Slot};
-use crate::report::{HeapReport, StageHeap, TimelinePoint};
+use crate::report::{HeapReport, StageHeap, StageReport, TimelinePoint};
 
 /// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
 const NONE: u32 = u32::MAX;
@@ -46,6 +46,9 @@ pub(crate) struct HeapMark {
     at: Counts,
     /// The thread's peak before the frame lowered it.
     saved_peak: i64,
+    /// The frame is its thread's outermost, on a thread sweeps read (not the
+    /// monitor's own): it tells them so at entry and exit.
+    tells_sweeps: bool,
 }
 
 impl HeapMark {
@@ -59,6 +62,7 @@ impl HeapMark {
             freed: 0,
         },
         saved_peak: 0,
+        tells_sweeps: false,
     };
 }
 
@@ -119,9 +123,10 @@ impl HeapStats {
     }
 }
 
-/// Notes the heap counters at the entry of the frame now on top of `thread`'s stack.
+/// Notes the heap counters at the entry of the frame now on top of `thread`'s stack;
+/// `swept` tells whether sweeps read the thread (all but the monitor's own).
 #[inline]
-pub(super) fn entered(thread: &mut ThreadState) {
+pub(super) fn entered(thread: &mut ThreadState, swept: bool) {
     let bottom = thread.stack.len() == 1;
     let Some(top) = thread.stack.last_mut() else {
         return;
@@ -129,7 +134,8 @@ pub(super) fn entered(thread: &mut ThreadState) {
     let Some((index, slot)) = slots::this_thread() else {
         return;
     };
-    if bottom {
+    let tells_sweeps = bottom && swept;
+    if tells_sweeps {
         slot.stage_opened();
     }
     let at = slot.counts();
@@ -140,6 +146,7 @@ pub(super) fn entered(thread: &mut ThreadState) {
         index,
         at,
         saved_peak,
+        tells_sweeps,
     };
 }
 
@@ -155,10 +162,10 @@ pub(super) fn exited(thread: &mut ThreadState, frame: &Frame) {
     let peak = slot.peak();
     let call_peak = peak.saturating_sub(mark.at.net()).max(0) as u64;
     slot.set_peak(peak.max(mark.saved_peak));
-    let bottom = thread.stack.is_empty();
-    if bottom {
+    if mark.tells_sweeps {
         slot.stage_closed(&counts);
     }
+    let bottom = thread.stack.is_empty();
     let delta = &mut thread.delta(frame.record).heap;
     delta.slot = index;
     delta.counts = delta.counts.plus(&counts);
@@ -197,6 +204,54 @@ fn charge_ancestors(
         let record = records.get_mut(id);
         record.heap.add(counts, slot, peak);
         next = record.parent;
+    }
+}
+
+/// What a call still open has counted so far: its record, whether it is its thread's
+/// outermost frame, its counts and its net since entry.
+pub(super) type OpenHeap = (u32, bool, Counts);
+
+impl Recorder {
+    /// The heap counts of every frame open now, for a snapshot (taken before the state
+    /// lock, as the threads take theirs first).
+    pub(super) fn open_heap(&self) -> Vec<OpenHeap> {
+        let mut open = Vec::new();
+        if !slots::installed() {
+            return open;
+        }
+        for slot in self.lock_threads().iter() {
+            let thread = slot.lock();
+            for (index, frame) in thread.stack.iter().enumerate() {
+                if let Some(heap) = frame.heap.slot {
+                    let counts = heap.counts().since(&frame.heap.at);
+                    open.push((frame.record, index == 0, counts));
+                }
+            }
+        }
+        open
+    }
+}
+
+/// Adds what open calls counted so far to their stages' figures (their ancestors' too
+/// for a thread's outermost frame): a stage open for minutes shows its heap before it
+/// closes. The peak so far is at least the net since entry.
+pub(super) fn add_open(stages: &mut [StageReport], open: &[OpenHeap]) {
+    for &(record, outermost, counts) in open {
+        let mut next = Some(record);
+        while let Some(id) = next {
+            let Some(stage) = stages.get_mut(id as usize) else {
+                break;
+            };
+            let h = &mut stage.heap;
+            let add = |figure: &mut Option<u64>, n: u64| *figure = figure.map(|f| f + n);
+            add(&mut h.heap_allocations, counts.allocations);
+            add(&mut h.heap_allocated_bytes, counts.allocated);
+            add(&mut h.heap_freed_bytes, counts.freed);
+            h.heap_retained_bytes = h.heap_retained_bytes.map(|r| r + counts.net());
+            let net = counts.net().max(0) as u64;
+            h.peak_heap_bytes = h.peak_heap_bytes.map(|p| p.max(net));
+            next = if outermost { stage.parent_id } else { None };
+        }
     }
 }
 

@@ -275,7 +275,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         self.count_entry(&mut thread, record, now);
-        heap::entered(&mut thread);
+        heap::entered(&mut thread, slot.id != 0);
         self.cpu_enter(&mut thread, cpu::sync_key(seq), record, now);
         Entered::Pushed(seq)
     }

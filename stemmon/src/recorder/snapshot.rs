@@ -40,6 +40,7 @@ impl Recorder {
         }
         let calls = self.open_calls();
         let open_cpu = self.open_cpu();
+        let open_heap = self.open_heap();
         let threads: Vec<ThreadReport> = self
             .lock_threads()
             .iter()
@@ -102,6 +103,7 @@ impl Recorder {
                 ..StageReport::default()
             });
         }
+        super::heap::add_open(&mut stages, &open_heap);
         let stage_of = |record: Option<u32>| {
             record
                 .and_then(|record| stages.get(record as usize))
