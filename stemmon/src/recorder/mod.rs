@@ -275,8 +275,9 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         self.count_entry(&mut thread, record, now);
-        heap::entered(&mut thread, slot.id != 0);
+        // The CPU mark first: a list it grows is the engine's, not the call's heap.
         self.cpu_enter(&mut thread, cpu::sync_key(seq), record, now);
+        heap::entered(&mut thread, slot.id != 0);
         Entered::Pushed(seq)
     }
 
