@@ -107,6 +107,9 @@ struct OpenMark {
     thread: u64,
 }
 
+/// A timeline point's cores are measured over at least this long (seconds).
+const MIN_CORES_SECONDS: f64 = 0.02;
+
 /// A thread clock that could not be read (another platform).
 const UNREAD: u64 = u64::MAX;
 
@@ -246,12 +249,19 @@ impl TreeCpu {
             .fold(Usage::ZERO, |sum, d| sum.plus(d.usage));
         let now = self.publish(own.plus(self.root).plus(self.live));
         let cpu = now.cpu_micros();
-        let cores = self.last_sample.and_then(|(at, before)| {
-            let wall = elapsed - at;
-            (wall > 0.0).then(|| cpu.saturating_sub(before) as f64 / 1e6 / wall)
-        });
+        let Some((at, before)) = self.last_sample else {
+            self.last_sample = Some((elapsed, cpu));
+            return None;
+        };
+        let wall = elapsed - at;
+        if wall < MIN_CORES_SECONDS {
+            // Descendants' CPU comes in clock ticks (10 ms): over a few milliseconds (the
+            // sample at `finish`, one just after a boundary) one tick would read as
+            // cores. The interval is carried into the next point.
+            return None;
+        }
         self.last_sample = Some((elapsed, cpu));
-        cores
+        Some(cpu.saturating_sub(before) as f64 / 1e6 / wall)
     }
 
     /// The newest figure, if any was read.
