@@ -271,7 +271,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         self.count_entry(&mut thread, record, now);
-        self.cpu_enter(&mut thread, cpu::sync_key(seq), record, now);
+        self.cpu_enter(&mut thread, now);
         Entered::Pushed(seq)
     }
 
@@ -383,7 +383,7 @@ impl Recorder {
         let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(frame.record) {
             thread.delta(frame.record).saw_boundary = true;
-            self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Window);
+            self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Window);
             return;
         }
         thread.mark_completed(frame.record);
@@ -395,7 +395,7 @@ impl Recorder {
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
         self.boundary_reading(&mut state, &thread, now, frame.record, false);
-        self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Fresh);
+        self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(&mut state, &frame, slot.id, nanos, &error);
