@@ -120,7 +120,7 @@ impl Recorder {
         let call = thread.open_call(record, now, slot.id);
         let poll = poll.then(|| self.push(slot, &mut thread, record));
         self.count_entry(&mut thread, record, now);
-        self.cpu_enter(&mut thread, super::cpu::async_key(call.seq), record, now);
+        self.cpu_open(&mut thread, call.seq, record, now);
         (call, poll)
     }
 
@@ -226,24 +226,14 @@ impl Recorder {
         let quiet = error.is_none() && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(call.record) {
             thread.delta(call.record).saw_boundary = true;
-            self.cpu_exit(
-                &mut thread,
-                super::cpu::async_key(call.seq),
-                now,
-                super::cpu::Clock::Window,
-            );
+            self.cpu_close(&mut thread, call.seq, now, super::cpu::Clock::Window);
             return true;
         }
         thread.mark_completed(call.record);
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
         self.boundary_reading(&mut state, &thread, now, call.record, false);
-        self.cpu_exit(
-            &mut thread,
-            super::cpu::async_key(call.seq),
-            now,
-            super::cpu::Clock::Fresh,
-        );
+        self.cpu_close(&mut thread, call.seq, now, super::cpu::Clock::Fresh);
         state.apply_intervals_since(call.record, call.started);
         let message = state.finish_call(call.record, self.clock.delta_as_nanos(0, ticks), error);
         if let Some(message) = message {
@@ -271,12 +261,7 @@ impl Recorder {
         if self.is_ended() || !thread.close_call(call.seq) {
             return;
         }
-        self.cpu_exit(
-            &mut thread,
-            super::cpu::async_key(call.seq),
-            now,
-            super::cpu::Clock::Kept,
-        );
+        self.cpu_close(&mut thread, call.seq, now, super::cpu::Clock::Kept);
         let mut state = self.lock();
         // The open's count first, so the record never has more completed than calls.
         self.merge(&mut state, &mut thread);

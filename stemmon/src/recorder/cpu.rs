@@ -26,15 +26,14 @@
 //! work of that thread meanwhile included), and, closed on another thread, up to its
 //! thread's last reading.
 
-use super::thread::ThreadState;
 use super::{seconds, Recorder, State};
 use crate::memory::{Descendant, SelfReading, TreeReading, Usage};
 use crate::report::CpuIo;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// At most this many calls per thread note their entry figures; deeper ones (only a
-/// runaway stack reaches this) count nothing.
-const MAX_OPEN_MARKS: usize = 65_536;
+mod marks;
+
+pub(crate) use marks::{Clock, ThreadCpu};
 
 /// The tree's counters as last read, for every call's entry and exit to read without
 /// a lock. Written under the state lock, at most about once a millisecond; the fields
@@ -54,6 +53,9 @@ pub(crate) struct Published {
     /// Some reading has been published.
     read_once: AtomicBool,
 }
+
+/// A timeline point's cores are measured over at least this long (seconds).
+const MIN_CORES_SECONDS: f64 = 0.02;
 
 impl Published {
     #[inline]
@@ -81,80 +83,6 @@ impl Published {
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
     }
-}
-
-/// The key of a sync call's entry figures (its frame's `seq`).
-#[inline]
-pub(crate) fn sync_key(seq: u32) -> u64 {
-    u64::from(seq) << 1
-}
-
-/// The key of an async call's entry figures (its `OpenCall::seq`).
-#[inline]
-pub(crate) fn async_key(seq: u64) -> u64 {
-    (seq << 1) | 1
-}
-
-/// What an open call noted at its entry.
-#[derive(Clone, Copy, Debug)]
-struct OpenMark {
-    key: u64,
-    record: u32,
-    /// [`Published`]'s generation when `tree` was read (read before it).
-    generation: u64,
-    tree: Usage,
-    /// Its thread's CPU clock, [`UNREAD`] where it cannot be read.
-    thread: u64,
-}
-
-/// A timeline point's cores are measured over at least this long (seconds).
-const MIN_CORES_SECONDS: f64 = 0.02;
-
-/// A thread clock that could not be read (another platform).
-const UNREAD: u64 = u64::MAX;
-
-/// One thread's CPU clock as last read, and the entry figures of its open calls.
-#[derive(Debug, Default)]
-pub(crate) struct ThreadCpu {
-    /// Clock ticks of the last `RUSAGE_THREAD` reading (0: never read).
-    at: u64,
-    /// That reading, in microseconds ([`UNREAD`] where it cannot be read).
-    micros: u64,
-    open: Vec<OpenMark>,
-}
-
-impl ThreadCpu {
-    /// The clock for a call's entry or exit at `now`, read anew when `clock` says so or
-    /// when the last reading is older than `window` ticks.
-    #[inline(always)]
-    fn clock(&mut self, now: u64, clock: Clock, window: u64, read: fn() -> Option<u64>) -> u64 {
-        let stale = match clock {
-            Clock::Kept => false,
-            Clock::Fresh => true,
-            Clock::Window => now.wrapping_sub(self.at) >= window,
-        };
-        if stale {
-            self.refresh(now, read);
-        }
-        self.micros
-    }
-
-    #[cold]
-    fn refresh(&mut self, now: u64, read: fn() -> Option<u64>) {
-        self.micros = read().unwrap_or(UNREAD);
-        self.at = now;
-    }
-}
-
-/// How an exit gets its thread's CPU clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Clock {
-    /// Read now (the exit takes the shared state anyway).
-    Fresh,
-    /// Reused when read within the reuse window.
-    Window,
-    /// Never read: the call closes on another thread than its own.
-    Kept,
 }
 
 /// The figures of some calls: the tree's growth while they were open, and their
@@ -334,107 +262,6 @@ impl Recorder {
             self.cpu_now.store(usage);
         }
     }
-
-    /// Notes the figures at the entry of the call `key` of `record` on `thread`.
-    #[inline]
-    pub(super) fn cpu_enter(&self, thread: &mut ThreadState, key: u64, record: u32, now: u64) {
-        let cpu = &mut thread.cpu;
-        if cpu.open.len() >= MAX_OPEN_MARKS {
-            return;
-        }
-        let generation = self.cpu_now.generation();
-        let tree = self.cpu_now.load();
-        let micros = cpu.clock(now, Clock::Window, self.reuse_ticks, self.thread_cpu);
-        cpu.open.push(OpenMark {
-            key,
-            record,
-            generation,
-            tree,
-            thread: micros,
-        });
-    }
-
-    /// Adds to `record`'s counters on `thread` the growth since the call `key` entered.
-    #[inline]
-    pub(super) fn cpu_exit(&self, thread: &mut ThreadState, key: u64, now: u64, clock: Clock) {
-        let cpu = &mut thread.cpu;
-        let Some(last) = cpu.open.last() else {
-            return;
-        };
-        if last.key != key {
-            return self.cpu_exit_below(thread, key, now, clock);
-        }
-        let (generation, entry) = (last.generation, last.thread);
-        let micros = cpu.clock(now, clock, self.reuse_ticks, self.thread_cpu);
-        // The common case of a short call: no reading in between, nothing to count.
-        if micros == entry && self.cpu_now.generation() == generation {
-            cpu.open.pop();
-            return;
-        }
-        if let Some(mark) = cpu.open.pop() {
-            self.cpu_count(thread, &mark, micros);
-        }
-    }
-
-    /// [`Recorder::cpu_exit`] of a call below the top of the thread's marks (an async
-    /// call, a guard dropped out of order).
-    #[cold]
-    fn cpu_exit_below(&self, thread: &mut ThreadState, key: u64, now: u64, clock: Clock) {
-        let cpu = &mut thread.cpu;
-        let Some(index) = cpu.open.iter().rposition(|mark| mark.key == key) else {
-            return;
-        };
-        let mark = cpu.open.remove(index);
-        let micros = cpu.clock(now, clock, self.reuse_ticks, self.thread_cpu);
-        self.cpu_count(thread, &mark, micros);
-    }
-
-    /// Adds the growth since `mark` to its record's counters on `thread`.
-    fn cpu_count(&self, thread: &mut ThreadState, mark: &OpenMark, micros: u64) {
-        let tree = self.cpu_now.load().minus(mark.tree);
-        let thread_read = micros != UNREAD && mark.thread != UNREAD;
-        let thread_micros = if thread_read {
-            micros.saturating_sub(mark.thread)
-        } else {
-            0
-        };
-        thread.delta(mark.record).cpu.add(&CallCpu {
-            tree,
-            thread_micros,
-            thread_read,
-        });
-    }
-
-    /// The figures of the calls open on every thread now, by record: the tree's
-    /// growth since each entered, and its thread's CPU up to its last reading.
-    pub(super) fn open_cpu(&self) -> Vec<CallCpu> {
-        let mut open = Vec::new();
-        if !self.cpu_now.read_once.load(Ordering::Relaxed) {
-            return open;
-        }
-        let now = self.cpu_now.load();
-        for slot in self.lock_threads().iter() {
-            let thread = slot.lock();
-            for mark in &thread.cpu.open {
-                let index = mark.record as usize;
-                if open.len() <= index {
-                    open.resize(index + 1, CallCpu::ZERO);
-                }
-                let thread_read = thread.cpu.micros != UNREAD && mark.thread != UNREAD;
-                let thread_micros = if thread_read {
-                    thread.cpu.micros.saturating_sub(mark.thread)
-                } else {
-                    0
-                };
-                open[index].add(&CallCpu {
-                    tree: now.minus(mark.tree),
-                    thread_micros,
-                    thread_read,
-                });
-            }
-        }
-        open
-    }
 }
 
 impl State {
@@ -514,6 +341,113 @@ mod tests {
             Some(0.05)
         );
         rig.recorder.exit(&main, call);
+    }
+
+    /// The stage paths' user CPU seconds in `rig`'s report.
+    fn user_seconds(rig: &Rig, paths: &[&str]) -> Vec<Option<f64>> {
+        let report = rig.recorder.snapshot();
+        paths
+            .iter()
+            .map(|path| report.stage(path).unwrap().cpu_io.cpu_user_seconds)
+            .collect()
+    }
+
+    #[test]
+    fn nested_calls_with_no_reading_between_share_one_mark() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_usage(usage(100, 0));
+        rig.set_thread_cpu(Some(1_000));
+        rig.advance_micros(2_000);
+        let outer = rig.recorder.enter(&main, "outer".into());
+        let inner = rig.recorder.enter(&main, "inner".into());
+        assert_eq!(main.lock().cpu.live, 1);
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(300, 0));
+        rig.set_thread_cpu(Some(201_000));
+        // Out of order: the inner call keeps the mark it shared.
+        rig.recorder.exit(&main, outer);
+        assert_eq!(main.lock().cpu.live, 1);
+        // Still open, the inner call counts up to the newest reading.
+        let open = user_seconds(&rig, &["outer", "outer/inner"]);
+        assert_eq!(open, [Some(0.2), Some(0.2)]);
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(600, 0));
+        rig.set_thread_cpu(Some(501_000));
+        rig.recorder.exit(&main, inner);
+        assert_eq!(main.lock().cpu.live, 0);
+        let report = rig.recorder.snapshot();
+        let inner = &report.stage("outer/inner").unwrap().cpu_io;
+        assert_eq!(inner.cpu_user_seconds, Some(0.5));
+        assert_eq!(inner.cpu_thread_seconds, Some(0.5));
+        let outer = &report.stage("outer").unwrap().cpu_io;
+        assert_eq!(outer.cpu_user_seconds, Some(0.2));
+        assert_eq!(outer.cpu_thread_seconds, Some(0.2));
+    }
+
+    #[test]
+    fn a_mark_taken_off_below_the_top_renumbers_the_ones_above() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_usage(usage(100, 0));
+        rig.advance_micros(2_000);
+        let outer = rig.recorder.enter(&main, "outer".into());
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(200, 0));
+        let inner = rig.recorder.enter(&main, "inner".into());
+        let third = rig.recorder.enter(&main, "third".into());
+        assert_eq!(main.lock().cpu.live, 2);
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(400, 0));
+        rig.recorder.exit(&main, outer);
+        {
+            let thread = main.lock();
+            assert_eq!(thread.cpu.live, 1);
+            let marks: Vec<_> = thread.stack.iter().map(|f| f.mark).collect();
+            assert_eq!(marks, [0, 0]);
+        }
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(500, 0));
+        rig.recorder.exit(&main, third);
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(700, 0));
+        rig.recorder.exit(&main, inner);
+        assert_eq!(main.lock().cpu.live, 0);
+        let paths = ["outer", "outer/inner", "outer/inner/third"];
+        assert_eq!(
+            user_seconds(&rig, &paths),
+            [Some(0.3), Some(0.5), Some(0.3)]
+        );
+    }
+
+    #[test]
+    fn a_call_after_one_at_its_depth_takes_its_mark_only_with_the_same_figures() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_usage(usage(100, 0));
+        rig.advance_micros(2_000);
+        let first = rig.recorder.enter(&main, "first".into());
+        rig.recorder.exit(&main, first);
+        let kept = main.lock().cpu.marks.len();
+        // No reading since: the kept mark is taken up again.
+        let second = rig.recorder.enter(&main, "second".into());
+        {
+            let thread = main.lock();
+            assert_eq!((thread.cpu.live, thread.cpu.marks.len()), (1, kept));
+        }
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(250, 0));
+        rig.recorder.exit(&main, second);
+        // A reading since: the kept mark is written anew.
+        let third = rig.recorder.enter(&main, "third".into());
+        rig.advance_micros(2_000);
+        rig.set_usage(usage(600, 0));
+        rig.recorder.exit(&main, third);
+        let paths = ["first", "second", "third"];
+        assert_eq!(
+            user_seconds(&rig, &paths),
+            [Some(0.0), Some(0.15), Some(0.35)]
+        );
     }
 
     #[test]

@@ -276,7 +276,7 @@ impl Recorder {
         }
         self.count_entry(&mut thread, record, now);
         // The CPU mark first: a list it grows is the engine's, not the call's heap.
-        self.cpu_enter(&mut thread, cpu::sync_key(seq), record, now);
+        self.cpu_enter(&mut thread, now);
         heap::entered(&mut thread, slot.id != 0);
         Entered::Pushed(seq)
     }
@@ -390,7 +390,7 @@ impl Recorder {
         let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(frame.record) {
             thread.delta(frame.record).saw_boundary = true;
-            self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Window);
+            self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Window);
             return;
         }
         thread.mark_completed(frame.record);
@@ -406,7 +406,7 @@ impl Recorder {
             self.sweep_heap_to(&mut state, now, Some(frame.record));
         }
         self.boundary_reading(&mut state, &thread, now, frame.record, false);
-        self.cpu_exit(&mut thread, cpu::sync_key(seq), now, cpu::Clock::Fresh);
+        self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(&mut state, &frame, slot.id, nanos, &error);

@@ -28,7 +28,13 @@ pub(crate) struct Frame {
     name: (usize, usize),
     /// The name's bucket in `ThreadState::open_buckets`; `NO_BUCKET` for a poll frame.
     bucket: u8,
+    /// The index of this call's entry figures in the thread's CPU marks, shared with
+    /// the calls below it that entered with the same ones; [`NO_MARK`] if none.
+    pub(crate) mark: u16,
 }
+
+/// `Frame::mark` of a frame with no CPU entry figures (a poll frame, a runaway stack).
+pub(crate) const NO_MARK: u16 = u16::MAX;
 
 /// `Frame::bucket` of a frame not counted in the buckets (a poll frame).
 const NO_BUCKET: u8 = u8::MAX;
@@ -239,6 +245,7 @@ impl ThreadState {
             heap: HeapMark::NONE,
             name,
             bucket,
+            mark: NO_MARK,
         });
         self.next_seq
     }
