@@ -408,26 +408,46 @@ fn threads(rows: &mut Vec<Row>) {
     });
 }
 
-/// Bench 6: `stemmon run -- CMD` beside CMD run bare.
+/// Bench 6: `stemmon run -- CMD` beside CMD run bare: criterion's two halves (one
+/// after the other), and the median ratio of pairs timed alternately, which the budget
+/// reads.
 fn run_overhead(rows: &mut Vec<Row>) {
     const BUDGET: f64 = 1.02;
     let figure = "`stemmon run -- CMD`, CMD about 2 s of CPU, 1 s sampling";
     let budget = format!("≤ {BUDGET}× peer");
-    let (Some(ours), Some(theirs)) = (
+    if let (Some(ours), Some(theirs)) = (
         criterion_ns("run", "stemmon_run"),
         criterion_ns("run", "bare"),
-    ) else {
+    ) {
+        rows.push(Row {
+            figure: format!("{figure} (criterion, one half after the other)"),
+            stemmon: time(ours),
+            peer: "the same CMD run bare".into(),
+            peer_value: time(theirs),
+            ratio: format!("{:.3}", ours / theirs),
+            budget: "—".into(),
+            status: Status::Info,
+        });
+    }
+    let alternating = result("run_overhead").and_then(|r| {
+        Some((
+            r.get("stemmon_fastest_ms")?.as_f64()?,
+            r.get("bare_fastest_ms")?.as_f64()?,
+            r.get("median_ratio")?.as_f64()?,
+        ))
+    });
+    let Some((ours, theirs, ratio)) = alternating else {
         rows.push(missing(figure, &budget));
         return;
     };
     rows.push(Row {
-        figure: figure.into(),
-        stemmon: time(ours),
+        figure: format!("{figure} (pairs timed alternately: fastest of each, median ratio)"),
+        stemmon: time(ours * 1e6),
         peer: "the same CMD run bare".into(),
-        peer_value: time(theirs),
-        ratio: format!("{:.3}", ours / theirs),
+        peer_value: time(theirs * 1e6),
+        ratio: format!("{ratio:.3}"),
         budget,
-        status: Status::of(ours / theirs <= BUDGET),
+        status: Status::of(ratio <= BUDGET),
     });
 }
 
