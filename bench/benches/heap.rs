@@ -13,7 +13,7 @@
 use criterion::Criterion;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::{Arc, Barrier};
+use std::sync::{mpsc, Arc, Barrier};
 use std::time::{Duration, Instant};
 
 mod subjects;
@@ -44,33 +44,60 @@ fn pair(allocator: &impl GlobalAlloc) {
     }
 }
 
-/// `iters` pairs (through `ALLOC`, or System alone when `system`) on each of `threads`
-/// threads at once, each in a stage of its own when `staged`; the slowest thread's time.
-fn on_threads(threads: usize, iters: u64, staged: bool, system: bool) -> Duration {
-    let barrier = Arc::new(Barrier::new(threads));
-    let handles: Vec<_> = (0..threads)
-        .map(|_| {
-            let barrier = Arc::clone(&barrier);
-            std::thread::spawn(move || {
-                let _stage = staged.then(|| stemmon::stage("worker"));
-                barrier.wait();
-                let started = Instant::now();
-                for _ in 0..iters {
-                    if system {
-                        pair(&System);
-                    } else {
-                        pair(&ALLOC);
+/// Worker threads that stay up for the whole bench, each in a stage of its own: a
+/// batch is `iters` pairs on every worker at once. Spawning threads per batch would
+/// time thread start-up and the wake-up skew between them instead of the pairs.
+struct Workers {
+    start: Vec<mpsc::Sender<(u64, bool)>>,
+    done: mpsc::Receiver<Duration>,
+    barrier: Arc<Barrier>,
+}
+
+impl Workers {
+    fn new(threads: usize) -> Workers {
+        let barrier = Arc::new(Barrier::new(threads));
+        let (done_tx, done) = mpsc::channel();
+        let start = (0..threads)
+            .map(|_| {
+                let (tx, rx) = mpsc::channel::<(u64, bool)>();
+                let (barrier, done_tx) = (Arc::clone(&barrier), done_tx.clone());
+                std::thread::spawn(move || {
+                    let _stage = stemmon::stage("worker");
+                    for (iters, system) in rx {
+                        barrier.wait();
+                        let started = Instant::now();
+                        for _ in 0..iters {
+                            if system {
+                                pair(&System);
+                            } else {
+                                pair(&ALLOC);
+                            }
+                        }
+                        let _ = done_tx.send(started.elapsed());
                     }
-                }
-                started.elapsed()
+                });
+                tx
             })
-        })
-        .collect();
-    handles
-        .into_iter()
-        .map(|h| h.join().unwrap())
-        .max()
-        .unwrap()
+            .collect();
+        Workers {
+            start,
+            done,
+            barrier,
+        }
+    }
+
+    /// `iters` pairs (through `ALLOC`, or System alone when `system`) on every worker
+    /// at once: the mean of the workers' times, the time per pair each thread saw.
+    fn run(&self, iters: u64, system: bool) -> Duration {
+        let _ = &self.barrier;
+        for start in &self.start {
+            start.send((iters, system)).expect("the worker waits");
+        }
+        let total: Duration = (0..self.start.len())
+            .map(|_| self.done.recv().expect("the worker reports"))
+            .sum();
+        total / self.start.len() as u32
+    }
 }
 
 /// Nanoseconds per pair through each allocator, timed in alternating batches, the
@@ -115,18 +142,19 @@ fn main() {
         let staged = alternating(&[&|| pair(&System), &|| pair(&ALLOC)]);
         group.bench_function("alloc_monitor_stage", |b| b.iter(|| pair(&ALLOC)));
         // Threads: one alone, then two at once, each in a stage, per pair.
+        let (one, two) = (Workers::new(1), Workers::new(2));
         group.bench_function("one_thread", |b| {
-            b.iter_custom(|iters| on_threads(1, iters, true, false))
+            b.iter_custom(|iters| one.run(iters, false))
         });
         group.bench_function("two_threads", |b| {
-            b.iter_custom(|iters| on_threads(2, iters, true, false))
+            b.iter_custom(|iters| two.run(iters, false))
         });
         // System alone on the same threads: how far the machine lets two threads scale.
         group.bench_function("one_thread_system", |b| {
-            b.iter_custom(|iters| on_threads(1, iters, true, true))
+            b.iter_custom(|iters| one.run(iters, true))
         });
         group.bench_function("two_threads_system", |b| {
-            b.iter_custom(|iters| on_threads(2, iters, true, true))
+            b.iter_custom(|iters| two.run(iters, true))
         });
         group.finish();
         // The old budget with `Alloc` installed: an active `#[monitored]` call.
