@@ -4,7 +4,7 @@
 //! waited.
 
 use super::model::Chart;
-use super::svg::{nice_step, trim_number, Frame, BAND_COLOURS, LEFT, RIGHT, WIDTH};
+use super::svg::{nice_step, time_axis, trim_number, Frame, BAND_COLOURS, LEFT, RIGHT, WIDTH};
 use super::xml::{Px, Writer};
 use std::fmt::Write as _;
 
@@ -118,41 +118,7 @@ pub(super) fn panel(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64) {
             ],
         );
     }
-    let time_step = nice_step(frame.duration(), 10.0);
-    let mut t = 0.0;
-    while t <= frame.duration() * (1.0 + 1e-9) {
-        let x = frame.x(t);
-        w.empty(
-            "line",
-            &[
-                ("x1", &Px(x)),
-                ("x2", &Px(x)),
-                ("y1", &Px(plot_bottom)),
-                ("y2", &Px(plot_bottom + 5.0)),
-                ("stroke", &"#888"),
-            ],
-        );
-        w.text(
-            "text",
-            &[
-                ("x", &Px(x)),
-                ("y", &Px(plot_bottom + 18.0)),
-                ("text-anchor", &"middle"),
-            ],
-            &format!("{}s", trim_number(t)),
-        );
-        t += time_step;
-    }
-    w.text(
-        "text",
-        &[
-            ("x", &Px((LEFT + WIDTH - RIGHT) / 2.0)),
-            ("y", &Px(top + PANEL - 10.0)),
-            ("text-anchor", &"middle"),
-            ("fill", &"#444"),
-        ],
-        "seconds since start",
-    );
+    time_axis(w, frame, plot_bottom, top + PANEL - 10.0);
     w.empty(
         "rect",
         &[

@@ -62,11 +62,6 @@ impl Frame {
         }
     }
 
-    /// Seconds the time axis spans.
-    pub(super) fn duration(&self) -> f64 {
-        self.duration
-    }
-
     pub(super) fn x(&self, seconds: f64) -> f64 {
         LEFT + seconds.clamp(0.0, self.duration) / self.duration * (WIDTH - LEFT - RIGHT)
     }
@@ -338,6 +333,47 @@ fn bands(w: &mut Writer, chart: &Chart, frame: &Frame) {
 }
 
 /// The memory grid and labels, the time ticks.
+/// The time axis under a panel whose plot ends at `plot_bottom`: a tick and its
+/// seconds at every round step, and the axis's name at `label_y`. The memory panel and
+/// the CPU panel share it, on the same frame.
+pub(super) fn time_axis(w: &mut Writer, frame: &Frame, plot_bottom: f64, label_y: f64) {
+    let time_step = nice_step(frame.duration, 10.0);
+    let mut t = 0.0;
+    while t <= frame.duration * (1.0 + 1e-9) {
+        let x = frame.x(t);
+        w.empty(
+            "line",
+            &[
+                ("x1", &Px(x)),
+                ("x2", &Px(x)),
+                ("y1", &Px(plot_bottom)),
+                ("y2", &Px(plot_bottom + 5.0)),
+                ("stroke", &"#888"),
+            ],
+        );
+        w.text(
+            "text",
+            &[
+                ("x", &Px(x)),
+                ("y", &Px(plot_bottom + 18.0)),
+                ("text-anchor", &"middle"),
+            ],
+            &format!("{}s", trim_number(t)),
+        );
+        t += time_step;
+    }
+    w.text(
+        "text",
+        &[
+            ("x", &Px((LEFT + WIDTH - RIGHT) / 2.0)),
+            ("y", &Px(label_y)),
+            ("text-anchor", &"middle"),
+            ("fill", &"#444"),
+        ],
+        "seconds since start",
+    );
+}
+
 fn axes(w: &mut Writer, frame: &Frame) {
     let plot_bottom = HEIGHT - BOTTOM;
     let (unit, unit_name) = frame.unit;
@@ -365,41 +401,7 @@ fn axes(w: &mut Writer, frame: &Frame) {
         );
         tick += frame.step;
     }
-    let time_step = nice_step(frame.duration, 10.0);
-    let mut t = 0.0;
-    while t <= frame.duration * (1.0 + 1e-9) {
-        let x = frame.x(t);
-        w.empty(
-            "line",
-            &[
-                ("x1", &Px(x)),
-                ("x2", &Px(x)),
-                ("y1", &plot_bottom),
-                ("y2", &Px(plot_bottom + 5.0)),
-                ("stroke", &"#888"),
-            ],
-        );
-        w.text(
-            "text",
-            &[
-                ("x", &Px(x)),
-                ("y", &Px(plot_bottom + 18.0)),
-                ("text-anchor", &"middle"),
-            ],
-            &format!("{}s", trim_number(t)),
-        );
-        t += time_step;
-    }
-    w.text(
-        "text",
-        &[
-            ("x", &Px((LEFT + WIDTH - RIGHT) / 2.0)),
-            ("y", &Px(HEIGHT - 10.0)),
-            ("text-anchor", &"middle"),
-            ("fill", &"#444"),
-        ],
-        "seconds since start",
-    );
+    time_axis(w, frame, plot_bottom, HEIGHT - 10.0);
 }
 
 /// (seconds, bytes) corners of a step series: each point holds its maximum over its
