@@ -285,11 +285,22 @@ fn a_stage_that_writes_64_mib_and_syncs_reads_its_writes() {
         );
         return;
     };
-    let path = dir.join(format!("stemmon-cpu-test-{}", std::process::id()));
+    // A directory of this test's own (made here, never followed if planted), so another
+    // user of a shared temp dir cannot point the 64 MiB at a file of theirs.
+    let own = dir.join(format!(
+        "stemmon-cpu-test-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir(&own).expect("a new directory of the test's own");
+    let path = own.join("written");
     let monitor = start();
     {
         let _disk = stemmon::stage("disk");
-        let mut file = std::fs::File::create(&path).unwrap();
+        let mut file = std::fs::File::create_new(&path).unwrap();
         let block = vec![0x5au8; MIB as usize];
         for _ in 0..64 {
             file.write_all(&block).unwrap();
@@ -297,7 +308,7 @@ fn a_stage_that_writes_64_mib_and_syncs_reads_its_writes() {
         file.sync_all().unwrap();
     }
     let report = monitor.finish();
-    let _ = std::fs::remove_file(&path);
+    let _ = std::fs::remove_dir_all(&own);
     assert_eq!(report.io_missing, None);
     let written = stage(&report, "disk")
         .cpu_io

@@ -6,7 +6,7 @@
 mod common;
 
 use common::{stemmon, TempDir, MIB};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[global_allocator]
 static ALLOC: stemmon::Alloc = stemmon::Alloc::system();
@@ -41,9 +41,16 @@ fn the_heap_columns_of_a_real_run_match_what_its_stages_allocated() {
         for page in block.chunks_mut(4096) {
             page[0] = 1;
         }
-        std::thread::sleep(Duration::from_millis(100));
         block
     };
+    // Still held, outside any stage (the summaries allocate), until two samples have
+    // seen it: the timeline's live heap shows it.
+    let seen = monitor.summary().samples;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while monitor.summary().samples < seen + 2 {
+        assert!(Instant::now() < deadline, "the sampler never sampled");
+        std::thread::yield_now();
+    }
     {
         let _stage = monitor.stage("release");
         drop(kept);
