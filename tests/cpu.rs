@@ -197,6 +197,12 @@ fn a_stage_reads_its_cpu_bound_children_as_the_kernel_counted_them() {
     );
 }
 
+/// An all-zero `rusage`, for wait4 to fill.
+fn zeroed_rusage() -> libc::rusage {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    unsafe { std::mem::zeroed() }
+}
+
 /// Whether this process's child `pid` has exited and waits to be reaped.
 fn is_zombie(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -215,7 +221,7 @@ fn is_zombie(pid: u32) -> bool {
 fn processes_lists_the_children_with_their_argv_cpu_and_exit_codes() {
     let _serial = serial();
     let monitor = start();
-    let mut child = busy_child(3).spawn().unwrap();
+    let child = busy_child(3).spawn().unwrap();
     let pid = child.id();
     let deadline = Instant::now() + Duration::from_secs(60);
     while !is_zombie(pid) {
@@ -224,7 +230,17 @@ fn processes_lists_the_children_with_their_argv_cpu_and_exit_codes() {
     }
     // A sample finds it exited and not reaped yet: its exit code, through waitid(WNOWAIT).
     wait_for_samples(&monitor, 2);
-    assert_eq!(child.wait().unwrap().code(), Some(3));
+    // Reaped with wait4: the kernel's own account of the child, its ground truth.
+    let (mut status, mut usage) = (0, zeroed_rusage());
+    // SAFETY: `status` and `usage` are valid for writes and outlive the call; `pid` is
+    // this process's child, exited and not reaped yet.
+    let reaped = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid as libc::pid_t);
+    assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 3);
+    drop(child);
+    let time = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let truth_cpu = time(usage.ru_utime) + time(usage.ru_stime);
+    let truth_peak = usage.ru_maxrss as u64 * 1024;
     let report = monitor.finish();
     let listed = report
         .processes
@@ -240,8 +256,18 @@ fn processes_lists_the_children_with_their_argv_cpu_and_exit_codes() {
     assert_eq!(listed.ppid, std::process::id());
     assert_eq!(listed.exit_code, Some(3));
     println!("{listed:?}");
+    // Its CPU as its zombie's stat gave it (10 ms ticks), against wait4's rusage.
     let cpu = listed.cpu_seconds.expect("its CPU");
-    assert!(cpu > 0.1, "{listed:?}");
+    assert!(
+        (cpu - truth_cpu).abs() <= 0.03 + 0.05 * truth_cpu && cpu > 0.1,
+        "{listed:?}, wait4 says {truth_cpu} s"
+    );
+    // Its peak, seen live or from its own mark, never above the kernel's maxrss.
+    let peak = listed.peak_rss_bytes.expect("its peak");
+    assert!(
+        peak > 0 && peak <= truth_peak,
+        "{listed:?}, wait4 says maxrss {truth_peak} bytes"
+    );
     assert!(listed.first_seconds <= listed.last_seconds);
     // This process is listed too, with its own command.
     let me = report
