@@ -121,18 +121,23 @@ fn two_busy_threads_read_two_cpu_seconds_and_their_cores() {
     // Two concurrent calls each count the whole tree's growth: about 2 × 2 s over 2 × 1 s.
     assert!(cpu(&spin.cpu_io) >= 1.5 * seconds, "{:?}", spin.cpu_io);
 
-    // The timeline's cores, integrated over time, are the run's CPU.
+    // The timeline's cores, integrated over time, are the run's CPU. A point's cores
+    // cover the time since the last point that had some (a shorter interval is
+    // carried into the next point).
     let points: Vec<_> = report
         .timeline
         .iter()
         .filter(|p| p.cpu_cores.is_some())
         .collect();
     assert!(points.len() >= 5, "{:?}", report.timeline);
-    let integrated: f64 = report
-        .timeline
-        .windows(2)
-        .filter_map(|w| Some(w[1].cpu_cores? * (w[1].end_seconds - w[0].end_seconds)))
-        .sum();
+    let mut since = report.timeline[0].end_seconds;
+    let mut integrated = 0.0;
+    for point in &report.timeline[1..] {
+        if let Some(cores) = point.cpu_cores {
+            integrated += cores * (point.end_seconds - since);
+            since = point.end_seconds;
+        }
+    }
     println!(
         "spin: {:?}; timeline integrated {integrated} s",
         spin.cpu_io

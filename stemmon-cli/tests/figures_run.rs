@@ -125,6 +125,11 @@ fn a_cpu_bound_command_reads_its_cpu_processes_and_exit_code_everywhere() {
         .filter(|e| e["name"] == "CPU cores")
         .filter_map(|e| e["args"]["cores"].as_f64())
         .fold(0.0, f64::max);
-    // One busy core, on a machine that may share it: well above idle, not above 1.
-    assert!(most > 0.3 && most < 1.3, "the loop's cores: {most}");
+    // One busy core, on a machine that may share it: well above idle, and not above 1
+    // but for the shell's 10 ms clock tick over a point's window of at least 100 ms
+    // (0.1 core) and the sampler's own scheduling delay on a loaded machine.
+    assert!(most > 0.3 && most < 1.35, "the loop's cores: {most}");
+    // Over the whole run the tick is a few per cent: one core at most.
+    let run_cores = report.cpu_io.cpu_cores.expect("the run's cores");
+    assert!(run_cores <= 1.05, "the run's cores: {run_cores}");
 }

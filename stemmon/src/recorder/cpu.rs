@@ -54,8 +54,10 @@ pub(crate) struct Published {
     read_once: AtomicBool,
 }
 
-/// A timeline point's cores are measured over at least this long (seconds).
-const MIN_CORES_SECONDS: f64 = 0.02;
+/// A timeline point's cores are measured over at least this long (seconds): a
+/// descendant's CPU comes in 10 ms clock ticks, so one tick moves a point by at most
+/// 0.1 core.
+const MIN_CORES_SECONDS: f64 = 0.1;
 
 impl Published {
     #[inline]
@@ -183,9 +185,9 @@ impl TreeCpu {
         };
         let wall = elapsed - at;
         if wall < MIN_CORES_SECONDS {
-            // Descendants' CPU comes in clock ticks (10 ms): over a few milliseconds (the
-            // sample at `finish`, one just after a boundary) one tick would read as
-            // cores. The interval is carried into the next point.
+            // Over a few tens of milliseconds (fast sampling, the sample at `finish`)
+            // one 10 ms tick would read as a third of a core or more. The interval is
+            // carried into the next point.
             return None;
         }
         self.last_sample = Some((elapsed, cpu));
