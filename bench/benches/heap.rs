@@ -100,22 +100,10 @@ impl Workers {
     }
 }
 
-/// Nanoseconds per pair through each allocator, timed in alternating batches, the
-/// fastest batch of each: on a shared machine, a burst of load then hits every
-/// allocator alike, and the fastest batch is the one least disturbed.
+/// Nanoseconds per pair through each allocator, the fastest of 40 alternating
+/// batches of 200 000 pairs each.
 fn alternating(allocators: &[&dyn Fn()]) -> Vec<f64> {
-    const BATCH: u32 = 200_000;
-    let mut best = vec![f64::INFINITY; allocators.len()];
-    for _ in 0..40 {
-        for (pair, best) in allocators.iter().zip(&mut best) {
-            let started = Instant::now();
-            for _ in 0..BATCH {
-                pair();
-            }
-            *best = best.min(started.elapsed().as_nanos() as f64 / f64::from(BATCH));
-        }
-    }
-    best
+    stemmon_bench::fastest_alternating(allocators, 200_000, 40)
 }
 
 fn main() {

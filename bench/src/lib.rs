@@ -55,6 +55,25 @@ fn target_dir() -> PathBuf {
     }
 }
 
+/// Nanoseconds per call of each subject, timed in alternating batches of `batch`
+/// calls, `rounds` batches each, keeping each subject's fastest batch: on a shared
+/// machine a burst of load then hits every subject alike, and the fastest batch is the
+/// one least disturbed. Criterion's medians, timed one subject after the other, can
+/// drift apart by more than a nanosecond-scale budget.
+pub fn fastest_alternating(subjects: &[&dyn Fn()], batch: u32, rounds: u32) -> Vec<f64> {
+    let mut best = vec![f64::INFINITY; subjects.len()];
+    for _ in 0..rounds {
+        for (subject, best) in subjects.iter().zip(&mut best) {
+            let started = Instant::now();
+            for _ in 0..batch {
+                subject();
+            }
+            *best = best.min(started.elapsed().as_nanos() as f64 / f64::from(batch));
+        }
+    }
+    best
+}
+
 /// Writes one figure file, `<out_dir>/<name>.json`.
 pub fn write_result(name: &str, value: &serde_json::Value) -> io::Result<()> {
     let dir = out_dir();

@@ -108,17 +108,38 @@ fn missing(figure: &str, budget: &str) -> Row {
     }
 }
 
-/// Bench 1: the added cost of a call with no active monitor.
+/// Bench 1: the added cost of a call with no active monitor: criterion's medians, and
+/// the same calls timed in alternating batches (the fastest of each), since the medians
+/// are timed one after the other and drift between them is of the budget's size.
 fn no_monitor(rows: &mut Vec<Row>, expanded: Option<bool>) {
+    let fastest = result("no_monitor");
+    let fastest = |key: &str| {
+        fastest
+            .as_ref()?
+            .pointer(&format!("/fastest_batch_ns/{key}"))?
+            .as_f64()
+    };
+    let medians = |key: &str| criterion_ns("no_monitor", key);
+    no_monitor_rows(rows, expanded, &medians, "");
+    no_monitor_rows(rows, expanded, &fastest, ", alternating batches (fastest)");
+}
+
+/// The `enter()` and `#[monitored]` rows of bench 1, with figures from `ns`.
+fn no_monitor_rows(
+    rows: &mut Vec<Row>,
+    expanded: Option<bool>,
+    ns: &dyn Fn(&str) -> Option<f64>,
+    how: &str,
+) {
     const BUDGET: f64 = 1.0;
-    let plain = criterion_ns("no_monitor", "plain");
     for (function, figure) in [
         ("enter", "call, no monitor: hand-written enter() guard"),
         ("attribute", "call, no monitor: #[monitored]"),
     ] {
+        let figure = format!("{figure}{how}");
         let budget = format!("≤ +{} added", time(BUDGET));
-        let (Some(plain), Some(with)) = (plain, criterion_ns("no_monitor", function)) else {
-            rows.push(missing(figure, &budget));
+        let (Some(plain), Some(with)) = (ns("plain"), ns(function)) else {
+            rows.push(missing(&figure, &budget));
             continue;
         };
         let status = if function == "attribute" && expanded != Some(true) {
@@ -127,7 +148,7 @@ fn no_monitor(rows: &mut Vec<Row>, expanded: Option<bool>) {
             Status::of(with - plain <= BUDGET)
         };
         rows.push(Row {
-            figure: figure.to_owned(),
+            figure,
             stemmon: format!("{} ({})", added(with - plain), time(with)),
             peer: "same fn without it".into(),
             peer_value: time(plain),
