@@ -25,7 +25,7 @@
 //!   monitor's own thread is never charged.
 
 use super::records::Records;
-use super::thread::{Frame, ThreadState};
+use super::thread::{Frame, ThreadSlot, ThreadState};
 use super::{Recorder, State};
 use crate::heap::slots::{self, Counts, Slot};
 use crate::report::{HeapReport, StageHeap, StageReport, TimelinePoint};
@@ -219,8 +219,8 @@ impl Recorder {
         if !slots::installed() {
             return open;
         }
-        for slot in self.lock_threads().iter() {
-            let thread = slot.lock();
+        let threads = self.lock_threads();
+        for thread in ThreadSlot::lock_all(&threads) {
             for (index, frame) in thread.stack.iter().enumerate() {
                 if let Some(heap) = frame.heap.slot {
                     let counts = heap.counts().since(&frame.heap.at);

@@ -20,6 +20,7 @@ mod events;
 #[cfg(test)]
 mod fake;
 mod heap;
+mod owned;
 mod processes;
 mod records;
 mod sample;
@@ -452,10 +453,10 @@ impl Recorder {
     /// Merges every thread's counters (summaries and the end).
     pub(crate) fn merge_all(&self) {
         let threads = self.lock_threads().clone();
-        for slot in threads {
-            let mut thread = slot.lock();
-            let mut state = self.lock();
-            self.merge(&mut state, &mut thread);
+        let mut held = ThreadSlot::lock_all(&threads);
+        let mut state = self.lock();
+        for thread in &mut held {
+            self.merge(&mut state, thread);
         }
     }
 

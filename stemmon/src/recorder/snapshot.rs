@@ -2,7 +2,7 @@
 
 use super::records::extend_path;
 use super::sample::Kept;
-use super::thread::POLL;
+use super::thread::{ThreadSlot, POLL};
 use super::{seconds, Recorder};
 use crate::report::{Report, SampleReport, StageReport, ThreadReport};
 
@@ -41,13 +41,14 @@ impl Recorder {
         let calls = self.open_calls();
         let open_cpu = self.open_cpu();
         let open_heap = self.open_heap();
-        let threads: Vec<ThreadReport> = self
-            .lock_threads()
+        let slots = self.lock_threads().clone();
+        let threads: Vec<ThreadReport> = slots
             .iter()
-            .map(|slot| ThreadReport {
+            .zip(ThreadSlot::lock_all(&slots))
+            .map(|(slot, thread)| ThreadReport {
                 id: slot.id,
                 name: slot.name.clone(),
-                calls: slot.lock().calls,
+                calls: thread.calls,
             })
             .collect();
         let mut state = self.lock();

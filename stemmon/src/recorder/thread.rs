@@ -1,14 +1,14 @@
 //! What one thread owns: its stack of open calls, its path lookup, and its counters
-//! since the last merge. The thread locks its own slot on every call; nobody else
-//! contends for it but the sampler and summaries, a few times a second, so a call
-//! writes no cache line that another thread writes.
+//! since the last merge. The thread takes its own slot on every call without a lock
+//! (`owned.rs`); nobody else takes it but the sampler and summaries, a few times a
+//! second, so a call writes no cache line that another thread writes.
 
 use super::calls::OpenCall;
 use super::heap::{HeapDelta, HeapMark};
+use super::owned::{Owned, OwnedGuard};
 use super::records::StageName;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// One open call on a thread's stack (or one poll of an async stage).
 #[derive(Clone, Copy, Debug)]
@@ -370,7 +370,8 @@ pub(crate) struct ThreadSlot {
     /// 0 for the thread that started the monitor, then in order of first stage.
     pub(crate) id: u32,
     pub(crate) name: Option<String>,
-    state: Mutex<ThreadState>,
+    /// Taken without a lock by the thread itself, through a mutex by others.
+    state: Owned<ThreadState>,
 }
 
 impl ThreadSlot {
@@ -378,14 +379,32 @@ impl ThreadSlot {
         ThreadSlot {
             id,
             name,
-            state: Mutex::new(ThreadState::default()),
+            state: Owned::new(ThreadState::default()),
         }
     }
 
+    /// The thread's state: made on the thread itself (`register_thread`), it is taken
+    /// there without a lock (the sampler and summaries, a few times a second, make it
+    /// step aside) and through a mutex anywhere else.
     #[inline]
-    pub(crate) fn lock(&self) -> MutexGuard<'_, ThreadState> {
-        // Nothing panics while holding the lock; if it ever did, the data is still usable.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    pub(crate) fn lock(&self) -> OwnedGuard<'_, ThreadState> {
+        self.state.lock()
+    }
+
+    /// The state, taken from another thread, and through the mutex on the thread
+    /// itself from now on: for a thread whose async calls other threads close (a
+    /// tokio worker), which would otherwise cost a barrier at every such close.
+    pub(crate) fn lock_for_good(&self) -> OwnedGuard<'_, ThreadState> {
+        self.state.lock_for_good()
+    }
+
+    /// The states of `slots`, in order, with one barrier for all (a sample's or a
+    /// snapshot's pass over every thread).
+    pub(crate) fn lock_all(
+        slots: &[std::sync::Arc<ThreadSlot>],
+    ) -> Vec<OwnedGuard<'_, ThreadState>> {
+        let states: Vec<&Owned<ThreadState>> = slots.iter().map(|slot| &slot.state).collect();
+        Owned::lock_all(&states)
     }
 }
 

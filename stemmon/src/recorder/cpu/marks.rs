@@ -1,7 +1,7 @@
 //! The entry figures of the calls open on each thread, and what each call adds at its
 //! exit: the tree's growth (from [`Published`](super::Published)) and its thread's CPU.
 
-use super::super::thread::{Frame, ThreadState, NO_MARK};
+use super::super::thread::{Frame, ThreadSlot, ThreadState, NO_MARK};
 use super::super::Recorder;
 use super::CallCpu;
 use crate::memory::Usage;
@@ -267,8 +267,8 @@ impl Recorder {
             return open;
         }
         let now = self.cpu_now.load();
-        for slot in self.lock_threads().iter() {
-            let thread = slot.lock();
+        let threads = self.lock_threads();
+        for thread in ThreadSlot::lock_all(&threads) {
             let cpu = &thread.cpu;
             let sync = thread.stack.iter().filter_map(|frame| {
                 let mark = cpu.live_mark(frame.mark)?;
