@@ -2,7 +2,7 @@
 //! opened once, entered for each poll on whichever thread polls it, and closed from
 //! any thread. Also the list of every call open now, for samples and snapshots.
 //!
-//! A call is kept by the thread that opened it, behind that thread's own lock: opened
+//! A call is kept by the thread that opened it, in that thread's own state: opened
 //! and closed there, it costs what a sync call does (its counts go to the thread's
 //! delta; the shared state only when the boundary reading is not reused, or the close
 //! is not quiet). A close on another thread takes the shared state.
