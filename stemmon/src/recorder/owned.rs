@@ -164,18 +164,7 @@ impl<T> Owned<T> {
         if self.owner == this_thread() {
             return self.lock();
         }
-        let (mutex, waits) = self.claim();
-        if waits {
-            barrier_or_pause();
-            self.wait_for_owner();
-        }
-        OwnedGuard {
-            owned: self,
-            held: Held::Mutex {
-                _mutex: mutex,
-                clears_want: false,
-            },
-        }
+        self.taken_elsewhere(true)
     }
 
     /// The values of `all`, in order, with one barrier for all of them. Each is held
@@ -219,6 +208,13 @@ impl<T> Owned<T> {
     /// then a wait for the owner's current use to end.
     #[cold]
     fn others(&self) -> OwnedGuard<'_, T> {
+        self.taken_elsewhere(false)
+    }
+
+    /// The mutex, `want`, the barrier if the owner may be using the value, then a wait
+    /// for that use to end. `for_good` leaves `want` set when the guard drops, so the
+    /// owner keeps to the mutex from then on.
+    fn taken_elsewhere(&self, for_good: bool) -> OwnedGuard<'_, T> {
         let (mutex, waits) = self.claim();
         if waits {
             barrier_or_pause();
@@ -228,7 +224,7 @@ impl<T> Owned<T> {
             owned: self,
             held: Held::Mutex {
                 _mutex: mutex,
-                clears_want: waits,
+                clears_want: waits && !for_good,
             },
         }
     }
