@@ -3,7 +3,7 @@
 //! monitor, on two threads, beside `stats_alloc` and hotpath's allocation mode, and
 //! an active `#[monitored]` call with `Alloc` installed beside the old peers.
 
-use super::{added, criterion_ns, missing, result, time, Row, Status};
+use super::{added, criterion_ns, fastest_batch, missing, time, Row, Status};
 
 /// Every row of the heap bench.
 pub(super) fn heap(rows: &mut Vec<Row>) {
@@ -39,13 +39,7 @@ pub(super) fn heap(rows: &mut Vec<Row>) {
     }
     // The same, timed in alternating batches (the fastest of each): steadier on a
     // shared machine than the medians above.
-    let fastest = result("heap");
-    let fastest = |key: &str| {
-        fastest
-            .as_ref()?
-            .pointer(&format!("/fastest_batch_ns/{key}"))?
-            .as_f64()
-    };
+    let fastest = fastest_batch("heap");
     for (figure, system, ours, limit) in [
         (
             "alloc+free pair, no monitor, alternating batches (fastest)",

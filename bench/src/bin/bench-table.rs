@@ -76,6 +76,18 @@ fn result(name: &str) -> Option<Value> {
     read_json(&out_dir().join(format!("{name}.json")))
 }
 
+/// The fastest alternating batch of `key` in what bench `name` wrote
+/// (`fastest_batch_ns`, see `stemmon_bench::fastest_alternating`).
+fn fastest_batch(name: &str) -> impl Fn(&str) -> Option<f64> {
+    let result = result(name);
+    move |key| {
+        result
+            .as_ref()?
+            .pointer(&format!("/fastest_batch_ns/{key}"))?
+            .as_f64()
+    }
+}
+
 fn time(ns: f64) -> String {
     match ns.abs() {
         n if n < 1e3 => format!("{ns:.2} ns"),
@@ -112,13 +124,7 @@ fn missing(figure: &str, budget: &str) -> Row {
 /// the same calls timed in alternating batches (the fastest of each), since the medians
 /// are timed one after the other and drift between them is of the budget's size.
 fn no_monitor(rows: &mut Vec<Row>, expanded: Option<bool>) {
-    let fastest = result("no_monitor");
-    let fastest = |key: &str| {
-        fastest
-            .as_ref()?
-            .pointer(&format!("/fastest_batch_ns/{key}"))?
-            .as_f64()
-    };
+    let fastest = fastest_batch("no_monitor");
     let medians = |key: &str| criterion_ns("no_monitor", key);
     no_monitor_rows(rows, expanded, &medians, "");
     no_monitor_rows(rows, expanded, &fastest, ", alternating batches (fastest)");
