@@ -7,6 +7,7 @@
 //! delta; the shared state only when the boundary reading is not reused, or the close
 //! is not quiet). A close on another thread takes the shared state.
 
+use super::owned::OwnedGuard;
 use super::thread::{ThreadSlot, ThreadState, NO_PARENT, POLL};
 use super::{seconds, OpenStage, Recorder, StageName};
 use std::borrow::Cow;
@@ -290,19 +291,24 @@ impl Recorder {
 
     /// [`Recorder::open_calls`] into `open`, emptied first: a sample reuses its lists.
     pub(crate) fn open_calls_into(&self, open: &mut Vec<OpenFrame>) {
-        open.clear();
         // Threads, then each slot: the order a snapshot takes them in.
         let threads = self.lock_threads();
-        for thread in ThreadSlot::lock_all(&threads) {
-            open.extend(thread.stack.iter().map(|frame| OpenFrame {
-                record: frame.record,
-                entered: frame.entered,
-            }));
-            open.extend(thread.open_calls().map(|call| OpenFrame {
-                record: call.record,
-                entered: call.started,
-            }));
-        }
+        open_calls_of(&ThreadSlot::lock_all(&threads), open);
+    }
+}
+
+/// The calls open on the threads `held`, into `open`, emptied first.
+pub(crate) fn open_calls_of(held: &[OwnedGuard<'_, ThreadState>], open: &mut Vec<OpenFrame>) {
+    open.clear();
+    for thread in held {
+        open.extend(thread.stack.iter().map(|frame| OpenFrame {
+            record: frame.record,
+            entered: frame.entered,
+        }));
+        open.extend(thread.open_calls().map(|call| OpenFrame {
+            record: call.record,
+            entered: call.started,
+        }));
     }
 }
 

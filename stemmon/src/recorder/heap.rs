@@ -24,8 +24,9 @@
 //!   (the entry is noted after the boundary reading, the exit before the merge); the
 //!   monitor's own thread is never charged.
 
+use super::owned::OwnedGuard;
 use super::records::Records;
-use super::thread::{Frame, ThreadSlot, ThreadState};
+use super::thread::{Frame, ThreadState};
 use super::{Recorder, State};
 use crate::heap::slots::{self, Counts, Slot};
 use crate::report::{HeapReport, StageHeap, StageReport, TimelinePoint};
@@ -211,25 +212,21 @@ fn charge_ancestors(
 /// outermost frame, its counts and its net since entry.
 pub(super) type OpenHeap = (u32, bool, Counts);
 
-impl Recorder {
-    /// The heap counts of every frame open now, for a snapshot (taken before the state
-    /// lock, as the threads take theirs first).
-    pub(super) fn open_heap(&self) -> Vec<OpenHeap> {
-        let mut open = Vec::new();
-        if !slots::installed() {
-            return open;
-        }
-        let threads = self.lock_threads();
-        for thread in ThreadSlot::lock_all(&threads) {
-            for (index, frame) in thread.stack.iter().enumerate() {
-                if let Some(heap) = frame.heap.slot {
-                    let counts = heap.counts().since(&frame.heap.at);
-                    open.push((frame.record, index == 0, counts));
-                }
+/// The heap counts of every frame open now on the threads `held`, for a snapshot.
+pub(super) fn open_heap_of(held: &[OwnedGuard<'_, ThreadState>]) -> Vec<OpenHeap> {
+    let mut open = Vec::new();
+    if !slots::installed() {
+        return open;
+    }
+    for thread in held {
+        for (index, frame) in thread.stack.iter().enumerate() {
+            if let Some(heap) = frame.heap.slot {
+                let counts = heap.counts().since(&frame.heap.at);
+                open.push((frame.record, index == 0, counts));
             }
         }
-        open
     }
+    open
 }
 
 /// Adds what open calls counted so far to their stages' figures (their ancestors' too

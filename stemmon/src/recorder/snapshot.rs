@@ -1,5 +1,7 @@
 //! A snapshot of the recorder as a [`Report`].
 
+use super::calls::open_calls_of;
+use super::heap::open_heap_of;
 use super::records::extend_path;
 use super::sample::Kept;
 use super::thread::{ThreadSlot, POLL};
@@ -35,22 +37,30 @@ impl Open {
 impl Recorder {
     /// The report as of now: every thread's counters merged first.
     pub(crate) fn snapshot(&self) -> Report {
-        if !self.is_ended() {
-            self.merge_all();
-        }
-        let calls = self.open_calls();
-        let open_cpu = self.open_cpu();
-        let open_heap = self.open_heap();
         let slots = self.lock_threads().clone();
-        let threads: Vec<ThreadReport> = slots
-            .iter()
-            .zip(ThreadSlot::lock_all(&slots))
-            .map(|(slot, thread)| ThreadReport {
-                id: slot.id,
-                name: slot.name.clone(),
-                calls: thread.calls,
-            })
-            .collect();
+        // Every thread once, with one barrier: merged, then its open calls read, in
+        // one view. The threads are let go before the state is taken again below.
+        let (calls, open_cpu, open_heap, threads) = {
+            let mut held = ThreadSlot::lock_all(&slots);
+            if !self.is_ended() {
+                let mut state = self.lock();
+                for thread in &mut held {
+                    self.merge(&mut state, thread);
+                }
+            }
+            let mut calls = Vec::new();
+            open_calls_of(&held, &mut calls);
+            let threads: Vec<ThreadReport> = slots
+                .iter()
+                .zip(&held)
+                .map(|(slot, thread)| ThreadReport {
+                    id: slot.id,
+                    name: slot.name.clone(),
+                    calls: thread.calls,
+                })
+                .collect();
+            (calls, self.open_cpu_of(&held), open_heap_of(&held), threads)
+        };
         let mut state = self.lock();
         if state.ended.is_none() {
             self.sweep_heap(&mut state, self.clock.raw());

@@ -1,7 +1,8 @@
 //! The entry figures of the calls open on each thread, and what each call adds at its
 //! exit: the tree's growth (from [`Published`](super::Published)) and its thread's CPU.
 
-use super::super::thread::{Frame, ThreadSlot, ThreadState, NO_MARK};
+use super::super::owned::OwnedGuard;
+use super::super::thread::{Frame, ThreadState, NO_MARK};
 use super::super::Recorder;
 use super::CallCpu;
 use crate::memory::Usage;
@@ -259,16 +260,18 @@ impl Recorder {
         }
     }
 
-    /// The figures of the calls open on every thread now, by record: the tree's
+    /// The figures of the calls open now on the threads `held`, by record: the tree's
     /// growth since each entered, and its thread's CPU up to its last reading.
-    pub(in crate::recorder) fn open_cpu(&self) -> Vec<CallCpu> {
+    pub(in crate::recorder) fn open_cpu_of(
+        &self,
+        held: &[OwnedGuard<'_, ThreadState>],
+    ) -> Vec<CallCpu> {
         let mut open = Vec::new();
         if !self.cpu_now.read_once.load(Ordering::Relaxed) {
             return open;
         }
         let now = self.cpu_now.load();
-        let threads = self.lock_threads();
-        for thread in ThreadSlot::lock_all(&threads) {
+        for thread in held {
             let cpu = &thread.cpu;
             let sync = thread.stack.iter().filter_map(|frame| {
                 let mark = cpu.live_mark(frame.mark)?;
