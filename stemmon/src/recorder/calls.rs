@@ -283,6 +283,7 @@ impl Recorder {
 
     /// The calls open on every thread now, async calls timed from their start; poll
     /// frames count as open, untimed.
+    #[cfg(test)]
     pub(crate) fn open_calls(&self) -> Vec<OpenFrame> {
         let mut open = Vec::new();
         self.open_calls_into(&mut open);
