@@ -74,7 +74,8 @@ fn main() {
     for size in [10u32, 100] {
         let tree = Tree::spawn(size).expect("the tree starts");
         let root = tree.root();
-        let mut reader = stemmon::__bench::default_reader(false);
+        // Every file of every process at every sample: the work the floor does.
+        let mut reader = stemmon::__bench::full_reader(false);
         let marks = reader.configure_marks(true, root);
         assert!(
             marks.parent && marks.descendants,

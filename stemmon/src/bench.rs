@@ -4,6 +4,20 @@
 
 pub use crate::memory::{default_reader, Descendant, TreeReader, TreeReading};
 
+/// The default reader, reading every process's `stat` and `io` at every sample (the
+/// monitor's reader reads them at most every 10 ms per process): what a full sample
+/// costs, for the benchmark of a tree sample against its floor.
+pub fn full_reader(detailed: bool) -> Box<dyn TreeReader> {
+    #[cfg(target_os = "linux")]
+    {
+        Box::new(crate::memory::linux::ProcReader::new(detailed).reading_usage_every_sample())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        default_reader(detailed)
+    }
+}
+
 /// The stage-boundary reading of this process, as the engine takes it, for the
 /// benchmark of what CPU and I/O add to it (SPEC §12: at most 1 µs).
 pub struct BoundaryReader(Box<dyn crate::memory::SelfReader>);

@@ -87,6 +87,20 @@ impl ProcReader {
         }
     }
 
+    /// Reads every process's `stat` and `io` at every sample, however close together
+    /// (by default at most every [`USAGE_EVERY`](tree::USAGE_EVERY) per process).
+    pub(crate) fn reading_usage_every_sample(mut self) -> ProcReader {
+        self.table.read_usage_every_sample();
+        self
+    }
+
+    /// Reads a process's `stat` and `io` again once they are `every` old.
+    #[cfg(test)]
+    pub(crate) fn with_usage_every(mut self, every: std::time::Duration) -> ProcReader {
+        self.table.set_usage_every(every);
+        self
+    }
+
     /// Forces the `/proc/*/stat` parent scan, as on kernels without `children` files.
     #[cfg(test)]
     pub(crate) fn with_stat_scan(mut self) -> ProcReader {

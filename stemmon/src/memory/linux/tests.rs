@@ -219,6 +219,44 @@ fn spawn_sleepers(n: usize) -> Vec<std::process::Child> {
         .collect()
 }
 
+/// `pid`'s user plus system clock ticks, from a fresh read of its `stat`.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split(' ').collect();
+    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
+#[test]
+fn a_processs_stat_and_io_are_read_again_only_once_old_enough() {
+    let mut busy = std::process::Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let root = busy.id();
+    let mut kept = ProcReader::new(false).with_usage_every(std::time::Duration::MAX);
+    let mut fresh = ProcReader::new(false).with_usage_every(std::time::Duration::ZERO);
+    let first_kept = kept.read_tree(root).unwrap().root_usage.cpu_micros();
+    let first_fresh = fresh.read_tree(root).unwrap().root_usage.cpu_micros();
+    // The kernel's counters move past both first readings.
+    let start = cpu_ticks(root);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while cpu_ticks(root) <= start {
+        assert!(std::time::Instant::now() < deadline, "the loop never ran");
+        std::thread::yield_now();
+    }
+    assert_eq!(
+        kept.read_tree(root).unwrap().root_usage.cpu_micros(),
+        first_kept,
+        "read again before its time"
+    );
+    let again = fresh.read_tree(root).unwrap().root_usage.cpu_micros();
+    assert!(again > first_fresh, "{again} after {first_fresh}");
+    busy.kill().unwrap();
+    busy.wait().unwrap();
+}
+
 #[test]
 fn children_walk_and_stat_scan_find_the_same_tree() {
     let _mark = self_mark();

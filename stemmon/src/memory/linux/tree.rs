@@ -5,6 +5,12 @@
 //! `pread` of each thread's `children`: the floor of the work. A process's `cmdline`
 //! is read once, when it is first seen.
 //!
+//! `stat` and `io` are read at most every [`USAGE_EVERY`] per process: sampling faster
+//! than that (down to 1 ms) would otherwise double what a sample costs, for CPU and
+//! I/O figures that a timeline point measures over 100 ms anyway. In between, a
+//! process's last figures stand (its counters are cumulative: nothing is lost, it
+//! shows a few milliseconds later, or in its reaper's rusage once it exits).
+//!
 //! Where the kernel has no `children` files, a scan of every `/proc/*/stat` parent
 //! field finds the tree instead (slower, and only there).
 
@@ -19,6 +25,10 @@ use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A process's `stat` and `io` are read at most this often (see the module docs).
+pub(crate) const USAGE_EVERY: Duration = Duration::from_millis(10);
 
 /// The thread list of a process of several threads is read again at least every this
 /// many samples, whatever its `Threads:` count says (staggered by pid). See
@@ -56,6 +66,8 @@ struct Proc {
     clear_refs: Option<File>,
     stat: Option<File>,
     io: Option<File>,
+    /// Its `stat` and `io` as last read, and when.
+    usage: Option<(ProcUsage, Instant)>,
     /// Its argv joined by spaces, read once (`None` until read, or unreadable).
     command: Option<Arc<str>>,
     /// `cmdline` was read (or tried) for this process.
@@ -75,6 +87,7 @@ impl Proc {
         fds.release(self.clear_refs.take());
         fds.release(self.stat.take());
         fds.release(self.io.take());
+        self.usage = None;
         self.command = None;
         self.command_read = false;
         for task in self.tasks.drain(..) {
@@ -92,6 +105,10 @@ pub(crate) struct ProcTable {
     procs: PidMap<Proc>,
     /// Samples taken: the re-list cadence, and the stamp that finds who left.
     sample: u64,
+    /// When the current sample began: the age of each process's `stat` and `io`.
+    now: Instant,
+    /// How old a process's `stat` and `io` may be before they are read again.
+    usage_every: Duration,
     /// `Some(false)` where the kernel has no `children` files (checked once).
     children_files: Option<bool>,
     status_buf: Buf,
@@ -108,6 +125,8 @@ impl ProcTable {
             fds: Fds { open: 0, budget },
             procs: PidMap::default(),
             sample: 0,
+            now: Instant::now(),
+            usage_every: USAGE_EVERY,
             children_files: None,
             status_buf: Buf::new(4096),
             children_buf: Buf::new(4096),
@@ -120,6 +139,17 @@ impl ProcTable {
     #[cfg(test)]
     pub(crate) fn force_stat_scan(&mut self) {
         self.children_files = Some(false);
+    }
+
+    /// Reads every process's `stat` and `io` at every sample, however close together
+    /// (a benchmark of the whole sample's cost; tests).
+    pub(crate) fn read_usage_every_sample(&mut self) {
+        self.set_usage_every(Duration::ZERO);
+    }
+
+    /// How old a process's `stat` and `io` may be before they are read again.
+    pub(crate) fn set_usage_every(&mut self, every: Duration) {
+        self.usage_every = every;
     }
 
     /// Caps the descriptors kept open between samples.
@@ -148,6 +178,7 @@ impl ProcTable {
         seen: &mut Vec<Seen>,
     ) -> io::Result<bool> {
         self.sample += 1;
+        self.now = Instant::now();
         seen.clear();
         let children_files = *self
             .children_files
@@ -242,16 +273,23 @@ impl ProcTable {
     }
 
     /// Reads `pid`'s `stat` and `io` through its kept files when the budget has room
-    /// (its entry exists: [`ProcTable::status_of`] read it first). `None` where `stat`
-    /// cannot be read.
+    /// (its entry exists: [`ProcTable::status_of`] read it first), or gives those read
+    /// less than [`USAGE_EVERY`] ago. `None` where `stat` cannot be read.
     fn usage_of(&mut self, pid: u32) -> Option<ProcUsage> {
         let ProcTable {
             fds,
             procs,
             usage_buf,
+            now,
+            usage_every,
             ..
         } = self;
         let proc = procs.get_mut(&pid)?;
+        if let Some((usage, at)) = proc.usage {
+            if now.saturating_duration_since(at) < *usage_every {
+                return Some(usage);
+            }
+        }
         let stat = read_kept(&mut proc.stat, fds, pid, "stat", usage_buf)
             .ok()
             .and_then(parse_stat_usage)?;
@@ -259,7 +297,9 @@ impl ProcTable {
             Ok(text) => parse_io(text).ok_or(libc::EINVAL),
             Err(e) => Err(e.raw_os_error().unwrap_or(libc::EIO)),
         };
-        Some(ProcUsage { stat, io })
+        let usage = ProcUsage { stat, io };
+        proc.usage = Some((usage, *now));
+        Some(usage)
     }
 
     /// Reads `pid`'s status (and resets its mark), through its kept files when the
