@@ -18,11 +18,11 @@ use super::ledger::{Ledger, PidMap};
 pub(crate) use super::proc_files::{fd_budget, ProcUsage};
 use super::proc_files::{read_command, read_kept, read_status, Fds};
 use super::procfs::{
-    is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_ppid,
-    parse_stat_usage, Buf, ProcPath, Status,
+    is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_usage, Buf,
+    ProcPath, Status,
 };
-use std::collections::HashMap;
-use std::fs::{self, File, OpenOptions};
+use super::stat_scan::{has_children_files, scan_stat};
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -233,7 +233,12 @@ impl ProcTable {
                 index += 1;
             }
         } else {
-            scan_stat(root, seen)?;
+            seen.extend(scan_stat(root)?.into_iter().map(|(pid, direct)| Seen {
+                pid,
+                status: None,
+                direct,
+                usage: None,
+            }));
             if root != self.own_pid {
                 // The root's children are not this process's: their peaks never show
                 // in its rusage.
@@ -470,59 +475,4 @@ impl ProcTable {
             keep
         });
     }
-}
-
-/// Whether this kernel has `children` files (CONFIG_PROC_CHILDREN): this process's
-/// main thread has one if any task does.
-fn has_children_files(own_pid: u32) -> bool {
-    let task = ProcPath::of_task(own_pid, own_pid, "children");
-    match fs::metadata(task.as_path()) {
-        Ok(_) => true,
-        // The task exists but the file does not: the kernel lacks them.
-        Err(_) => fs::metadata(ProcPath::of_task(own_pid, own_pid, "stat").as_path()).is_err(),
-    }
-}
-
-/// Fills `seen` with `root` and its descendants from a scan of every `/proc/*/stat`
-/// parent field (the fallback: it allocates, and reads every process of the system).
-fn scan_stat(root: u32, seen: &mut Vec<Seen>) -> io::Result<()> {
-    let mut kids: HashMap<u32, Vec<u32>> = HashMap::new();
-    for entry in fs::read_dir("/proc")? {
-        let Ok(entry) = entry else { continue };
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(text) = fs::read(ProcPath::of(pid, "stat").as_path()) else {
-            continue;
-        };
-        if let Some(ppid) = parse_stat_ppid(&text) {
-            kids.entry(ppid).or_default().push(pid);
-        }
-    }
-    fs::metadata(ProcPath::of(root, "").as_path())?;
-    seen.clear();
-    seen.push(Seen {
-        pid: root,
-        status: None,
-        direct: false,
-        usage: None,
-    });
-    let mut index = 0;
-    while index < seen.len() {
-        if let Some(children) = kids.remove(&seen[index].pid) {
-            let direct = index == 0;
-            seen.extend(children.into_iter().map(|pid| Seen {
-                pid,
-                status: None,
-                direct,
-                usage: None,
-            }));
-        }
-        index += 1;
-    }
-    Ok(())
 }
