@@ -99,7 +99,7 @@ fn a_100_ms_spike_in_a_reaped_child_is_caught_by_the_bound() {
     let _serial = serial();
     let dir = stemmon_suite::temp_dir("reap-trials");
     let mut phases = Phases::new();
-    let (mut bounded, mut reaped, mut sampled) = (0, 0, 0);
+    let (mut bounded, mut reaped, mut sampled, mut kept) = (0, 0, 0, 0);
     // A fresh process per trial, two at a time: see `stemmon-hold reap-trial`.
     for pair in 0..10 {
         let runs: Vec<_> = (0..2)
@@ -127,13 +127,30 @@ fn a_100_ms_spike_in_a_reaped_child_is_caught_by_the_bound() {
             );
             bounded += u32::from(bound >= 300 * MIB);
             sampled += u32::from(children >= 300 * MIB);
-            // No reaped peak (`null`) is a miss, as is one below the spike.
-            let caught = hw
-                .peak_reaped_child_rss_bytes
-                .is_some_and(|p| p >= 300 * MIB);
-            reaped += u32::from(caught);
-            if !caught {
-                eprintln!("missed: {stage:?}\n{:?}", report.high_water);
+            // What the kernel kept of the child once reaped (`ru_maxrss`, written by the
+            // trial). A sample that read the child after it freed the spike, just
+            // before it exited, reset its mark: the kernel then keeps only what it held
+            // since, and the spike is in the bound through that sample's mark.
+            let truth_path = format!("{}.maxrss", path.display());
+            let truth: u64 = std::fs::read_to_string(&truth_path)
+                .unwrap()
+                .parse()
+                .unwrap();
+            if truth >= 300 * MIB {
+                kept += 1;
+                // No reaped peak (`null`) is a miss, as is one below the spike.
+                let caught = hw
+                    .peak_reaped_child_rss_bytes
+                    .is_some_and(|p| p >= 300 * MIB);
+                reaped += u32::from(caught);
+                if !caught {
+                    eprintln!("missed: {stage:?}\n{:?}", report.high_water);
+                }
+            } else {
+                eprintln!(
+                    "the kernel kept {} MiB of the child (its mark reset by a sample)",
+                    mib(Some(truth))
+                );
             }
             // The child's peak is its own: well under twice the spike.
             assert!(
@@ -144,9 +161,20 @@ fn a_100_ms_spike_in_a_reaped_child_is_caught_by_the_bound() {
             assert!(report.high_water_marks.reaped);
         }
     }
-    eprintln!("child spikes: bound {bounded}/20, reaped {reaped}/20, sampled {sampled}/20");
+    eprintln!(
+        "child spikes: bound {bounded}/20, reaped {reaped}/{kept} (of those the kernel kept \
+         the spike of), sampled {sampled}/20"
+    );
     assert!(bounded >= 19, "the bound caught {bounded} of 20");
-    assert!(reaped >= 19, "the reaped peak caught {reaped} of 20");
+    // A sample lands in the last milliseconds of a child's life in a few trials at most.
+    assert!(
+        kept >= 15,
+        "the kernel kept the spike of only {kept} of 20 children"
+    );
+    assert!(
+        reaped + 1 >= kept,
+        "the reaped peak caught {reaped} of the {kept} the kernel kept"
+    );
 }
 
 /// Stage `a` holds a 200 MiB child long enough to be sampled, then reaps it; stage `b`

@@ -36,6 +36,15 @@ fn reap_trial(phase_ms: u64, report: &str) {
         assert!(status.success());
     }
     monitor.finish();
+    // The ground truth beside the report: the kernel's peak of the children this
+    // process reaped (`ru_maxrss`), the spike's child and any other.
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is valid for writes and outlives the call.
+    let result = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(result, 0, "getrusage");
+    let bytes = u64::try_from(usage.ru_maxrss).unwrap() * 1024;
+    std::fs::write(format!("{report}.maxrss"), bytes.to_string()).expect("write the truth");
 }
 
 fn main() {
