@@ -2,7 +2,7 @@
 //! memory that is really resident, and child processes that hold a known amount of it.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
@@ -70,33 +70,42 @@ impl Drop for Holder {
 /// A fresh, empty directory under the system's temporary directory, removed with
 /// everything in it when dropped.
 pub fn temp_dir(name: &str) -> TempDir {
-    let dir = std::env::temp_dir().join(format!("stemmon-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    temp_dir_in(&std::env::temp_dir(), name)
+}
+
+/// A fresh, empty directory in `base`, removed with everything in it when dropped. Its
+/// name is random and it is made exclusively, mode 0700 (tempfile): in a shared
+/// directory, nothing another user planted at a name they could guess is ever used.
+pub fn temp_dir_in(base: &Path, name: &str) -> TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("stemmon-test-{name}-"))
+        .tempdir_in(base)
+        .unwrap_or_else(|e| panic!("a temporary directory in {}: {e}", base.display()));
     TempDir(dir)
 }
 
 /// A directory that is removed when dropped; see [`temp_dir`].
 #[derive(Debug)]
-pub struct TempDir(PathBuf);
+pub struct TempDir(tempfile::TempDir);
+
+impl TempDir {
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
 
 impl std::ops::Deref for TempDir {
     type Target = Path;
 
     fn deref(&self) -> &Path {
-        &self.0
+        self.0.path()
     }
 }
 
 impl AsRef<Path> for TempDir {
     fn as_ref(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 

@@ -316,17 +316,9 @@ fn a_stage_that_writes_64_mib_and_syncs_reads_its_writes() {
         );
         return;
     };
-    // A directory of this test's own (made here, never followed if planted), so another
-    // user of a shared temp dir cannot point the 64 MiB at a file of theirs.
-    let own = dir.join(format!(
-        "stemmon-cpu-test-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    ));
-    std::fs::create_dir(&own).expect("a new directory of the test's own");
+    // A directory of this test's own, so another user of a shared temp dir cannot point
+    // the 64 MiB at a file of theirs.
+    let own = stemmon_suite::temp_dir_in(&dir, "cpu-disk");
     let path = own.join("written");
     let monitor = start();
     {
@@ -339,7 +331,7 @@ fn a_stage_that_writes_64_mib_and_syncs_reads_its_writes() {
         file.sync_all().unwrap();
     }
     let report = monitor.finish();
-    let _ = std::fs::remove_dir_all(&own);
+    drop(own);
     assert_eq!(report.io_missing, None);
     let written = stage(&report, "disk")
         .cpu_io

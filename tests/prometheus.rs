@@ -7,7 +7,7 @@
 #[path = "support/prom.rs"]
 mod prom;
 
-use prom::{Server, TempDir};
+use prom::Server;
 use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::path::Path;
@@ -131,7 +131,7 @@ fn two_ranks_through_textfile_and_pushgateway_reach_prometheus_with_the_reports_
     ) {
         return;
     }
-    let dir = TempDir::new("prom-e2e");
+    let dir = stemmon_suite::temp_dir("prom-e2e");
     let textfiles = dir.path().join("textfile");
     std::fs::create_dir_all(&textfiles).unwrap();
     let gateway = prom::pushgateway(dir.path());
@@ -332,7 +332,7 @@ fn assert_stages_unharmed(run: &Run) {
 
 #[test]
 fn a_pushgateway_that_is_down_costs_nothing_and_is_an_export_error() {
-    let dir = TempDir::new("prom-down");
+    let dir = stemmon_suite::temp_dir("prom-down");
     let bare = run(dir.path(), "bare", &[]);
     // Nothing listens there: the connection is refused at once.
     let url = format!("http://127.0.0.1:{}", prom::free_port());
@@ -372,7 +372,7 @@ fn a_pushgateway_that_is_down_costs_nothing_and_is_an_export_error() {
 
 #[test]
 fn a_pushgateway_that_never_answers_costs_at_most_its_timeout_per_push() {
-    let dir = TempDir::new("prom-hang");
+    let dir = stemmon_suite::temp_dir("prom-hang");
     // Accepts connections and never answers.
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
@@ -428,7 +428,7 @@ fn builder_settings_write_the_textfile_and_push_to_a_real_pushgateway() {
     ) {
         return;
     }
-    let dir = TempDir::new("prom-builder");
+    let dir = stemmon_suite::temp_dir("prom-builder");
     let gateway = prom::pushgateway(dir.path());
     let textfiles = dir.path().join("textfile");
     let monitor = stemmon::Monitor::builder()
@@ -488,7 +488,7 @@ fn builder_settings_write_the_textfile_and_push_to_a_real_pushgateway() {
 
 #[test]
 fn an_unwritable_textfile_directory_is_an_export_error_not_a_failure() {
-    let dir = TempDir::new("prom-unwritable");
+    let dir = stemmon_suite::temp_dir("prom-unwritable");
     let file = dir.path().join("a-file");
     std::fs::write(&file, "mine").unwrap();
     let monitor = stemmon::Monitor::builder()
@@ -513,7 +513,7 @@ fn reruns_of_one_job_replace_its_textfile_which_promtool_accepts() {
     if skip_without(test, &["promtool"]) {
         return;
     }
-    let dir = TempDir::new("prom-reruns");
+    let dir = stemmon_suite::temp_dir("prom-reruns");
     let textfiles = dir.path().join("textfile");
     std::fs::create_dir_all(&textfiles).unwrap();
     // What a dead writer of another job left: its last word, kept.

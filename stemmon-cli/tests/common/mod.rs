@@ -33,31 +33,21 @@ pub fn run_sh(report: &Path, script: &str) -> Option<i32> {
         .code()
 }
 
-/// A directory removed when dropped, failing test or not.
-pub struct TempDir(PathBuf);
+/// A directory removed when dropped, failing test or not. Its name is random and it is
+/// made exclusively, mode 0700 (tempfile): nothing planted in the shared temp dir is used.
+pub struct TempDir(tempfile::TempDir);
 
 impl TempDir {
     pub fn new(name: &str) -> TempDir {
-        let path = std::env::temp_dir().join(format!(
-            "stemmon-cli-{name}-{}-{:?}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&path).unwrap();
-        TempDir(path)
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("stemmon-cli-{name}-"))
+            .tempdir()
+            .expect("a temporary directory");
+        TempDir(dir)
     }
 
     pub fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path()
     }
 }
 
