@@ -321,6 +321,7 @@ fn a_stage_that_writes_64_mib_and_syncs_reads_its_writes() {
     let own = stemmon_suite::temp_dir_in(&dir, "cpu-disk");
     let path = own.join("written");
     let monitor = start();
+    let truth_before = proc_self_io();
     {
         let _disk = stemmon::stage("disk");
         let mut file = std::fs::File::create_new(&path).unwrap();
@@ -330,6 +331,7 @@ fn a_stage_that_writes_64_mib_and_syncs_reads_its_writes() {
         }
         file.sync_all().unwrap();
     }
+    let truth = proc_self_io().1 - truth_before.1;
     let report = monitor.finish();
     drop(own);
     assert_eq!(report.io_missing, None);
@@ -337,7 +339,135 @@ fn a_stage_that_writes_64_mib_and_syncs_reads_its_writes() {
         .cpu_io
         .io_write_bytes
         .expect("I/O read");
-    println!("disk: {:?}", stage(&report, "disk").cpu_io);
+    println!(
+        "disk: {:?}; /proc/self/io wrote {truth} bytes",
+        stage(&report, "disk").cpu_io
+    );
     assert!(written >= 60 * MIB, "{written} bytes written");
+    assert!(
+        written.abs_diff(truth) <= truth / 20 + MIB,
+        "{written} bytes, the kernel counted {truth}"
+    );
     assert!(report.cpu_io.io_write_bytes.unwrap() >= written);
+}
+
+/// This process's `read_bytes` and `write_bytes` less `cancelled_write_bytes`, from the
+/// kernel's `/proc/self/io`.
+fn proc_self_io() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/self/io").unwrap();
+    let field = |name: &str| -> u64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(": "))
+            .unwrap_or_else(|| panic!("{name} in /proc/self/io"))
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let written = field("write_bytes").saturating_sub(field("cancelled_write_bytes"));
+    (field("read_bytes"), written)
+}
+
+/// This process's major page faults, from `getrusage(RUSAGE_SELF)`.
+fn major_faults() -> u64 {
+    // SAFETY: an all-zero rusage is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `usage` is valid for writes and outlives the call.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) }, 0);
+    u64::try_from(usage.ru_majflt).unwrap()
+}
+
+#[test]
+fn a_stage_that_reads_from_disk_reads_its_bytes_and_major_faults_as_the_kernel_counted() {
+    use std::os::fd::AsRawFd;
+    let test = "a_stage_that_reads_from_disk_reads_its_bytes_and_major_faults";
+    let _serial = serial();
+    let Some(dir) = disk_dir() else {
+        cannot_run(
+            test,
+            "no directory on a disk-backed filesystem (only tmpfs)",
+        );
+        return;
+    };
+    let own = stemmon_suite::temp_dir_in(&dir, "cpu-read");
+    // Two 16 MiB files on the disk, out of the page cache: one read, one mapped.
+    const SIZE: usize = 16 << 20;
+    let files: Vec<std::fs::File> = ["read", "mapped"]
+        .iter()
+        .map(|name| {
+            let path = own.join(name);
+            let mut file = std::fs::File::create_new(&path).unwrap();
+            let block: Vec<u8> = (0..MIB as usize).map(|i| (i % 251) as u8).collect();
+            for _ in 0..SIZE / MIB as usize {
+                file.write_all(&block).unwrap();
+            }
+            file.sync_all().unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            // SAFETY: a valid descriptor; the advice only drops clean cached pages.
+            let dropped =
+                unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+            assert_eq!(dropped, 0, "posix_fadvise");
+            file
+        })
+        .collect();
+    let monitor = start();
+    let (reads_before, faults_before) = (proc_self_io().0, major_faults());
+    {
+        let _read = stemmon::stage("read");
+        let mut buffer = vec![0u8; SIZE];
+        std::io::Read::read_exact(&mut &files[0], &mut buffer).unwrap();
+        std::hint::black_box(&buffer);
+        // SAFETY: a private read-only mapping of a file of SIZE bytes, unmapped below;
+        // no other code sees the pointer.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                SIZE,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                files[1].as_raw_fd(),
+                0,
+            )
+        };
+        assert_ne!(map, libc::MAP_FAILED, "mmap");
+        // No read-ahead: each page touched is a fault that reads the disk.
+        // SAFETY: `map` is the mapping just made, SIZE bytes long.
+        assert_eq!(unsafe { libc::madvise(map, SIZE, libc::MADV_RANDOM) }, 0);
+        let mut sum = 0u64;
+        for offset in (0..SIZE).step_by(4096) {
+            // SAFETY: `offset` is inside the mapping, which is readable.
+            sum += u64::from(unsafe { std::ptr::read_volatile(map.cast::<u8>().add(offset)) });
+        }
+        std::hint::black_box(sum);
+        // SAFETY: the mapping made above, no longer used.
+        assert_eq!(unsafe { libc::munmap(map, SIZE) }, 0);
+    }
+    let truth_reads = proc_self_io().0 - reads_before;
+    let truth_faults = major_faults() - faults_before;
+    let report = monitor.finish();
+    drop(files);
+    drop(own);
+    let io = &stage(&report, "read").cpu_io;
+    println!("read: {io:?}; the kernel: {truth_reads} bytes read, {truth_faults} major faults");
+    if truth_reads < SIZE as u64 {
+        // The files were still cached: nothing to measure. Loud, and a failure under CI.
+        cannot_run(
+            test,
+            &format!("the kernel read only {truth_reads} bytes: the page cache kept the files"),
+        );
+        return;
+    }
+    let read = io.io_read_bytes.expect("I/O read");
+    assert!(
+        read.abs_diff(truth_reads) <= truth_reads / 20 + MIB,
+        "{read} bytes read, the kernel counted {truth_reads}"
+    );
+    let faults = io.major_faults.expect("faults read");
+    assert!(
+        truth_faults >= 1_000,
+        "the kernel counted {truth_faults} major faults"
+    );
+    assert!(
+        faults.abs_diff(truth_faults) <= truth_faults / 20 + 16,
+        "{faults} major faults, the kernel counted {truth_faults}"
+    );
 }
