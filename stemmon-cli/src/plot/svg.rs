@@ -332,7 +332,6 @@ fn bands(w: &mut Writer, chart: &Chart, frame: &Frame) {
     }
 }
 
-/// The memory grid and labels, the time ticks.
 /// The time axis under a panel whose plot ends at `plot_bottom`: a tick and its
 /// seconds at every round step, and the axis's name at `label_y`. The memory panel and
 /// the CPU panel share it, on the same frame.
@@ -374,6 +373,7 @@ pub(super) fn time_axis(w: &mut Writer, frame: &Frame, plot_bottom: f64, label_y
     );
 }
 
+/// The memory grid and labels, the time ticks.
 fn axes(w: &mut Writer, frame: &Frame) {
     let plot_bottom = HEIGHT - BOTTOM;
     let (unit, unit_name) = frame.unit;
