@@ -154,7 +154,7 @@ impl Recorder {
     pub(crate) fn pop_poll(&self, slot: &ThreadSlot, seq: u32) {
         let mut thread = slot.lock();
         if let Some(index) = thread.position(seq) {
-            let frame = thread.stack.remove(index);
+            let frame = thread.remove_frame(index);
             super::heap::exited(&mut thread, &frame);
             if slot.id == 0 {
                 let top = thread.stack.last().map_or(0, |top| top.record + 1);

@@ -288,7 +288,11 @@ impl ThreadState {
     /// Takes the frame at `index` off the stack.
     #[inline]
     pub(crate) fn remove_frame(&mut self, index: usize) -> Frame {
-        let frame = self.stack.remove(index);
+        let frame = if index + 1 == self.stack.len() {
+            self.stack.pop().expect("the index is in the stack")
+        } else {
+            self.stack.remove(index)
+        };
         if let Some(count) = self.open_buckets.get_mut(frame.bucket as usize) {
             *count = count.saturating_sub(1);
         }

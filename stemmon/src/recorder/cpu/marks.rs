@@ -253,7 +253,11 @@ impl Recorder {
         let Some(index) = cpu.calls.iter().rposition(|call| call.seq == seq) else {
             return;
         };
-        let call = cpu.calls.remove(index);
+        let call = if index + 1 == cpu.calls.len() {
+            cpu.calls.pop().expect("the index is in the list")
+        } else {
+            cpu.calls.remove(index)
+        };
         let micros = cpu.clock(now, clock, self.reuse_ticks, self.thread_cpu);
         if micros != call.mark.thread || self.cpu_now.generation() != call.mark.generation {
             self.cpu_add(thread, &call.mark, call.record, micros);
