@@ -556,6 +556,44 @@ fn tracing_layer(rows: &mut Vec<Row>) {
         budget,
         status: Status::of(ours / theirs <= BUDGET),
     });
+    // Where the cost goes, from the same alternation (no budget of their own).
+    let floor = result("tracing_layer").and_then(|r| {
+        // A subject that timed or recorded nothing has no figure.
+        r.get("timing_spans")?.as_u64().filter(|&n| n > 0)?;
+        r.get("stemmon_stage_calls")?.as_u64().filter(|&n| n > 0)?;
+        let timing = r.get("alternating_timing_ns")?.as_f64()?;
+        let stage = r.get("alternating_stage_ns")?.as_f64()?;
+        Some((timing, stage))
+    });
+    let figure = "floor: the same span, a layer that only times it (clock at enter and close)";
+    let engine = "engine alone: the same body as a #[monitored] call, no span";
+    let Some((timing, stage)) = floor else {
+        rows.push(missing(figure, "—"));
+        rows.push(missing(engine, "—"));
+        return;
+    };
+    rows.push(Row {
+        figure: figure.into(),
+        stemmon: time(timing),
+        peer: "same span, registry + counting layer".into(),
+        peer_value: time(theirs),
+        ratio: format!("{:.2}", timing / theirs),
+        budget: "—".into(),
+        status: Status::Info,
+    });
+    let allowance = (BUDGET - 1.0) * theirs;
+    rows.push(Row {
+        figure: engine.into(),
+        stemmon: time(stage),
+        peer: format!(
+            "the budget's allowance: {:.1} × the counting span",
+            BUDGET - 1.0
+        ),
+        peer_value: time(allowance),
+        ratio: format!("{:.2}", stage / allowance),
+        budget: "—".into(),
+        status: Status::Info,
+    });
 }
 
 /// Bench 4: the sampler thread's CPU at the default interval.
