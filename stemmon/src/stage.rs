@@ -72,6 +72,7 @@ impl Drop for Stage {
     }
 }
 
+#[cold]
 #[inline(never)]
 fn close(stage: &Stage) {
     context::with_epoch(stage.epoch, |a| a.recorder.exit(&a.slot, stage.entered));
@@ -96,6 +97,7 @@ pub fn enter(name: &'static str) -> Stage {
 }
 
 // Kept out of line so that the check above stays small enough to inline at every call site.
+#[cold]
 #[inline(never)]
 fn enter_named(name: StageName) -> Stage {
     context::with_attachment(|a| {
