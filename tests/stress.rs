@@ -310,10 +310,10 @@ fn sampling_fifty_children_every_millisecond_costs_under_half_a_core() {
     let cpu = fast
         .sampler_cpu
         .expect("the sampler thread is named stemmon-sampler");
-    // The budget is an optimized build's: unoptimized, reading 50 children's `/proc`
-    // files every millisecond can keep the sampler busy, so only a core bounds it, read
-    // through `stat`'s 10 ms ticks (one tick over a 1 s round is 1 %).
-    let budget = if cfg!(debug_assertions) { 1.01 } else { 0.5 };
+    // Unoptimized or not, and however slow the machine is at `/proc`: the sampler rests
+    // half as long again as each sample took (it read 98 % of a core in a debug build
+    // and 70 % in an optimized one before it did; 38-39 % with the rest).
+    let budget = 0.5;
     assert!(
         cpu < budget,
         "the sampler used {:.1} % of a core",

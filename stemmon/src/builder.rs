@@ -49,6 +49,9 @@ impl Monitor {
 
 impl MonitorBuilder {
     /// Time between background samples of the process tree. Must be greater than zero.
+    /// The sampler rests at least half as long again as its last sample took, so that
+    /// it stays under half a core: a large tree at a short interval is sampled less
+    /// often than asked (the report's `samples` says how often).
     pub fn sample_interval(mut self, interval: Duration) -> Self {
         self.config.sample_interval = interval;
         self
