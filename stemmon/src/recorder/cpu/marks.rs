@@ -2,7 +2,7 @@
 //! exit: the tree's growth (from [`Published`](super::Published)) and its thread's CPU.
 
 use super::super::owned::OwnedGuard;
-use super::super::thread::{Frame, ThreadState, NO_MARK};
+use super::super::thread::{take_at, Frame, ThreadState, NO_MARK};
 use super::super::Recorder;
 use super::CallCpu;
 use crate::memory::Usage;
@@ -253,11 +253,7 @@ impl Recorder {
         let Some(index) = cpu.calls.iter().rposition(|call| call.seq == seq) else {
             return;
         };
-        let call = if index + 1 == cpu.calls.len() {
-            cpu.calls.pop().expect("the index is in the list")
-        } else {
-            cpu.calls.remove(index)
-        };
+        let call = take_at(&mut cpu.calls, index);
         let micros = cpu.clock(now, clock, self.reuse_ticks, self.thread_cpu);
         if micros != call.mark.thread || self.cpu_now.generation() != call.mark.generation {
             self.cpu_add(thread, &call.mark, call.record, micros);
