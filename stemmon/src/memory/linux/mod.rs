@@ -91,7 +91,7 @@ impl ProcReader {
     /// Reads every process's `stat` and `io` at every sample, however close together
     /// (by default at most every [`USAGE_EVERY`](tree::USAGE_EVERY) per process).
     pub(crate) fn reading_usage_every_sample(mut self) -> ProcReader {
-        self.table.read_usage_every_sample();
+        self.table.set_usage_every(std::time::Duration::ZERO);
         self
     }
 

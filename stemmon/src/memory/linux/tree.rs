@@ -141,12 +141,6 @@ impl ProcTable {
         self.children_files = Some(false);
     }
 
-    /// Reads every process's `stat` and `io` at every sample, however close together
-    /// (a benchmark of the whole sample's cost; tests).
-    pub(crate) fn read_usage_every_sample(&mut self) {
-        self.set_usage_every(Duration::ZERO);
-    }
-
     /// How old a process's `stat` and `io` may be before they are read again.
     pub(crate) fn set_usage_every(&mut self, every: Duration) {
         self.usage_every = every;
