@@ -18,8 +18,8 @@ const BATCH: Duration = Duration::from_millis(10);
 /// sampler rests half as long again as its last sample took, so that its samples take
 /// at most 40 % of a core and, with its waking and its other work, it stays under half
 /// of one, however short the interval and large the tree (a sample of 50 children takes
-/// 0.6 ms on a 2-core VM: at 1 ms, the next begins 1.5 ms after it ends). The first
-/// grid point from then on is when it comes.
+/// 0.6 ms on a 2-core VM: at 1 ms, the next waits 0.9 ms, then for the grid). The
+/// first grid point from then on is when it comes.
 fn rested(began: Instant, ended: Instant) -> Instant {
     ended + ended.saturating_duration_since(began) * 3 / 2
 }
