@@ -6,7 +6,7 @@
 //! is read once, when it is first seen.
 //!
 //! `stat` and `io` are read at most every [`USAGE_EVERY`] per process: sampling faster
-//! than that (down to 1 ms) would otherwise double what a sample costs, for CPU and
+//! than that (down to 1 ms) would otherwise add most of what `status` costs, for CPU and
 //! I/O figures that a timeline point measures over 100 ms anyway. In between, a
 //! process's last figures stand (its counters are cumulative: nothing is lost, it
 //! shows a few milliseconds later, or in its reaper's rusage once it exits).
