@@ -71,3 +71,29 @@ fn processes_lists_the_command_and_the_orphan_with_argv_cpu_and_exit_codes() {
     assert!(tree >= cpu * 0.95, "tree {tree} s, orphan {cpu} s");
     assert!(report.timeline.iter().any(|p| p.cpu_cores.is_some()));
 }
+
+#[test]
+fn a_command_that_exits_at_once_is_listed_by_name_with_its_exit_code() {
+    // Its argv is gone once it is a zombie, which is all the first sample may find;
+    // it is named as `ps` names it then, `[sh]`.
+    let dir = TempDir::new("run-processes-brief");
+    let report_path = dir.path().join("report.json");
+    let status = stemmon()
+        .args(["run", "--log-interval", "none", "-o"])
+        .arg(&report_path)
+        .args(["--", "sh", "-c", "exit 3"])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(3));
+    let report = read_report(&report_path);
+    let root = report
+        .processes
+        .iter()
+        .find(|p| p.pid == report.pid)
+        .unwrap_or_else(|| panic!("no command in {:#?}", report.processes));
+    assert!(
+        root.command == "[sh]" || root.command.starts_with("sh -c"),
+        "{root:?}"
+    );
+    assert_eq!(root.exit_code, Some(3), "{root:?}");
+}
