@@ -319,8 +319,16 @@ fn sampling_fifty_children_every_millisecond_costs_under_half_a_core() {
         "the sampler used {:.1} % of a core",
         cpu * 100.0
     );
-    // The work rate itself is not asserted: on a loaded machine the process gets a
-    // share of the CPU and the sampler's CPU comes out of it (printed above).
+    // The work rate (issue 16: within 15 % of its rate at 0.5 s sampling) is asserted
+    // per CPU second of the loop thread: on a loaded machine the process gets a share
+    // of the CPU, and the wall-clock rate (printed above) moves with that share; the
+    // work done in each second the thread was on a CPU moves only if sampling slows
+    // the work itself (cache, `/proc` locks).
+    assert!(
+        cpu_ratio > 0.85,
+        "at 1 ms sampling the loop did {:.1} % of the work per CPU second it did at 0.5 s",
+        cpu_ratio * 100.0
+    );
 }
 
 #[monitored]
