@@ -6,10 +6,11 @@
 //! apart. So the bench also times them alternately, batch by batch, and keeps each
 //! side's fastest batch: the figure a busy neighbour cannot inflate on one side only.
 //!
-//! Two more subjects in the same alternation show where the cost goes (no budget):
+//! Three more subjects in the same alternation show where the cost goes (no budget):
 //! the floor of any layer that times spans (a layer that reads the clock at a span's
-//! enter and close, keeps a thread-local stack and sums the times), and the engine
-//! alone (the same body as a `#[monitored]` call, no span).
+//! enter and close, keeps a thread-local stack and sums the times), the engine alone
+//! (the same body as a `#[monitored]` call, no span), and the clock alone (its two
+//! reads around the body).
 
 use criterion::Criterion;
 use std::cell::RefCell;
@@ -99,6 +100,18 @@ fn stage(x: u64) -> u64 {
     stemmon_bench::body(x)
 }
 
+/// The clock alone: the two reads a timed call makes (stemmon's clock, as the timing
+/// layer reads it) around the same body, no span and no layer: what timing costs.
+#[inline(never)]
+fn clocked(x: u64) -> u64 {
+    let clock = CLOCK.get_or_init(quanta::Clock::new);
+    let started = clock.raw();
+    let y = stemmon_bench::body(x);
+    y.wrapping_add(clock.raw().wrapping_sub(started))
+}
+
+static CLOCK: std::sync::OnceLock<quanta::Clock> = std::sync::OnceLock::new();
+
 /// Spans per alternating batch, and batches per side.
 const BATCH: u32 = 2_000;
 const BATCHES: u32 = 400;
@@ -157,6 +170,7 @@ fn main() {
         (&counting, span),
         (&timing, span),
         (&counting, stage),
+        (&counting, clocked),
     ]);
 
     let report = monitor.finish();
@@ -170,6 +184,7 @@ fn main() {
         "alternating_counting_ns": fastest[1],
         "alternating_timing_ns": fastest[2],
         "alternating_stage_ns": fastest[3],
+        "alternating_clock_ns": fastest[4],
     });
     stemmon_bench::write_result("tracing_layer", &result).expect("the result is written");
     c.final_summary();

@@ -563,13 +563,16 @@ fn tracing_layer(rows: &mut Vec<Row>) {
         r.get("stemmon_stage_calls")?.as_u64().filter(|&n| n > 0)?;
         let timing = r.get("alternating_timing_ns")?.as_f64()?;
         let stage = r.get("alternating_stage_ns")?.as_f64()?;
-        Some((timing, stage))
+        let clock = r.get("alternating_clock_ns")?.as_f64()?;
+        Some((timing, stage, clock))
     });
     let figure = "floor: the same span, a layer that only times it (clock at enter and close)";
     let engine = "engine alone: the same body as a #[monitored] call, no span";
-    let Some((timing, stage)) = floor else {
+    let bookkeeping = "engine's bookkeeping: that call less two clock reads around the body";
+    let Some((timing, stage, clock)) = floor else {
         rows.push(missing(figure, "—"));
         rows.push(missing(engine, "—"));
+        rows.push(missing(bookkeeping, "—"));
         return;
     };
     rows.push(Row {
@@ -591,6 +594,19 @@ fn tracing_layer(rows: &mut Vec<Row>) {
         ),
         peer_value: time(allowance),
         ratio: format!("{:.2}", stage / allowance),
+        budget: "—".into(),
+        status: Status::Info,
+    });
+    // What a span may add to the timing-only floor within the budget, beside what the
+    // engine does per call besides reading the clock: the budget is out of reach of any
+    // layer while the first is the smaller.
+    let room = BUDGET * theirs - timing;
+    rows.push(Row {
+        figure: bookkeeping.into(),
+        stemmon: time(stage - clock),
+        peer: format!("the budget's room over the floor: {BUDGET} × the counting span − the floor"),
+        peer_value: time(room),
+        ratio: format!("{:.2}", (stage - clock) / room),
         budget: "—".into(),
         status: Status::Info,
     });
