@@ -315,6 +315,41 @@ fn a_thread_that_exits_before_finish_keeps_its_counts() {
     assert_eq!(heap(stage(&report, "short_lived")), (1, n, 0, n as i64, n));
 }
 
+#[monitored]
+fn brief(n: usize) -> usize {
+    std::hint::black_box(vec![5u8; n]).len()
+}
+
+#[test]
+fn more_threads_over_a_run_than_heap_slots_each_count_toward_their_stage() {
+    let _serial = serial();
+    let monitor = start();
+    // More threads than there are slots (4096), four at a time: each hands its slot
+    // on as it exits, and a thread that starts later continues its counters.
+    const SPAWNERS: u64 = 4;
+    const EACH: u64 = 1_500;
+    std::thread::scope(|scope| {
+        for _ in 0..SPAWNERS {
+            scope.spawn(|| {
+                for _ in 0..EACH {
+                    assert_eq!(std::thread::spawn(|| brief(4096)).join().unwrap(), 4096);
+                }
+            });
+        }
+    });
+    let report = monitor.finish();
+    let threads = SPAWNERS * EACH;
+    assert_eq!(stage(&report, "brief").calls, threads);
+    let (allocations, allocated, freed, retained, peak) = heap(stage(&report, "brief"));
+    let n = threads * 4096;
+    assert_eq!(
+        (allocations, allocated, freed, retained),
+        (threads, n, n, 0)
+    );
+    // The sum of each slot's highest: a few slots took turns.
+    assert!((4096..=64 * 4096).contains(&peak), "{peak}");
+}
+
 #[test]
 fn a_monitor_of_its_own_thread_charges_no_other_threads_allocations() {
     let _serial = serial();

@@ -7,14 +7,18 @@
 //! down. Only the owning thread writes its slot's counters (relaxed load, then store:
 //! no read-modify-write); the engine on other threads reads them with relaxed loads.
 //!
-//! Slots are never recycled, so the counts of a thread that exited are never lost. A
-//! process that starts more than [`SLOTS`] threads over its life counts the later
-//! ones in one shared slot, with `fetch_add`: their allocations count toward the
-//! process's totals, not toward their stages.
+//! A thread that exits hands its slot on, counts and all (unix: a `pthread` key's
+//! destructor, which runs after the thread's other thread-locals are gone, pushes the
+//! slot on a free list): the next thread to claim one continues its counters, so
+//! nothing a thread counted is lost, and the engine's sweeps see one slot whose
+//! counts only grow. Only a process with more than [`SLOTS`] threads alive at once
+//! (or, elsewhere than unix, started over its life) counts the later ones in one
+//! shared slot, with `fetch_add`: their allocations count toward the process's
+//! totals, not toward their stages.
 
 use std::cell::Cell;
 use std::sync::atomic::{
-    fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering,
+    fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
 /// How many threads get a slot of their own.
@@ -44,6 +48,8 @@ pub(crate) struct Slot {
     staged_freed: AtomicU64,
     /// The monitor's own thread (the sampler): never charged to a stage.
     own: AtomicBool,
+    /// On the free list: the next free slot's index + 1 (0: none).
+    next: AtomicU32,
 }
 
 /// A slot's counts at one moment.
@@ -95,6 +101,7 @@ impl Slot {
             staged_allocated: AtomicU64::new(0),
             staged_freed: AtomicU64::new(0),
             own: AtomicBool::new(false),
+            next: AtomicU32::new(0),
         }
     }
 
@@ -138,6 +145,15 @@ impl Slot {
         add(&self.staged_allocations, counts.allocations);
         add(&self.staged_allocated, counts.allocated);
         add(&self.staged_freed, counts.freed);
+        let seq = self.staged_seq.load(R);
+        if !seq.is_multiple_of(2) {
+            self.staged_seq.store(seq + 1, Ordering::Release);
+        }
+    }
+
+    /// The thread exits: an outermost frame it left open counts as closed, and what
+    /// it counted in it as counted with no frame open.
+    fn stage_abandoned(&self) {
         let seq = self.staged_seq.load(R);
         if !seq.is_multiple_of(2) {
             self.staged_seq.store(seq + 1, Ordering::Release);
@@ -201,7 +217,8 @@ fn current(name: fn() -> &'static str) -> &'static Slot {
         .unwrap_or(&SHARED)
 }
 
-/// Claims a slot for the calling thread (once per thread) and notes the allocator.
+/// Claims a slot for the calling thread (once per thread) and notes the allocator: one
+/// an exited thread handed on, else the next never claimed.
 #[cold]
 #[inline(never)]
 fn claim(cell: &Cell<*const Slot>, name: fn() -> &'static str) -> &'static Slot {
@@ -210,10 +227,115 @@ fn claim(cell: &Cell<*const Slot>, name: fn() -> &'static str) -> &'static Slot 
         NAME_LEN.store(name.len(), R);
         NAME.store(name.as_ptr().cast_mut(), Ordering::Release);
     }
-    let index = CLAIMED.fetch_add(1, R);
-    let slot = REGISTRY.get(index).unwrap_or(&SHARED);
+    let slot = match free::pop() {
+        Some(index) => {
+            let slot = &REGISTRY[index];
+            // The sampler's slot, handed on, is a user thread's now.
+            slot.own.store(false, R);
+            slot
+        }
+        None => REGISTRY.get(CLAIMED.fetch_add(1, R)).unwrap_or(&SHARED),
+    };
     cell.set(slot);
+    if !std::ptr::eq(slot, &SHARED) {
+        free::at_exit(slot_index(slot));
+    }
     slot
+}
+
+/// The index of `slot` in the registry.
+fn slot_index(slot: &Slot) -> usize {
+    (slot as *const Slot as usize - REGISTRY.as_ptr() as usize) / std::mem::size_of::<Slot>()
+}
+
+/// The slots of exited threads: a stack linked through [`Slot::next`], its head tagged
+/// so that a pop racing a pop and a push cannot take a stale link (ABA). Written here:
+/// it runs inside the allocator, where a crate's queue would allocate.
+#[cfg(unix)]
+mod free {
+    use super::{Cell, Slot, CURRENT, R, REGISTRY, SHARED};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+
+    /// `tag << 32 | (index + 1)` of the top free slot; index part 0: empty.
+    static HEAD: AtomicU64 = AtomicU64::new(0);
+
+    /// A free slot's index, taken off the list.
+    pub(super) fn pop() -> Option<usize> {
+        let mut head = HEAD.load(Ordering::Acquire);
+        loop {
+            let top = head as u32;
+            if top == 0 {
+                return None;
+            }
+            let next = REGISTRY[top as usize - 1].next.load(R);
+            let tagged = ((head >> 32) + 1) << 32 | u64::from(next);
+            // Acquire: the exited thread's last counts happen before the new owner's.
+            match HEAD.compare_exchange_weak(head, tagged, Ordering::Acquire, Ordering::Acquire) {
+                Ok(_) => return Some(top as usize - 1),
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// Puts the slot of `index` on the list.
+    fn push(index: usize) {
+        let slot: &Slot = &REGISTRY[index];
+        let mut head = HEAD.load(R);
+        loop {
+            slot.next.store(head as u32, R);
+            let tagged = ((head >> 32) + 1) << 32 | (index as u64 + 1);
+            match HEAD.compare_exchange_weak(head, tagged, Ordering::Release, R) {
+                Ok(_) => return,
+                Err(now) => head = now,
+            }
+        }
+    }
+
+    /// The key whose destructor hands a slot on; `None` if none could be made.
+    fn key() -> Option<libc::pthread_key_t> {
+        static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
+        *KEY.get_or_init(|| {
+            let mut key: libc::pthread_key_t = 0;
+            // SAFETY: `key` is ours to write; `handed_on` is an `extern "C"` function
+            // that lives as long as the process.
+            let made = unsafe { libc::pthread_key_create(&mut key, Some(handed_on)) };
+            (made == 0).then_some(key)
+        })
+    }
+
+    /// Has the calling thread hand the slot of `index` on when it exits. Without a
+    /// key, the slot is kept for good.
+    pub(super) fn at_exit(index: usize) {
+        if let Some(key) = key() {
+            // SAFETY: a valid key; the value is an integer, never dereferenced.
+            // (glibc stores it without allocating for the first 32 keys, and with
+            // libc's own `calloc`, not the Rust allocator, past them.)
+            unsafe { libc::pthread_setspecific(key, (index + 1) as *const libc::c_void) };
+        }
+    }
+
+    /// The key's destructor: the thread is exiting, its other thread-locals gone.
+    /// What it allocates or frees from now on counts in the shared slot, so that
+    /// the slot has one writer at a time.
+    extern "C" fn handed_on(value: *mut libc::c_void) {
+        let index = value as usize - 1;
+        let _ = CURRENT.try_with(|cell: &Cell<*const Slot>| cell.set(&SHARED));
+        // A frame left open for good (a guard forgotten) would hide the slot from
+        // sweeps until its next owner closes one: what it counted since is unstaged.
+        REGISTRY[index].stage_abandoned();
+        push(index);
+    }
+}
+
+/// Elsewhere than unix a slot is kept for good.
+#[cfg(not(unix))]
+mod free {
+    pub(super) fn pop() -> Option<usize> {
+        None
+    }
+
+    pub(super) fn at_exit(_index: usize) {}
 }
 
 /// Counts an allocation of `size` bytes on the calling thread.
@@ -280,9 +402,7 @@ pub(crate) fn this_thread() -> Option<(u32, &'static Slot)> {
         return None;
     }
     let slot = current(|| "");
-    let base = REGISTRY.as_ptr() as usize;
-    let index = (slot as *const Slot as usize).wrapping_sub(base) / std::mem::size_of::<Slot>();
-    (index < SLOTS).then_some((index as u32, slot))
+    (!std::ptr::eq(slot, &SHARED)).then(|| (slot_index(slot) as u32, slot))
 }
 
 /// Marks the calling thread as the monitor's own: what it allocates is no stage's.
