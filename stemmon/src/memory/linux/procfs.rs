@@ -297,6 +297,13 @@ pub(crate) struct Status {
     pub(crate) threads: Option<u32>,
 }
 
+/// The `Name:` of a `status` text (its first line): the command's name, as `comm`.
+pub(crate) fn status_name(text: &[u8]) -> Option<String> {
+    let rest = text.strip_prefix(b"Name:")?;
+    let name = until_newline(rest).trim_ascii();
+    (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
+}
+
 /// `VmHWM`, `VmRSS` and `Threads` from a `status` text (they come in that order, and
 /// nothing after `Threads` is needed). Lines are skipped eight bytes at a time, and
 /// only those that start with `V` or `T` are looked at: this runs once per process per
@@ -435,6 +442,17 @@ mod tests {
                 ..Status::default()
             }
         );
+    }
+
+    #[test]
+    fn a_status_names_its_command_on_its_first_line() {
+        assert_eq!(
+            status_name(b"Name:\tpython3\nUmask:\t0022\n").as_deref(),
+            Some("python3")
+        );
+        assert_eq!(status_name(b"Name:\t\nState:\tZ\n"), None);
+        assert_eq!(status_name(b"Umask:\t0022\n"), None);
+        assert_eq!(status_name(b""), None);
     }
 
     #[test]

@@ -18,8 +18,8 @@ use super::ledger::{Ledger, PidMap};
 pub(crate) use super::proc_files::{fd_budget, ProcUsage};
 use super::proc_files::{read_command, read_kept, read_status, Fds};
 use super::procfs::{
-    is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_usage, Buf,
-    ProcPath, Status,
+    is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_usage, status_name,
+    Buf, ProcPath, Status,
 };
 use super::stat_scan::{has_children_files, scan_stat};
 use std::fs::{File, OpenOptions};
@@ -261,7 +261,8 @@ impl ProcTable {
     }
 
     /// `pid`'s command as read when it was first seen (its argv joined by spaces, at
-    /// most [`MAX_COMMAND_CHARS`]), reading it now if it was not.
+    /// most [`MAX_COMMAND_CHARS`]; `[name]` from its `status` for one gone by then),
+    /// reading it now if it was not.
     pub(crate) fn command(&mut self, pid: u32) -> Option<Arc<str>> {
         let proc = self.procs.get_mut(&pid)?;
         if !proc.command_read {
@@ -335,6 +336,14 @@ impl ProcTable {
             })
             .and_then(Result::ok);
         let read = read_status(&status, status_buf, clear_refs.as_ref(), reset)?;
+        if !proc.command_read {
+            // First seen: its argv now, while it is most likely still there; if it is
+            // gone already (a short-lived process reaped meanwhile), the name in the
+            // `status` just read.
+            proc.command_read = true;
+            proc.command = read_command(pid)
+                .or_else(|| status_name(status_buf.text()).map(|name| format!("[{name}]").into()));
+        }
         if fds.open + 1 + usize::from(clear_refs.is_some()) <= fds.budget {
             proc.status = fds.keep(status);
             proc.clear_refs = clear_refs.and_then(|f| fds.keep(f));
