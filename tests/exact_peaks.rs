@@ -398,3 +398,61 @@ fn a_spike_on_a_worker_survives_the_resets_of_another_threads_stages() {
     let tick = report.stage("tick").unwrap();
     assert!(tick.calls > 50 * trials);
 }
+
+#[test]
+fn a_peak_that_another_monitors_reset_ended_still_counts() {
+    // Two monitors of their own threads, marks on both: the kernel keeps one mark for
+    // the process, and each monitor's readings reset it.
+    let _serial = serial();
+    let (spiked, has_spiked) = std::sync::mpsc::channel();
+    let (reset, was_reset) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        let other = scope.spawn(move || {
+            let monitor = one_second().current_thread_only().start().unwrap();
+            has_spiked.recv().unwrap();
+            // A stage's entry reading: it reads the process's mark and resets it.
+            drop(monitor.stage("after").unwrap());
+            reset.send(()).unwrap();
+            monitor.finish()
+        });
+        let monitor = one_second().current_thread_only().start().unwrap();
+        let baseline = {
+            let _spike = monitor.stage("spike").unwrap();
+            drop(std::hint::black_box(touched_mib(200)));
+            // The other monitor ends this interval before this stage's exit reading.
+            spiked.send(()).unwrap();
+            was_reset.recv().unwrap();
+            fresh_rss()
+        };
+        let report = monitor.finish();
+        let other = other.join().unwrap();
+        let mark = known(
+            report
+                .stage("spike")
+                .unwrap()
+                .high_water
+                .peak_parent_hwm_bytes,
+            "the spike's mark",
+        );
+        assert!(
+            mark >= baseline + 190 * MIB,
+            "the spike's mark {} MiB over {} MiB now",
+            mib(Some(mark)),
+            mib(Some(baseline))
+        );
+        // The other monitor's reading saw it too (before its stage: in its run's mark).
+        let seen = known(
+            other.high_water.peak_parent_hwm_bytes,
+            "the other run's mark",
+        );
+        assert!(seen >= baseline + 190 * MIB, "{} MiB", mib(Some(seen)));
+    });
+}
+
+/// This process's RSS now, from a fresh read of `/proc/self/status`.
+fn fresh_rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    let kib: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}

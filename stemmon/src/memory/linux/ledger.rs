@@ -3,9 +3,11 @@
 //!
 //! A monitor owns one ([`Ledger::new`] when its readers are made) and hands it, in an
 //! `Arc`, to each of its readers. Nothing here is process-wide: two monitors never
-//! see each other's baselines. (The kernel keeps one mark per process, though: two
-//! monitors of one process, each with marks on, each end the other's intervals with
-//! their resets; their reaped children and exited descendants stay apart.)
+//! see each other's baselines. (The kernel keeps one mark per process, though, which
+//! every monitor with marks on resets: the reading of this process hands the mark it
+//! read on to the other monitors' next readings, see `self_reading`. A descendant's
+//! mark is not handed on: two monitors sampling one child each end the other's
+//! intervals of it. Their reaped children and exited descendants stay apart.)
 
 use super::reaped::{ChildUsage, Reaped};
 use super::self_reading::SelfFiles;

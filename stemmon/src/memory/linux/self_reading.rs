@@ -18,6 +18,7 @@ pub(crate) struct SelfFiles {
     clear_refs: Option<File>,
     statm: Option<File>,
     buf: Buf,
+    exchange: exchange::Marks,
 }
 
 impl SelfFiles {
@@ -32,6 +33,7 @@ impl SelfFiles {
                 .ok(),
             statm: None,
             buf: Buf::new(4096),
+            exchange: exchange::Marks::join(),
         })
     }
 
@@ -50,7 +52,9 @@ impl SelfFiles {
             }
             self.buf.grow();
         };
-        if let (Some(file), true, Some(_)) = (&self.clear_refs, reset, status.hwm) {
+        let mut status = status;
+        if let (Some(file), true, Some(hwm)) = (&self.clear_refs, reset, status.hwm) {
+            status.hwm = Some(self.exchange.hand_on(hwm));
             // A failed reset leaves the mark running from the earlier reset: still a bound.
             let _ = (&*file).write(b"5");
         }
@@ -85,12 +89,14 @@ impl SelfFiles {
         if maxrss <= floor {
             return self.read_status(true);
         }
+        let mut hwm = maxrss.max(rss);
         if let Some(file) = &self.clear_refs {
+            hwm = self.exchange.hand_on(hwm);
             let _ = (&*file).write(b"5");
         }
         Ok(Status {
             rss: Some(rss),
-            hwm: Some(maxrss.max(rss)),
+            hwm: Some(hwm),
             threads: None,
         })
     }
@@ -109,6 +115,10 @@ impl SelfFiles {
         let why = |e: io::Error| {
             format!("cannot reset the process's own mark (/proc/self/clear_refs: {e})")
         };
+        if self.clear_refs.is_some() {
+            // The mark so far ends other monitors' intervals too: read, handed on, reset.
+            return self.read_status(true).map(drop).map_err(why);
+        }
         match &self.clear_refs {
             Some(file) => (&*file).write(b"5").map(drop).map_err(why),
             None => Err(why(OpenOptions::new()
@@ -116,6 +126,65 @@ impl SelfFiles {
                 .open("/proc/self/clear_refs")
                 .err()
                 .unwrap_or_else(|| io::Error::other("not opened")))),
+        }
+    }
+}
+
+/// The kernel keeps one mark of this process's peak, and every monitor with marks on
+/// resets it at its readings: two monitors of one process (thread-only ones, on two
+/// threads) would each end the other's intervals. So a reading that resets the mark
+/// hands the mark it read on to every other monitor, whose next reading takes the
+/// larger of its own and what was handed to it since its last: no peak is lost, and a
+/// monitor may get one from a little before its interval began (a bound, never low).
+mod exchange {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+    /// Every monitor's mailbox, and how many there are (one: nothing to hand on).
+    static MAILBOXES: Mutex<Vec<Weak<AtomicU64>>> = Mutex::new(Vec::new());
+    static JOINED: AtomicUsize = AtomicUsize::new(0);
+
+    /// One monitor's place in the exchange: the highest mark handed to it since its
+    /// last reading.
+    pub(super) struct Marks {
+        mailbox: Arc<AtomicU64>,
+    }
+
+    impl Marks {
+        pub(super) fn join() -> Marks {
+            let mailbox = Arc::new(AtomicU64::new(0));
+            let mut all = MAILBOXES.lock().unwrap_or_else(PoisonError::into_inner);
+            all.retain(|other| other.strong_count() > 0);
+            all.push(Arc::downgrade(&mailbox));
+            JOINED.store(all.len(), Ordering::Relaxed);
+            Marks { mailbox }
+        }
+
+        /// `hwm`, read just before a reset, handed on to the others, and raised to what
+        /// they handed to this monitor since its last reading.
+        pub(super) fn hand_on(&self, hwm: u64) -> u64 {
+            if JOINED.load(Ordering::Relaxed) > 1 {
+                let all = MAILBOXES.lock().unwrap_or_else(PoisonError::into_inner);
+                for other in all
+                    .iter()
+                    .filter(|o| !std::ptr::eq(o.as_ptr(), &*self.mailbox))
+                {
+                    if let Some(other) = other.upgrade() {
+                        other.fetch_max(hwm, Ordering::Relaxed);
+                    }
+                }
+            }
+            hwm.max(self.mailbox.swap(0, Ordering::Relaxed))
+        }
+    }
+
+    impl Drop for Marks {
+        fn drop(&mut self) {
+            let mut all = MAILBOXES.lock().unwrap_or_else(PoisonError::into_inner);
+            all.retain(|other| {
+                other.strong_count() > 0 && !std::ptr::eq(other.as_ptr(), &*self.mailbox)
+            });
+            JOINED.store(all.len(), Ordering::Relaxed);
         }
     }
 }
