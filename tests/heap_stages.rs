@@ -351,6 +351,58 @@ fn more_threads_over_a_run_than_heap_slots_each_count_toward_their_stage() {
 }
 
 #[test]
+fn a_thread_that_takes_an_ended_samplers_slot_is_charged_only_its_own() {
+    let _serial = serial();
+    let monitor = start();
+    let (ended, has_ended) = mpsc::channel();
+    let (leave, may_leave) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        // A second monitor, of its own thread, whose sampler allocates at every sample
+        // (on a slot of its own, skipped by the first monitor's sweeps) and exits at
+        // its finish, handing the slot on; its thread stays, so that the sampler's slot
+        // is the next one handed out.
+        scope.spawn(move || {
+            let other = Monitor::builder()
+                .log_interval(None)
+                .sample_interval(Duration::from_millis(1))
+                .current_thread_only()
+                .start()
+                .unwrap();
+            wait_for_samples(&other, 50);
+            drop(other.finish());
+            ended.send(()).unwrap();
+            may_leave.recv().unwrap();
+        });
+        has_ended.recv().unwrap();
+        // The first monitor's sweeps saw the ended sampler's slot since.
+        wait_for_samples(&monitor, 2);
+        let (go, may_go) = mpsc::channel::<()>();
+        let (done, is_done) = mpsc::channel();
+        let worker = scope.spawn(move || {
+            may_go.recv().unwrap();
+            // Nothing open on this thread: swept to the stage open on the monitor's.
+            let block = std::hint::black_box(vec![6u8; 1 << 20]);
+            done.send(block.len()).unwrap();
+        });
+        {
+            let _fork = monitor.stage("fork").unwrap();
+            go.send(()).unwrap();
+            assert_eq!(is_done.recv().unwrap(), 1 << 20);
+        }
+        worker.join().unwrap();
+        leave.send(()).unwrap();
+    });
+    let report = monitor.finish();
+    let (allocations, allocated, _, _, _) = heap(stage(&report, "fork"));
+    // The worker's one megabyte and a few small allocations, not the sampler's.
+    assert!(allocations < 20, "{allocations} allocations");
+    assert!(
+        (MIB..MIB + (64 << 10)).contains(&allocated),
+        "{allocated} bytes"
+    );
+}
+
+#[test]
 fn a_monitor_of_its_own_thread_charges_no_other_threads_allocations() {
     let _serial = serial();
     let monitor = Monitor::builder()

@@ -342,7 +342,20 @@ impl Recorder {
         let others = !self.config.current_thread_only;
         for (index, slot) in claimed.iter().enumerate().filter(|_| others) {
             let seen = &mut heap.seen[index];
-            if slot.is_own() || heap.owner == Some(index as u32) {
+            if slot.is_own() {
+                // A sampler's slot is handed on when its monitor ends (heap/slots.rs):
+                // the thread that takes it is charged from then, not for the sampler's.
+                if let Some((unstaged, net)) = slot.unstaged() {
+                    *seen = Seen {
+                        unstaged: Some(unstaged),
+                        net,
+                        peak: slot.peak(),
+                        ..Seen::default()
+                    };
+                }
+                continue;
+            }
+            if heap.owner == Some(index as u32) {
                 continue;
             }
             let Some((unstaged, net)) = slot.unstaged() else {
