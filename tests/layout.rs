@@ -149,7 +149,9 @@ fn the_engine_does_no_io() {
 
 #[test]
 fn the_readers_keep_no_process_wide_state() {
-    // Each monitor owns its ledger: no mutable static is shared by every monitor.
+    // Each monitor owns its ledger: no mutable static is shared by every monitor. (The
+    // one thing monitors share on purpose, the process's one high-water mark, is
+    // exchanged in own_mark.rs.)
     for (path, code) in sources_under("memory") {
         for line in code.lines().map(|l| l.split("//").next().unwrap().trim()) {
             let is_static = line.starts_with("static ") || line.starts_with("pub(crate) static ");

@@ -108,6 +108,8 @@ mod main_guard;
 mod memory;
 mod monitor;
 mod output;
+#[cfg(target_os = "linux")]
+mod own_mark;
 mod publish;
 mod recorder;
 pub mod report;
