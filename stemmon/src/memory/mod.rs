@@ -158,6 +158,10 @@ pub struct Descendant {
     pub command: Option<Arc<str>>,
     /// Its exit code, where it was seen as an exited child waiting to be reaped.
     pub exit_code: Option<i32>,
+    /// The peak its rusage gives once it exited (`waitid(WNOWAIT)` of a child of this
+    /// process): its own and that of the children it reaped, which the kernel does not
+    /// tell apart.
+    pub exited_peak: Option<u64>,
 }
 
 /// Reads the memory of a process and all its descendants.
@@ -379,7 +383,7 @@ pub(crate) fn exited_child(pid: u32) -> Option<Descendant> {
         let zombie = linux::reaped::zombie(pid)?;
         Some(Descendant {
             pid,
-            peak: zombie.peak,
+            exited_peak: Some(zombie.peak),
             ppid: std::process::id(),
             usage: zombie.usage,
             exit_code: zombie.exit_code,

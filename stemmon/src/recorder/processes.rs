@@ -47,6 +47,13 @@ impl Processes {
     /// Takes in one process seen at `elapsed` seconds.
     pub(crate) fn saw(&mut self, process: &Descendant, elapsed: f64) {
         let cpu = process.usage.cpu_micros();
+        // The kernel's figure for an exited process is the larger of its own peak and
+        // those of the children it reaped: taken unless a child seen already holds it
+        // (then the process's own is what its samples read).
+        let exited = process.exited_peak.filter(|&exited| {
+            let mut children = self.seen.values().filter(|seen| seen.ppid == process.pid);
+            children.all(|child| exited > child.peak)
+        });
         let entry = self.seen.entry(process.pid).or_insert_with(|| Seen {
             ppid: process.ppid,
             command: None,
@@ -63,7 +70,11 @@ impl Processes {
             entry.command.clone_from(&process.command);
         }
         entry.last = elapsed;
-        entry.peak = entry.peak.max(process.rss).max(process.peak);
+        entry.peak = entry
+            .peak
+            .max(process.rss)
+            .max(process.peak)
+            .max(exited.unwrap_or(0));
         entry.cpu_micros = Some(entry.cpu_micros.map_or(cpu, |c| c.max(cpu)));
         entry.exit_code = process.exit_code.or(entry.exit_code);
         if self.seen.len() > MAX_CANDIDATES {
@@ -134,6 +145,7 @@ mod tests {
             },
             command: Some(format!("worker {pid}").into()),
             exit_code: None,
+            exited_peak: None,
         }
     }
 
@@ -159,6 +171,43 @@ mod tests {
         assert!(listed
             .windows(2)
             .all(|w| w[0].peak_rss_bytes >= w[1].peak_rss_bytes));
+    }
+
+    #[test]
+    fn an_exited_processs_rusage_peak_is_its_own_unless_a_child_seen_holds_it() {
+        let mut processes = Processes::default();
+        let exited = |pid| Descendant {
+            exited_peak: Some(300 << 20),
+            ..process(pid, 0)
+        };
+        // A command that exited before any sample: the kernel's figure is its own.
+        processes.saw(&exited(5), 0.1);
+        // A shell whose child was seen holding it: the figure is the child's.
+        processes.saw(&process(10, 2 << 20), 0.1);
+        processes.saw(
+            &Descendant {
+                ppid: 10,
+                ..process(11, 300 << 20)
+            },
+            0.1,
+        );
+        processes.saw(&exited(10), 0.2);
+        // A command whose children were seen small: the figure is its own.
+        processes.saw(&process(20, 2 << 20), 0.1);
+        let small = Descendant {
+            ppid: 20,
+            ..process(21, 3 << 20)
+        };
+        processes.saw(&small, 0.1);
+        processes.saw(&exited(20), 0.2);
+        let peak = |pid| {
+            let listed = processes.report();
+            listed.iter().find(|p| p.pid == pid).unwrap().peak_rss_bytes
+        };
+        assert_eq!(peak(5), Some(300 << 20));
+        assert_eq!(peak(10), Some(2 << 20));
+        assert_eq!(peak(11), Some(300 << 20));
+        assert_eq!(peak(20), Some(300 << 20));
     }
 
     #[test]
