@@ -351,6 +351,35 @@ fn more_threads_over_a_run_than_heap_slots_each_count_toward_their_stage() {
 }
 
 #[test]
+fn a_thread_on_a_handed_on_slot_gets_its_own_peak_not_the_last_owners() {
+    let _serial = serial();
+    // A thread that held 8 MiB and exited: its slot, handed on, last peaked there.
+    std::thread::spawn(|| drop(std::hint::black_box(vec![7u8; 8 << 20])))
+        .join()
+        .unwrap();
+    let monitor = start();
+    let (go, may_go) = mpsc::channel::<()>();
+    let (done, is_done) = mpsc::channel();
+    std::thread::scope(|scope| {
+        // The next thread to start takes that slot; nothing open on it, so what it
+        // holds is swept to the stage open on the monitor's thread.
+        scope.spawn(move || {
+            may_go.recv().unwrap();
+            drop(std::hint::black_box(vec![8u8; 1 << 20]));
+            done.send(()).unwrap();
+        });
+        let _fork = monitor.stage("fork").unwrap();
+        go.send(()).unwrap();
+        is_done.recv().unwrap();
+    });
+    let report = monitor.finish();
+    let (_, allocated, _, _, peak) = heap(stage(&report, "fork"));
+    assert!(allocated >= MIB, "{allocated}");
+    // Its 1 MiB: not nothing (below the last owner's 8 MiB), not the 8 MiB.
+    assert!((MIB..4 * MIB).contains(&peak), "{peak}");
+}
+
+#[test]
 fn a_thread_that_takes_an_ended_samplers_slot_is_charged_only_its_own() {
     let _serial = serial();
     let monitor = start();

@@ -230,8 +230,10 @@ fn claim(cell: &Cell<*const Slot>, name: fn() -> &'static str) -> &'static Slot 
     let slot = match free::pop() {
         Some(index) => {
             let slot = &REGISTRY[index];
-            // The sampler's slot, handed on, is a user thread's now.
+            // The sampler's slot, handed on, is a user thread's now; and its peak is
+            // this thread's from here (the last owner's highest would hide it).
             slot.own.store(false, R);
+            slot.set_peak(slot.counts().net());
             slot
         }
         None => REGISTRY.get(CLAIMED.fetch_add(1, R)).unwrap_or(&SHARED),

@@ -378,7 +378,13 @@ impl Recorder {
             };
             let counts = unstaged.since(&base);
             let peak = slot.peak();
-            let highest = if peak > seen.peak { peak.max(net) } else { net };
+            // A new high since the last sweep moved the peak: up, or down where the slot
+            // was handed on to a new thread, whose peak starts from its net.
+            let highest = if peak != seen.peak {
+                peak.max(net)
+            } else {
+                net
+            };
             if seen.charged != owner_record {
                 seen.charged = owner_record;
                 seen.net_at_charged = seen.net;
