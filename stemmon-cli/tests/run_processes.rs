@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{read_report, stemmon, TempDir};
+use common::{has_python3, read_report, run_sh, stemmon, TempDir};
 
 /// Busies itself for a few hundred milliseconds of CPU and exits 4. Its parent exits
 /// at once, so it is an orphan that stemmon, the subreaper, reaps.
@@ -102,37 +102,13 @@ fn a_command_that_exits_at_once_is_listed_by_name_with_its_exit_code() {
 fn a_shell_is_listed_at_its_own_peak_not_at_its_childs() {
     // The kernel's peak for an exited process is the larger of its own and that of the
     // children it reaped: a shell that waited for a 200 MiB child must not read 200 MiB.
-    if std::process::Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        // CI has python3: its absence there is a failure, not a pass.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set, but there is no python3"
-        );
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: no python3 ***\n");
+    if !has_python3() {
         return;
     }
     let dir = TempDir::new("run-processes-shell");
     let report_path = dir.path().join("report.json");
     let script = r#"python3 -c "import time; b = b'x' * (200 << 20); time.sleep(1)"; exit 0"#;
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&report_path)
-        .args(["--", "sh", "-c", script])
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(run_sh(&report_path, script), Some(0));
     let report = read_report(&report_path);
     let peak = |p: &stemmon::report::ProcessReport| p.peak_rss_bytes.expect("a peak");
     let shell = report

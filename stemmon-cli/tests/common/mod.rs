@@ -33,6 +33,21 @@ pub fn run_sh(report: &Path, script: &str) -> Option<i32> {
         .code()
 }
 
+/// Whether `python3` runs here. Under CI its absence is a failure, not a pass; elsewhere
+/// the test that needs it says loudly that it skipped.
+pub fn has_python3() -> bool {
+    if Command::new("python3").arg("--version").output().is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set, but there is no python3"
+    );
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: no python3 ***\n");
+    false
+}
+
 /// A directory removed when dropped, failing test or not. Its name is random and it is
 /// made exclusively, mode 0700 (tempfile): nothing planted in the shared temp dir is used.
 pub struct TempDir(tempfile::TempDir);
