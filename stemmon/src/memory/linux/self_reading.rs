@@ -42,7 +42,7 @@ impl SelfFiles {
     /// the current RSS (`clear_refs` value 5), so that the next reading gets its own
     /// interval's peak.
     pub(crate) fn read_status(&mut self, reset: bool) -> io::Result<Status> {
-        let status = loop {
+        let mut status = loop {
             let text = self.buf.read_prefix(&self.status)?;
             if text.is_empty() {
                 return Err(io::Error::new(io::ErrorKind::NotFound, "empty status"));
@@ -53,7 +53,6 @@ impl SelfFiles {
             }
             self.buf.grow();
         };
-        let mut status = status;
         if let (Some(file), true, Some(hwm)) = (&self.clear_refs, reset, status.hwm) {
             status.hwm = Some(self.exchange.hand_on(hwm));
             // A failed reset leaves the mark running from the earlier reset: still a bound.
@@ -117,10 +116,13 @@ impl SelfFiles {
             format!("cannot reset the process's own mark (/proc/self/clear_refs: {e})")
         };
         if self.clear_refs.is_some() {
-            // The mark so far ends other monitors' intervals too: read, handed on, reset.
-            return self.read_status(true).map(drop).map_err(why);
+            // The mark so far ends other monitors' intervals too: handed on first.
+            if let Ok(Status { hwm: Some(hwm), .. }) = self.read_status(false) {
+                self.exchange.hand_on(hwm);
+            }
         }
         match &self.clear_refs {
+            // The write's own result: a kernel without value 5 refuses it.
             Some(file) => (&*file).write(b"5").map(drop).map_err(why),
             None => Err(why(OpenOptions::new()
                 .write(true)
