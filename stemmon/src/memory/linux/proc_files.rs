@@ -109,9 +109,8 @@ pub(super) fn read_kept<'b>(
 
 /// `/proc/{pid}/cmdline` as one line: the arguments joined by spaces, at most
 /// [`MAX_COMMAND_CHARS`] characters; control characters are kept as data (whoever
-/// prints it escapes them). A process with no arguments left (a zombie: a command that
-/// exited before its first sample) is named as `ps` names it, by its `comm` in brackets;
-/// `None` if neither can be read.
+/// prints it escapes them). `None` for a process without one (a kernel thread, a zombie:
+/// the tree reader names it from its `status` then).
 pub(super) fn read_command(pid: u32) -> Option<Arc<str>> {
     use std::io::Read as _;
     let mut bytes = Vec::with_capacity(256);
@@ -124,7 +123,7 @@ pub(super) fn read_command(pid: u32) -> Option<Arc<str>> {
         bytes.pop();
     }
     if bytes.is_empty() {
-        return read_comm(pid);
+        return None;
     }
     for byte in &mut bytes {
         if *byte == 0 {
@@ -138,11 +137,4 @@ pub(super) fn read_command(pid: u32) -> Option<Arc<str>> {
             .collect::<String>()
             .into(),
     )
-}
-
-/// `[comm]` of `pid` (`/proc/{pid}/comm`, at most 16 bytes, kept to the end of a zombie).
-fn read_comm(pid: u32) -> Option<Arc<str>> {
-    let bytes = std::fs::read(ProcPath::of(pid, "comm").as_path()).ok()?;
-    let name = String::from_utf8_lossy(bytes.strip_suffix(b"\n").unwrap_or(&bytes));
-    (!name.is_empty()).then(|| format!("[{name}]").into())
 }

@@ -337,9 +337,9 @@ impl ProcTable {
             .and_then(Result::ok);
         let read = read_status(&status, status_buf, clear_refs.as_ref(), reset)?;
         if !proc.command_read {
-            // First seen: its argv now, while it is most likely still there; if it is
-            // gone already (a short-lived process reaped meanwhile), the name in the
-            // `status` just read.
+            // First seen: its argv now, while it is most likely still there. One with
+            // none left (a zombie, or gone since: a short-lived process reaped
+            // meanwhile) is named as `ps` names it, `[name]` from the `status` just read.
             proc.command_read = true;
             proc.command = read_command(pid)
                 .or_else(|| status_name(status_buf.text()).map(|name| format!("[{name}]").into()));
