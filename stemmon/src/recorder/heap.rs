@@ -266,6 +266,24 @@ struct Seen {
     net_at_charged: i64,
 }
 
+impl Seen {
+    /// A slot read with these figures, nothing charged from it yet.
+    fn read(unstaged: Counts, net: i64, peak: i64) -> Seen {
+        Seen {
+            unstaged: Some(unstaged),
+            net,
+            peak,
+            ..Seen::default()
+        }
+    }
+
+    /// `slot` as it is now, nothing charged from it yet; `None` while a frame is open.
+    fn now(slot: &Slot) -> Option<Seen> {
+        let (unstaged, net) = slot.unstaged()?;
+        Some(Seen::read(unstaged, net, slot.peak()))
+    }
+}
+
 /// The sweeps' memory of every thread, and the process's totals.
 #[derive(Debug, Default)]
 pub(crate) struct HeapSweep {
@@ -293,13 +311,8 @@ impl HeapSweep {
         sweep.seen.resize(claimed.len(), Seen::default());
         for (seen, slot) in sweep.seen.iter_mut().zip(claimed) {
             sweep.start = sweep.start.plus(&slot.counts());
-            if let Some((unstaged, net)) = slot.unstaged() {
-                *seen = Seen {
-                    unstaged: Some(unstaged),
-                    net,
-                    peak: slot.peak(),
-                    ..Seen::default()
-                };
+            if let Some(now) = Seen::now(slot) {
+                *seen = now;
             }
         }
         // Slots claimed later start from zero: everything they count is new.
@@ -342,20 +355,13 @@ impl Recorder {
         let others = !self.config.current_thread_only;
         for (index, slot) in claimed.iter().enumerate().filter(|_| others) {
             let seen = &mut heap.seen[index];
-            if slot.is_own() {
-                // A sampler's slot is handed on when its monitor ends (heap/slots.rs):
-                // the thread that takes it is charged from then, not for the sampler's.
-                if let Some((unstaged, net)) = slot.unstaged() {
-                    *seen = Seen {
-                        unstaged: Some(unstaged),
-                        net,
-                        peak: slot.peak(),
-                        ..Seen::default()
-                    };
+            if slot.is_own() || heap.owner == Some(index as u32) {
+                // Never charged, but kept seen: a slot is handed on when its thread
+                // exits (heap/slots.rs), and the thread that takes it (a sampler's, once
+                // its monitor ended) is charged from then, not for the last owner's.
+                if let Some(now) = Seen::now(slot) {
+                    *seen = now;
                 }
-                continue;
-            }
-            if heap.owner == Some(index as u32) {
                 continue;
             }
             let Some((unstaged, net)) = slot.unstaged() else {
@@ -366,12 +372,7 @@ impl Recorder {
                 // Read for the first time: a slot claimed before the start was
                 // unreadable then, and what it did before now is not charged.
                 None if index < known => {
-                    *seen = Seen {
-                        unstaged: Some(unstaged),
-                        net,
-                        peak: slot.peak(),
-                        ..Seen::default()
-                    };
+                    *seen = Seen::read(unstaged, net, slot.peak());
                     continue;
                 }
                 None => Counts::default(),

@@ -337,17 +337,17 @@ impl TreeReader for ProcReader {
                     root.ppid = std::os::unix::process::parent_id();
                 }
                 if status.rss.is_none() && !own {
-                    root.exited_peak = zombie(pid).map(|z| z.peak);
-                }
-                if status.rss.is_none() && !own && self.marks {
                     // The root has exited and waits to be reaped (`stemmon run` reaps
                     // its command after the last sample): its mark is gone with its
                     // memory, but as this process's child its final interval is in its
                     // rusage (`ru_maxrss`: its peak since the last reset, and that of
                     // the children it waited for, which the kernel does not tell apart).
-                    // The tree's figures take it; its own line in `processes` only if it
-                    // never had children (see `Processes::saw`).
-                    reading.parent_hwm = root.exited_peak.or(reading.parent_hwm);
+                    // The tree's figures take it; its own line in `processes` unless a
+                    // child seen holds it (`Processes::saw`).
+                    root.exited_peak = zombie(pid).map(|z| z.peak);
+                    if self.marks {
+                        reading.parent_hwm = root.exited_peak.or(reading.parent_hwm);
+                    }
                 }
                 if let Some(hwm) = reading.parent_hwm.filter(|_| root.exited_peak.is_none()) {
                     root.peak = root.peak.max(hwm);
