@@ -603,7 +603,12 @@ fn tracing_layer(rows: &mut Vec<Row>) {
     let room = BUDGET * theirs - timing;
     rows.push(Row {
         figure: bookkeeping.into(),
-        stemmon: time(stage - clock),
+        stemmon: format!(
+            "{} ({} − {} clock)",
+            time(stage - clock),
+            time(stage),
+            time(clock)
+        ),
         peer: format!("the budget's room over the floor: {BUDGET} × the counting span − the floor"),
         peer_value: time(room),
         ratio: format!("{:.2}", (stage - clock) / room),
