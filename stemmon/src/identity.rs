@@ -152,6 +152,25 @@ fn check_value(value: &str) -> Result<(), String> {
 }
 
 /// The machine's host name, `"unknown"` if the OS does not say.
+/// A new run id: 128 bits as 32 hex digits, from the host, the pid, the time and
+/// std's per-process random hash keys, so that two runs never share one (not even
+/// two monitors of one process, which differ in the time and in the keys' counter).
+pub(crate) fn run_id(host: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let half = |salt: u64| {
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u64(salt);
+        hasher.write(host.as_bytes());
+        hasher.write_u32(std::process::id());
+        hasher.write_u128(now);
+        hasher.finish()
+    };
+    format!("{:016x}{:016x}", half(1), half(2))
+}
+
 pub(crate) fn host_name() -> String {
     sysinfo::System::host_name()
         .ok()
@@ -291,6 +310,15 @@ mod tests {
             .unwrap_err()
             .contains("1025 bytes"));
         assert!(check_label("_ok9", "any printable text / ü").is_ok());
+    }
+
+    #[test]
+    fn run_ids_are_32_hex_digits_and_never_repeat() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| run_id("h")).collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(ids
+            .iter()
+            .all(|id| id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit())));
     }
 
     #[test]

@@ -92,6 +92,7 @@ impl Monitor {
             sampler: reader.name(),
             marks,
             platform: platform(),
+            run_id: crate::identity::run_id(&host),
             host,
             labels,
         };

@@ -341,6 +341,10 @@ pub struct StageReport {
 pub struct Report {
     /// Process id of the monitored process.
     pub pid: u32,
+    /// This run's identity: unique per monitor start (host, pid, start time and a
+    /// random part, as hex). `merge` refuses the same run twice; OTLP sends it as the
+    /// `service.instance.id` resource attribute. `null` in reports before 0.4.
+    pub run_id: Option<String>,
     /// `true` while the monitor runs, `false` once it finished.
     pub running: bool,
     /// Why the monitored run failed: `"panic"`, the error type `main` returned, or the

@@ -75,6 +75,8 @@ pub(crate) struct RunInfo {
     pub(crate) host: String,
     /// Who this process is in a larger job.
     pub(crate) labels: BTreeMap<String, String>,
+    /// This run's identity (the report's `run_id`).
+    pub(crate) run_id: String,
 }
 
 /// The monitor's own failures, kept as data for the report (SPEC §4): the publisher

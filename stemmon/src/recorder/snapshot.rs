@@ -134,6 +134,7 @@ impl Recorder {
         let processes = state.processes.report();
         Report {
             pid: self.pid,
+            run_id: Some(self.info.run_id.clone()),
             running: state.ended.is_none(),
             error: state.ended.as_ref().and_then(|ended| ended.error.clone()),
             exit_code: state.ended.as_ref().and_then(|ended| ended.exit_code),
