@@ -93,6 +93,9 @@ impl Monitor {
             marks,
             platform: platform(),
             run_id: crate::identity::run_id(&host),
+            start_unix_seconds: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0.0, |since| since.as_secs_f64()),
             host,
             labels,
         };

@@ -345,6 +345,9 @@ pub struct Report {
     /// random part, as hex). `merge` refuses the same run twice; OTLP sends it as the
     /// `service.instance.id` resource attribute. `null` in reports before 0.4.
     pub run_id: Option<String>,
+    /// When the monitor started, in seconds since the Unix epoch (the wall clock):
+    /// every other time in the report counts from here. `null` before 0.4.
+    pub start_unix_seconds: Option<f64>,
     /// `true` while the monitor runs, `false` once it finished.
     pub running: bool,
     /// Why the monitored run failed: `"panic"`, the error type `main` returned, or the

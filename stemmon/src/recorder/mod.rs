@@ -77,6 +77,8 @@ pub(crate) struct RunInfo {
     pub(crate) labels: BTreeMap<String, String>,
     /// This run's identity (the report's `run_id`).
     pub(crate) run_id: String,
+    /// The wall clock at the start, in seconds since the Unix epoch.
+    pub(crate) start_unix_seconds: f64,
 }
 
 /// The monitor's own failures, kept as data for the report (SPEC §4): the publisher

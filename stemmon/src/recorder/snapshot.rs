@@ -135,6 +135,7 @@ impl Recorder {
         Report {
             pid: self.pid,
             run_id: Some(self.info.run_id.clone()),
+            start_unix_seconds: Some(self.info.start_unix_seconds),
             running: state.ended.is_none(),
             error: state.ended.as_ref().and_then(|ended| ended.error.clone()),
             exit_code: state.ended.as_ref().and_then(|ended| ended.exit_code),
