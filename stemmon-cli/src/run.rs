@@ -36,10 +36,16 @@ pub(crate) struct Args {
     /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
     #[arg(long)]
     detailed_memory: bool,
-    /// Do not read the kernel's high-water marks: RSS samples only. Reading them resets
-    /// each process's mark, which changes what the command sees of itself (its
-    /// `ru_maxrss`, `VmHWM`, a `/usr/bin/time` inside it). `STEMMON_HIGH_WATER_MARKS=0`
-    /// turns them off too.
+    /// Reset the kernel's high-water mark of every process of the tree at each sample,
+    /// for an exact peak per interval (a tighter bound). Off by default: the resets
+    /// change what the command sees of its own peak (its `ru_maxrss`, `VmHWM`, a
+    /// `/usr/bin/time` inside the tree). Without them each mark is read as it runs from
+    /// its process's start, and the whole run's exact figure comes from the command's
+    /// exit (`waitid`), as `/usr/bin/time` gets it.
+    #[arg(long, conflicts_with = "no_high_water_marks")]
+    high_water_marks: bool,
+    /// Do not read the kernel's high-water marks at all: RSS samples only.
+    /// `STEMMON_HIGH_WATER_MARKS=0` turns them off too.
     #[arg(long)]
     no_high_water_marks: bool,
     /// A label for the report and the exported metrics (repeatable): `--label rank=3`.
@@ -228,6 +234,7 @@ mod unix {
         if args.no_high_water_marks {
             builder = builder.high_water_marks(false);
         }
+        builder = builder.reset_marks(args.high_water_marks);
         if let Some(output) = &args.output {
             builder = builder.output(output);
         }

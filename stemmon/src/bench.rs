@@ -28,7 +28,7 @@ impl BoundaryReader {
     #[cfg(target_os = "linux")]
     pub fn new(marks: bool, cpu: bool) -> BoundaryReader {
         let ledger = std::sync::Arc::new(crate::memory::linux::Ledger::new());
-        let reader = crate::memory::linux::ProcSelfReader::new(ledger, marks);
+        let reader = crate::memory::linux::ProcSelfReader::new(ledger, marks, marks);
         BoundaryReader(Box::new(if cpu { reader } else { reader.without_cpu() }))
     }
 

@@ -98,6 +98,18 @@ impl MonitorBuilder {
         self
     }
 
+    /// Reset every process's high-water mark at each reading (on by default), so that
+    /// each interval between readings, and each stage, gets its own exact peak. The
+    /// resets change what the monitored processes see of their own peaks (`ru_maxrss`,
+    /// `VmHWM`, a `/usr/bin/time` inside the tree); `false` reads each mark as it runs
+    /// from its process's start: the programs' own figures stay true, and the bound
+    /// (a sum of lifetime peaks) is looser, never lower. `stemmon run` reads them so by
+    /// default.
+    pub fn reset_marks(mut self, on: bool) -> Self {
+        self.config.reset_marks = on;
+        self
+    }
+
     /// Adds a label to the report and to every exported metric series. Names are
     /// Prometheus label names (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`; `host`,
     /// `job`, `stage` and `instance` are reserved); values are non-empty and printable,

@@ -26,6 +26,8 @@ pub(crate) struct Config {
     /// Cover the starting thread only, not the whole process.
     pub(crate) current_thread_only: bool,
     pub(crate) high_water_marks: bool,
+    /// Each reading of the marks resets them (else each runs from its process's start).
+    pub(crate) reset_marks: bool,
     /// Labels given with `.label(k, v)`, in order.
     pub(crate) labels: Vec<(String, String)>,
     pub(crate) prometheus_textfile: Option<PathBuf>,
@@ -49,6 +51,7 @@ impl Default for Config {
             max_samples: 0,
             current_thread_only: false,
             high_water_marks: true,
+            reset_marks: true,
             labels: Vec::new(),
             prometheus_textfile: None,
             pushgateway: None,

@@ -93,7 +93,12 @@ impl Publisher {
         if recorder.config.log_interval.is_some() {
             let now = recorder.owner_stage(&recorder.lock().records);
             for (event, stage) in events {
-                log::print_line(&event.text(&report), stage.path(&report, &now), &report);
+                log::print_line(
+                    &event.text(&report),
+                    stage.path(&report, &now),
+                    event.heap(),
+                    &report,
+                );
             }
         }
         report

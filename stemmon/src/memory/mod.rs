@@ -51,6 +51,11 @@ pub struct TreeReading {
     pub tree_rss_bound: Option<u64>,
     /// The largest peak of a descendant that exited since the previous reading.
     pub reaped_child_peak: Option<u64>,
+    /// The parts of `tree_rss_bound` other than the root's own mark: each live
+    /// descendant's mark, and what each group of descendants that exited in the
+    /// interval held at most, with when each began. A stage that closed before the
+    /// sample counts only the parts that began before it closed.
+    pub bound_parts: Vec<BoundPart>,
     /// The job's cgroup now.
     pub cgroup: Option<CgroupReport>,
     /// The cgroup's highest charge since the previous sample: its charge now, or the
@@ -72,6 +77,20 @@ pub struct TreeReading {
     pub root_process: Option<Descendant>,
     /// Why some process's `/proc/PID/io` could not be read, if one could not.
     pub io_missing: Option<String>,
+}
+
+/// A part of the tree's high-water bound (see [`TreeReading::bound_parts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BoundPart {
+    /// The process's id (the lowest of the group's): where two starts fall in one
+    /// clock tick, the later process has the higher id.
+    pub pid: u32,
+    /// When the process (or the first of the group) started, in seconds since boot, to
+    /// the clock tick of `/proc/PID/stat` (see [`start_tick_seconds`]); `None` where
+    /// unknown (it then counts for every stage of the interval).
+    pub started: Option<f64>,
+    /// Its mark, or the group's most, in bytes.
+    pub bytes: u64,
 }
 
 /// Cumulative CPU and storage counters of a process or a sum of them (SPEC §12).
@@ -142,7 +161,7 @@ impl Usage {
 }
 
 /// One descendant as a full sample read it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Descendant {
     /// Its process id.
     pub pid: u32,
@@ -154,13 +173,19 @@ pub struct Descendant {
     pub ppid: u32,
     /// Its counters (its own and its reaped children's), zero where not read.
     pub usage: Usage,
-    /// Its argv joined by spaces, read once when it was first seen.
+    /// Its own CPU time (user plus system, its reaped children's left out), in
+    /// microseconds, where read.
+    pub own_cpu_micros: Option<u64>,
+    /// When it started, in seconds since boot, where read.
+    pub started: Option<f64>,
+    /// Its argv joined by spaces, read when it was first seen and again after it
+    /// `exec`ed another program.
     pub command: Option<Arc<str>>,
     /// Its exit code, where it was seen as an exited child waiting to be reaped.
     pub exit_code: Option<i32>,
     /// The peak its rusage gives once it exited (`waitid(WNOWAIT)` of a child of this
     /// process): its own and that of the children it reaped, which the kernel does not
-    /// tell apart.
+    /// tell apart. Never taken as its own peak (`peak`).
     pub exited_peak: Option<u64>,
 }
 
@@ -175,9 +200,10 @@ pub trait TreeReader: Send {
     /// (orphans it adopted as a subreaper) as descendants. Ignored where unsupported.
     fn adopt_orphans(&mut self, _adopt: bool) {}
 
-    /// Turns the high-water marks on or off for the tree rooted at `root`, and says
+    /// Turns the high-water marks on or off for the tree rooted at `root` (reset at
+    /// every reading when `reset`, else each runs from its process's start), and says
     /// which of them this reader can read. Off, or missing here, by default.
-    fn configure_marks(&mut self, enabled: bool, _root: u32) -> HighWaterMarks {
+    fn configure_marks(&mut self, enabled: bool, _reset: bool, _root: u32) -> HighWaterMarks {
         HighWaterMarks {
             enabled,
             missing: Some(if enabled {
@@ -219,8 +245,10 @@ pub(crate) struct ReaderSettings {
     pub(crate) kind: Reader,
     /// USS and PSS (Linux), physical footprint (macOS).
     pub(crate) detailed: bool,
-    /// Read (and reset) the high-water marks.
+    /// Read the high-water marks.
     pub(crate) high_water_marks: bool,
+    /// Reset them at every reading.
+    pub(crate) reset_marks: bool,
     /// The root of the tree: this process when `None`.
     pub(crate) root: Option<u32>,
     /// With `root`: this process's other children count as descendants too.
@@ -234,6 +262,7 @@ impl ReaderSettings {
             kind: config.reader,
             detailed: config.detailed_memory,
             high_water_marks: config.high_water_marks,
+            reset_marks: config.reset_marks,
             root: config.root,
             adopted_orphans: config.adopted_orphans && config.root.is_some(),
         }
@@ -283,12 +312,20 @@ impl Readers {
             _ => default_reader(settings.detailed),
         };
         tree.adopt_orphans(settings.adopted_orphans);
-        let marks = tree.configure_marks(settings.high_water_marks, settings.root_pid());
+        let marks = tree.configure_marks(
+            settings.high_water_marks,
+            settings.reset_marks,
+            settings.root_pid(),
+        );
         // The boundary reads this process's marks only when it is the root.
         let boundary_marks = marks.parent && settings.root.is_none();
         #[cfg(target_os = "linux")]
         let boundary: Box<dyn SelfReader> = {
-            let reader = linux::ProcSelfReader::new(Arc::clone(&spare.ledger), boundary_marks);
+            let reader = linux::ProcSelfReader::new(
+                Arc::clone(&spare.ledger),
+                boundary_marks,
+                settings.reset_marks,
+            );
             Box::new(match settings.root {
                 Some(_) => reader.without_self_usage(),
                 None => reader,
@@ -342,7 +379,11 @@ impl ReaderHandle {
             _ => {
                 let mut reader = linux::ProcReader::on_ledger(Arc::clone(&self.ledger), detailed);
                 reader.adopt_orphans(adopted_orphans);
-                reader.set_marks(high_water_marks, self.settings.root_pid());
+                reader.set_marks(
+                    high_water_marks,
+                    self.settings.reset_marks,
+                    self.settings.root_pid(),
+                );
                 Box::new(reader)
             }
             #[cfg(not(target_os = "linux"))]
@@ -362,9 +403,12 @@ pub(crate) struct SelfReading {
     /// The peak RSS since the previous reading of either kind (`VmHWM`, then reset);
     /// `None` with marks off or unavailable.
     pub(crate) hwm: Option<u64>,
-    /// The kernel's peak of the children reaped since the previous reading, if any
-    /// was reaped: also the sign that some last-sampled children may be gone.
+    /// The peak of a child reaped since the previous reading, where the kernel's
+    /// maximum grew: exact.
     pub(crate) reaped: Option<u64>,
+    /// The most any child reaped since held, where the kernel says (see
+    /// `linux::reaped::Reaped`): for the bound.
+    pub(crate) reaped_at_most: Option<u64>,
     /// A child of this process was reaped or has exited since the previous reading:
     /// some last-sampled descendants may be gone.
     pub(crate) children_changed: bool,
@@ -397,6 +441,39 @@ pub(crate) fn exited_child(pid: u32) -> Option<Descendant> {
     }
 }
 
+/// How finely a process's start time is known, in seconds: one clock tick of
+/// `/proc/PID/stat` (`USER_HZ`, 10 ms on most kernels).
+pub fn start_tick_seconds() -> f64 {
+    #[cfg(target_os = "linux")]
+    {
+        1.0 / linux::procfs::clock_ticks().max(1) as f64
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        0.01
+    }
+}
+
+/// Seconds since boot now (`CLOCK_BOOTTIME`, the clock of `/proc/PID/stat`'s start
+/// times) on Linux, `None` elsewhere.
+pub(crate) fn boot_seconds() -> Option<f64> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is valid for writes and outlives the call; CLOCK_BOOTTIME is a
+        // valid clock on every Linux this builds for.
+        let done = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+        (done == 0).then(|| now.tv_sec as f64 + now.tv_nsec as f64 / 1e9)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// The calling thread's CPU time (user plus system) in microseconds:
 /// `getrusage(RUSAGE_THREAD)` on Linux, `None` elsewhere.
 pub(crate) fn thread_cpu_micros() -> Option<u64> {
@@ -420,6 +497,12 @@ pub(crate) trait SelfReader: Send {
     /// descendant, whether it was already found gone, so each is checked until it goes
     /// and never after.
     fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren;
+
+    /// The last process id the kernel gave out in this process's pid namespace: a
+    /// process with a higher one started later. `None` where it cannot be read.
+    fn last_pid(&mut self) -> Option<u32> {
+        None
+    }
 }
 
 /// What a stage boundary finds of the last-sampled descendants.
@@ -494,11 +577,8 @@ mod tests {
             readers.marks
         );
         readers.tree.read_tree(me).unwrap();
-        let status = std::process::Command::new("python3")
-            .args([
-                "-c",
-                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
-            ])
+        let mib = linux::tests::past_reaped_maximum(64);
+        let status = linux::tests::python_holding(mib)
             .status()
             .expect("python3 runs");
         assert!(status.success());
@@ -507,7 +587,7 @@ mod tests {
         let peak = last
             .reaped_child_peak
             .expect("the final interval keeps the reaping");
-        assert!(peak >= 64 << 20, "{peak}");
+        assert!(peak >= mib << 20, "{peak}");
         assert!(last.tree_rss_bound.is_some(), "{last:?}");
         // Configured as the sampler's: its cgroup is read too.
         let sampler = readers.tree.read_tree(me).unwrap();

@@ -239,7 +239,7 @@ impl State {
         for record in self.boundary.take_pending() {
             let stats = &mut self.records.get_mut(record).stats;
             if stats.pending_local.is_some() {
-                stats.close_interval(reading.children_hwm);
+                stats.close_interval(&reading, self.boot_origin);
             }
         }
         let sample = SampleReport {

@@ -31,7 +31,7 @@ pub(crate) fn fd_budget() -> usize {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ProcUsage {
     pub(crate) stat: StatUsage,
-    /// `read_bytes`, `write_bytes` (less cancelled writes); `Err` with the OS error
+    /// `read_bytes`, `write_bytes`; `Err` with the OS error
     /// where `io` could not be read (another user's process, no task accounting).
     pub(crate) io: Result<(u64, u64), i32>,
 }
