@@ -105,13 +105,22 @@ impl Boundary {
         }
     }
 
-    /// Takes in a full sample taken at `at`: its parent reading is the newest, its
-    /// descendants are the ones later boundaries check.
-    pub(super) fn sampled(&mut self, reading: TreeReading, at: u64) {
+    /// Takes in a full sample whose reading ran from `started` to `at`: its parent
+    /// reading is the newest, its descendants are the ones later boundaries check.
+    /// Where a boundary reading ran meanwhile, a descendant the walk read before it
+    /// exited may be gone already: each is checked now (its exit was that reading's
+    /// to count), so that no later boundary counts it alive.
+    pub(super) fn sampled(&mut self, reading: TreeReading, started: u64, at: u64) {
+        let raced = self.latest.is_some_and(|latest| latest.at > started);
         self.latest = reading.parent_rss.map(|rss| ParentReading { at, rss });
         self.children = reading.children_rss;
         self.gone.clear();
         self.last_tree = reading;
+        if raced && !self.last_tree.descendants.is_empty() {
+            let live =
+                crate::memory::live_children_rss(&self.last_tree.descendants, &mut self.gone, drop);
+            self.children = Some(live.rss);
+        }
     }
 
     /// The records waiting for a sample, those that saw only a reused reading first:
@@ -154,8 +163,13 @@ impl Recorder {
     ) {
         let entering = edge == Edge::Entry;
         let boundary = &mut state.boundary;
+        // A young reading is reused, unless a child exited since: its figures would
+        // still count that child, and its reaping would fall to a later stage.
         let fresh = match boundary.latest {
-            Some(latest) if self.clock.delta_as_nanos(latest.at, now) < BOUNDARY_REUSE_NANOS => {
+            Some(latest)
+                if self.clock.delta_as_nanos(latest.at, now) < BOUNDARY_REUSE_NANOS
+                    && !boundary.reader.children_changed() =>
+            {
                 None
             }
             _ => match boundary.reader.read() {

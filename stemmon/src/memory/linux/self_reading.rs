@@ -249,6 +249,10 @@ impl SelfReader for ProcSelfReader {
         })
     }
 
+    fn children_changed(&mut self) -> bool {
+        ChildUsage::now() != self.last_usage || any_zombie_child()
+    }
+
     fn last_pid(&mut self) -> Option<u32> {
         use std::os::unix::fs::FileExt;
         if self.last_pid_file.is_none() {

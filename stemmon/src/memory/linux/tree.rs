@@ -16,10 +16,10 @@
 
 use super::ledger::{Ledger, PidMap};
 pub(crate) use super::proc_files::{fd_budget, ProcUsage};
-use super::proc_files::{read_command, read_kept, read_status, Fds};
+use super::proc_files::{read_command, read_kept, read_status, Comm, Fds};
 use super::procfs::{
     is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_usage, status_name,
-    status_name_bytes, Buf, ProcPath, Status,
+    Buf, ProcPath, Status,
 };
 use super::stat_scan::{has_children_files, scan_stat};
 use std::fs::{File, OpenOptions};
@@ -72,8 +72,7 @@ struct Proc {
     command: Option<Arc<str>>,
     /// `cmdline` was read (or tried) for this process.
     command_read: bool,
-    /// Its `Name:` (`comm`) when `command` was read: a change means it `exec`ed
-    /// another program, whose argv is read then.
+    /// Its `Name:` when `command` was read: a change means it `exec`ed another program.
     comm: Comm,
     /// Its threads as last listed.
     tasks: Vec<Task>,
@@ -89,7 +88,7 @@ impl Proc {
     fn follow_exec(&mut self, status: &[u8]) {
         let comm = Comm::of(status);
         if comm != self.comm {
-            if self.comm.len > 0 {
+            if self.comm.is_read() {
                 self.command_read = false;
             }
             self.comm = comm;
@@ -110,28 +109,6 @@ impl Proc {
             fds.release(task.children);
         }
         self.listed_threads = None;
-    }
-}
-
-/// A process's `comm` as its `status` gives it (the kernel keeps 15 bytes; 32 are compared),
-/// kept without allocating.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Comm {
-    len: u8,
-    bytes: [u8; 32],
-}
-
-impl Comm {
-    /// The `Name:` of a `status` text.
-    fn of(status: &[u8]) -> Comm {
-        let name = status_name_bytes(status);
-        let len = name.len().min(32);
-        let mut comm = Comm {
-            len: len as u8,
-            bytes: [0; 32],
-        };
-        comm.bytes[..len].copy_from_slice(&name[..len]);
-        comm
     }
 }
 
