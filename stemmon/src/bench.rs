@@ -4,7 +4,9 @@
 
 pub use crate::memory::{default_reader, Descendant, TreeReader, TreeReading};
 #[cfg(feature = "gpu")]
-pub use crate::sources::gpu::{GpuReading, GpuSource};
+pub use crate::sources::gpu::{
+    DeviceInfo, DeviceReading, GpuInfo, GpuReading, GpuSource, ProcessGpu, Reason,
+};
 
 /// The default reader, reading every process's `stat` and `io` at every sample (the
 /// monitor's reader reads them at most every 10 ms per process): what a full sample

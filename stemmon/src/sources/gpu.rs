@@ -128,7 +128,7 @@ pub struct GpuReading {
     pub ambiguous_pids: u32,
     /// The busiest device's used memory: the largest known `used_bytes`.
     pub device_bytes: Option<u64>,
-    /// Each device of [`GpuInfo::devices`], in the same order.
+    /// Each device of the source's [`GpuInfo`], in the same order.
     pub devices: Vec<DeviceReading>,
     /// The tree's processes that some device listed, in the tree's order.
     pub processes: Vec<ProcessGpu>,
