@@ -112,6 +112,7 @@ fn the_report_file_has_exactly_the_specified_keys() {
         // 0.4: the run's identity and its place in time.
         "run_id",
         "start_unix_seconds",
+        "spawn_floor_bytes",
     ];
     let expected = sorted(
         report_keys

@@ -164,6 +164,8 @@ mod unix {
         };
 
         let argv = &args.command;
+        // What the kernel carries into CMD's own peak across its `exec`: this process's.
+        let spawn_floor = own_high_water_mark();
         let child = Command::new(&argv[0])
             .args(&argv[1..])
             .spawn()
@@ -180,7 +182,7 @@ mod unix {
         // stemmon reaps CMD itself (below), with every orphan: the handle is not needed.
         drop(child);
 
-        let monitor = start_monitor(&args, pid);
+        let monitor = start_monitor(&args, pid, spawn_floor);
         let (status, signal) = wait_for(pid as libc::pid_t, monitor.as_ref());
         // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
         // nothing resident, whose final interval is in its rusage) instead of a missing
@@ -218,7 +220,20 @@ mod unix {
         pending: Vec<libc::c_int>,
     }
 
-    fn start_monitor(args: &Args, pid: u32) -> Option<stemmon::Monitor> {
+    /// This process's `VmHWM`, in bytes, where `/proc` has it.
+    fn own_high_water_mark() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        let kib: u64 = line["VmHWM:".len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    }
+
+    fn start_monitor(args: &Args, pid: u32, spawn_floor: Option<u64>) -> Option<stemmon::Monitor> {
         let mut builder = stemmon::Monitor::builder()
             .root_process(pid)
             // The orphans this subreaper adopts from CMD stay in the tree.
@@ -233,6 +248,9 @@ mod unix {
             .detailed_memory(args.detailed_memory);
         if args.no_high_water_marks {
             builder = builder.high_water_marks(false);
+        }
+        if let Some(floor) = spawn_floor {
+            builder = builder.spawn_floor(floor);
         }
         builder = builder.reset_marks(args.high_water_marks);
         if let Some(output) = &args.output {

@@ -162,6 +162,16 @@ impl MonitorBuilder {
         self
     }
 
+    /// With [`root_process`](Self::root_process): the high-water mark (`VmHWM`) of the
+    /// process that started the root, when it started it. The kernel carries it into
+    /// the root's own `ru_maxrss` across `exec` (the peak of the image it replaced), so
+    /// the root's exit figure, and `/usr/bin/time`'s for it, never read below it; the
+    /// report's `spawn_floor_bytes` says so. `stemmon run` passes its own.
+    pub fn spawn_floor(mut self, bytes: u64) -> Self {
+        self.config.spawn_floor = Some(bytes);
+        self
+    }
+
     /// Records the argv of the monitored command in the report's `command`.
     pub fn command(mut self, argv: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.config.command = Some(argv.into_iter().map(Into::into).collect());

@@ -37,6 +37,8 @@ pub(crate) struct Config {
     pub(crate) root: Option<u32>,
     /// The argv of the command `stemmon run` started.
     pub(crate) command: Option<Vec<String>>,
+    /// The starter's high-water mark when it started the root (see the builder).
+    pub(crate) spawn_floor: Option<u64>,
     /// With `root`: this process's other children count as descendants too.
     pub(crate) adopted_orphans: bool,
 }
@@ -58,6 +60,7 @@ impl Default for Config {
             reader: Reader::Native,
             root: None,
             command: None,
+            spawn_floor: None,
             adopted_orphans: false,
         }
     }

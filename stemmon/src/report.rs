@@ -385,6 +385,12 @@ pub struct Report {
     pub labels: BTreeMap<String, String>,
     /// The monitored command's argv, when `stemmon run` started it.
     pub command: Option<Vec<String>>,
+    /// Under `stemmon run`: stemmon's own high-water mark when it started the command.
+    /// The kernel carries it into the command's `ru_maxrss` across `exec` (the peak of
+    /// the image it replaced), so the command's `exit_maxrss_bytes` (and what
+    /// `/usr/bin/time` prints for it) never reads below it, however little the command
+    /// held. `null` otherwise.
+    pub spawn_floor_bytes: Option<u64>,
     /// Whether USS / PSS / physical footprint were collected.
     pub detailed_memory: bool,
     /// Which high-water marks were read.
