@@ -76,7 +76,7 @@ fn main() {
         let root = tree.root();
         // Every file of every process at every sample: the work the floor does.
         let mut reader = stemmon::__bench::full_reader(false);
-        let marks = reader.configure_marks(true, root);
+        let marks = reader.configure_marks(true, true, root);
         assert!(
             marks.parent && marks.descendants,
             "marks are read: {marks:?}"

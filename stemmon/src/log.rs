@@ -192,10 +192,11 @@ mod tests {
 
     #[test]
     fn the_headroom_shows_only_with_a_limit() {
-        let mut cgroup = CgroupReport {
-            memory_current_bytes: Some(800 << 20),
-            memory_peak_bytes: Some(1000 << 20),
-            ..CgroupReport::default()
+        let mut cgroup = {
+            let mut built = CgroupReport::default();
+            built.memory_current_bytes = Some(800 << 20);
+            built.memory_peak_bytes = Some(1000 << 20);
+            built
         };
         assert_eq!(headroom(&cgroup, Some(850 << 20)), None);
         cgroup.memory_limit_bytes = Some(1 << 30);
@@ -234,9 +235,10 @@ mod tests {
             line.ends_with("; children=unavailable; heap=500.0 MiB; cpu=1.0 cores"),
             "{line}"
         );
-        report.timeline.push(crate::report::TimelinePoint {
-            cpu_cores: Some(3.83),
-            ..Default::default()
+        report.timeline.push({
+            let mut built = crate::report::TimelinePoint::default();
+            built.cpu_cores = Some(3.83);
+            built
         });
         let line = format_line("running", "fit", None, &report);
         assert!(

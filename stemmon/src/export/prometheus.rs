@@ -392,35 +392,40 @@ mod tests {
     use crate::report::{Peaks, SampleReport, StageReport};
 
     fn report() -> Report {
-        let stage = |path: &str, calls, errors, wall, peak| StageReport {
-            path: path.into(),
-            name: path.rsplit('/').next().unwrap().into(),
-            calls,
-            errors,
-            wall_seconds: wall,
-            peaks: Peaks {
-                peak_tree_rss_bytes: peak,
-                ..Peaks::default()
-            },
-            ..StageReport::default()
+        let stage = |path: &str, calls, errors, wall, peak| {
+            let mut built = StageReport::default();
+            built.path = path.into();
+            built.name = path.rsplit('/').next().unwrap().into();
+            built.calls = calls;
+            built.errors = errors;
+            built.wall_seconds = wall;
+            built.peaks = {
+                let mut built = Peaks::default();
+                built.peak_tree_rss_bytes = peak;
+                built
+            };
+            built
         };
-        let mut report = Report {
-            running: true,
-            wall_seconds: 1.25,
-            peaks: Peaks {
-                peak_tree_rss_bytes: Some(9_007_199_254_740_993),
-                ..Peaks::default()
-            },
-            latest_sample: Some(SampleReport {
-                tree_rss_bytes: Some(4096),
-                process_count: 3,
-                ..SampleReport::default()
-            }),
-            stages: vec![
+        let mut report = {
+            let mut built = Report::default();
+            built.running = true;
+            built.wall_seconds = 1.25;
+            built.peaks = {
+                let mut built = Peaks::default();
+                built.peak_tree_rss_bytes = Some(9_007_199_254_740_993);
+                built
+            };
+            built.latest_sample = Some({
+                let mut built = SampleReport::default();
+                built.tree_rss_bytes = Some(4096);
+                built.process_count = 3;
+                built
+            });
+            built.stages = vec![
                 stage("load", 2, 1, 0.5, Some(1000)),
                 stage("load/parse \"x\"", 7, 0, 0.125, None),
-            ],
-            ..Report::default()
+            ];
+            built
         };
         report.high_water.peak_tree_rss_bound_bytes = Some(5000);
         report

@@ -202,14 +202,16 @@ impl CgroupReader {
             parse_pid_list(text, |_| count += 1);
             Some(count)
         });
-        Ok(CgroupReport {
-            path: self.path.clone(),
-            version: self.version,
-            memory_current_bytes: current,
-            memory_peak_bytes: peak,
-            memory_limit_bytes: limit,
-            oom_kills,
-            processes,
+        Ok({
+            let mut built = CgroupReport::default();
+            built.path = self.path.clone();
+            built.version = self.version;
+            built.memory_current_bytes = current;
+            built.memory_peak_bytes = peak;
+            built.memory_limit_bytes = limit;
+            built.oom_kills = oom_kills;
+            built.processes = processes;
+            built
         })
     }
 }

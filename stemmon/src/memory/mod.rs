@@ -39,17 +39,18 @@ pub trait TreeReader: Send {
     /// every reading when `reset`, else each runs from its process's start), and says
     /// which of them this reader can read. Off, or missing here, by default.
     fn configure_marks(&mut self, enabled: bool, _reset: bool, _root: u32) -> HighWaterMarks {
-        HighWaterMarks {
-            enabled,
-            missing: Some(if enabled {
+        {
+            let mut built = HighWaterMarks::default();
+            built.enabled = enabled;
+            built.missing = Some(if enabled {
                 format!(
                     "the {} reader has no high-water marks (they are read from /proc, on Linux)",
                     self.name()
                 )
             } else {
                 "turned off".to_owned()
-            }),
-            ..HighWaterMarks::default()
+            });
+            built
         }
     }
 }

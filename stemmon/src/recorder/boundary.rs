@@ -228,19 +228,20 @@ impl Recorder {
         };
         // The plot's series gets the fresh reading too (at most one a millisecond),
         // folded into the newest point: its bound line reaches the report's bound.
-        state.samples.timeline.raise_last(TimelinePoint {
-            elapsed_seconds: elapsed,
-            end_seconds: elapsed,
-            tree_rss_bytes: reading.tree_rss,
-            parent_rss_bytes: reading.parent_rss,
-            children_rss_bytes: reading.children_rss,
-            tree_rss_bound_bytes: interval.parent_hwm.map(|hwm| {
+        state.samples.timeline.raise_last({
+            let mut built = TimelinePoint::default();
+            built.elapsed_seconds = elapsed;
+            built.end_seconds = elapsed;
+            built.tree_rss_bytes = reading.tree_rss;
+            built.parent_rss_bytes = reading.parent_rss;
+            built.children_rss_bytes = reading.children_rss;
+            built.tree_rss_bound_bytes = interval.parent_hwm.map(|hwm| {
                 (hwm + interval.reaped_at_most.max(interval.reaped).unwrap_or(0)
                     + interval.children_rss)
                     .max(reading.tree_rss.unwrap_or(0))
-            }),
-            samples: 0,
-            ..TimelinePoint::default()
+            });
+            built.samples = 0;
+            built
         });
         self.sweep_heap(state, now);
         let boundary = &mut state.boundary;

@@ -222,16 +222,18 @@ impl TreeCpu {
         let user = seconds(calls.tree.user_micros * 1_000);
         let system = seconds(calls.tree.system_micros * 1_000);
         let io = self.io_missing.is_none();
-        CpuIo {
-            cpu_user_seconds: Some(user),
-            cpu_system_seconds: Some(system),
-            cpu_cores: (wall_seconds > 0.0).then(|| (user + system) / wall_seconds),
-            cpu_thread_seconds: calls
+        {
+            let mut built = CpuIo::default();
+            built.cpu_user_seconds = Some(user);
+            built.cpu_system_seconds = Some(system);
+            built.cpu_cores = (wall_seconds > 0.0).then(|| (user + system) / wall_seconds);
+            built.cpu_thread_seconds = calls
                 .thread_read
-                .then(|| seconds(calls.thread_micros * 1_000)),
-            io_read_bytes: io.then_some(calls.tree.read_bytes),
-            io_write_bytes: io.then_some(calls.tree.write_bytes),
-            major_faults: Some(calls.tree.major_faults),
+                .then(|| seconds(calls.thread_micros * 1_000));
+            built.io_read_bytes = io.then_some(calls.tree.read_bytes);
+            built.io_write_bytes = io.then_some(calls.tree.write_bytes);
+            built.major_faults = Some(calls.tree.major_faults);
+            built
         }
     }
 

@@ -114,12 +114,14 @@ impl HeapStats {
             return StageHeap::default();
         }
         let c = &self.counts;
-        StageHeap {
-            heap_allocations: Some(c.allocations),
-            heap_allocated_bytes: Some(c.allocated),
-            heap_freed_bytes: Some(c.freed),
-            heap_retained_bytes: Some(c.net()),
-            peak_heap_bytes: Some(self.peaks.iter().map(|(_, p)| p).sum()),
+        {
+            let mut built = StageHeap::default();
+            built.heap_allocations = Some(c.allocations);
+            built.heap_allocated_bytes = Some(c.allocated);
+            built.heap_freed_bytes = Some(c.freed);
+            built.heap_retained_bytes = Some(c.net());
+            built.peak_heap_bytes = Some(self.peaks.iter().map(|(_, p)| p).sum());
+            built
         }
     }
 }
@@ -410,33 +412,37 @@ impl Recorder {
         let live = live.max(0) as u64;
         heap.peak_live = heap.peak_live.max(live);
         let elapsed = self.elapsed(now);
-        state.samples.timeline.raise_last(TimelinePoint {
-            elapsed_seconds: elapsed,
-            end_seconds: elapsed,
-            heap_live_bytes: Some(live),
-            samples: 0,
-            ..TimelinePoint::default()
+        state.samples.timeline.raise_last({
+            let mut built = TimelinePoint::default();
+            built.elapsed_seconds = elapsed;
+            built.end_seconds = elapsed;
+            built.heap_live_bytes = Some(live);
+            built.samples = 0;
+            built
         });
     }
 
     /// The report's `heap`.
     pub(super) fn heap_report(&self, state: &State) -> HeapReport {
         let Some(inner) = slots::allocator() else {
-            return HeapReport {
-                missing: Some(MISSING.to_owned()),
-                ..HeapReport::default()
+            return {
+                let mut built = HeapReport::default();
+                built.missing = Some(MISSING.to_owned());
+                built
             };
         };
         let (all, live) = state.heap.totals();
         let since = all.since(&state.heap.start);
         let live = live.max(0) as u64;
-        HeapReport {
-            allocator: Some(format!("stemmon::Alloc<{inner}>")),
-            allocations: Some(since.allocations),
-            allocated_bytes: Some(since.allocated),
-            live_bytes: Some(live),
-            peak_live_bytes: Some(state.heap.peak_live.max(live)),
-            missing: None,
+        {
+            let mut built = HeapReport::default();
+            built.allocator = Some(format!("stemmon::Alloc<{inner}>"));
+            built.allocations = Some(since.allocations);
+            built.allocated_bytes = Some(since.allocated);
+            built.live_bytes = Some(live);
+            built.peak_live_bytes = Some(state.heap.peak_live.max(live));
+            built.missing = None;
+            built
         }
     }
 }

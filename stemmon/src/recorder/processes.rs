@@ -118,16 +118,18 @@ impl Processes {
         let mut list: Vec<ProcessReport> = self
             .seen
             .iter()
-            .map(|(&pid, seen)| ProcessReport {
-                pid,
-                ppid: seen.ppid,
-                command: seen.command.as_deref().unwrap_or("").to_owned(),
-                first_seconds: seen.first,
-                last_seconds: seen.last,
-                peak_rss_bytes: seen.peak,
-                exit_maxrss_bytes: seen.exit_maxrss,
-                cpu_seconds: seen.cpu_micros.map(|c| c as f64 / 1e6),
-                exit_code: seen.exit_code,
+            .map(|(&pid, seen)| {
+                let mut built = ProcessReport::default();
+                built.pid = pid;
+                built.ppid = seen.ppid;
+                built.command = seen.command.as_deref().unwrap_or("").to_owned();
+                built.first_seconds = seen.first;
+                built.last_seconds = seen.last;
+                built.peak_rss_bytes = seen.peak;
+                built.exit_maxrss_bytes = seen.exit_maxrss;
+                built.cpu_seconds = seen.cpu_micros.map(|c| c as f64 / 1e6);
+                built.exit_code = seen.exit_code;
+                built
             })
             .collect();
         let rank = |p: &ProcessReport| p.peak_rss_bytes.or(p.exit_maxrss_bytes);

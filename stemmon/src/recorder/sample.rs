@@ -107,18 +107,19 @@ impl Samples {
             // The stage is empty: a clone allocates nothing.
             self.recent.push_back(sample.clone());
         }
-        self.timeline.push(TimelinePoint {
-            elapsed_seconds: elapsed,
-            end_seconds: elapsed,
-            tree_rss_bytes: reading.tree_rss,
-            parent_rss_bytes: reading.parent_rss,
-            children_rss_bytes: reading.children_rss,
-            tree_rss_bound_bytes: bound,
-            cgroup_memory_bytes: reading.cgroup_peak,
-            process_count: reading.process_count,
-            cpu_cores,
-            samples: 1,
-            ..TimelinePoint::default()
+        self.timeline.push({
+            let mut built = TimelinePoint::default();
+            built.elapsed_seconds = elapsed;
+            built.end_seconds = elapsed;
+            built.tree_rss_bytes = reading.tree_rss;
+            built.parent_rss_bytes = reading.parent_rss;
+            built.children_rss_bytes = reading.children_rss;
+            built.tree_rss_bound_bytes = bound;
+            built.cgroup_memory_bytes = reading.cgroup_peak;
+            built.process_count = reading.process_count;
+            built.cpu_cores = cpu_cores;
+            built.samples = 1;
+            built
         });
         self.latest = Some(sample);
     }
@@ -281,18 +282,20 @@ impl State {
                 self.boundary.await_interval(id, &mut record.stats);
             }
         }
-        let sample = SampleReport {
-            elapsed_seconds: elapsed,
-            stage: String::new(),
-            tree_rss_bytes: reading.tree_rss,
-            parent_rss_bytes: reading.parent_rss,
-            children_rss_bytes: reading.children_rss,
-            tree_uss_bytes: reading.tree_uss,
-            tree_pss_bytes: reading.tree_pss,
-            tree_physical_footprint_bytes: reading.tree_physical_footprint,
-            process_count: reading.process_count,
-            rss_processes: reading.rss_processes,
-            rss_complete: reading.rss_complete,
+        let sample = {
+            let mut built = SampleReport::default();
+            built.elapsed_seconds = elapsed;
+            built.stage = String::new();
+            built.tree_rss_bytes = reading.tree_rss;
+            built.parent_rss_bytes = reading.parent_rss;
+            built.children_rss_bytes = reading.children_rss;
+            built.tree_uss_bytes = reading.tree_uss;
+            built.tree_pss_bytes = reading.tree_pss;
+            built.tree_physical_footprint_bytes = reading.tree_physical_footprint;
+            built.process_count = reading.process_count;
+            built.rss_processes = reading.rss_processes;
+            built.rss_complete = reading.rss_complete;
+            built
         };
         let kept = Kept {
             sample,

@@ -6,7 +6,7 @@ use super::records::extend_path;
 use super::sample::Kept;
 use super::thread::{ThreadSlot, POLL};
 use super::{seconds, Recorder};
-use crate::report::{Report, SampleReport, StageReport, ThreadReport};
+use crate::report::{Report, StageReport, ThreadReport};
 
 /// Open calls of one record at the snapshot: how many, their total, shortest and
 /// longest time so far.
@@ -53,10 +53,12 @@ impl Recorder {
             let threads: Vec<ThreadReport> = slots
                 .iter()
                 .zip(&held)
-                .map(|(slot, thread)| ThreadReport {
-                    id: slot.id,
-                    name: slot.name.clone(),
-                    calls: thread.calls,
+                .map(|(slot, thread)| {
+                    let mut built = ThreadReport::default();
+                    built.id = slot.id;
+                    built.name = slot.name.clone();
+                    built.calls = thread.calls;
+                    built
                 })
                 .collect();
             (calls, self.open_cpu_of(&held), open_heap_of(&held), threads)
@@ -91,27 +93,28 @@ impl Recorder {
                 .map(|parent| parent.path.as_str());
             let path = extend_path(parent, &record.name);
             let wall_seconds = record.wall_seconds + open.total;
-            stages.push(StageReport {
-                id: id as u32,
-                name: record.name.to_string(),
-                path,
-                parent_id: record.parent,
-                calls: record.calls,
-                errors: record.errors,
-                threads: record.threads,
-                start_seconds: record.start_seconds,
-                wall_seconds,
-                min_wall_seconds: min,
-                max_wall_seconds: max,
-                error: record.error.clone(),
-                samples: record.stats.samples,
-                partial_rss_samples: record.stats.partial_rss_samples,
-                peak_process_count: record.stats.peak_process_count,
-                peaks: record.stats.peaks.clone(),
-                high_water: record.stats.high_water.clone(),
-                heap: record.heap.report(),
-                cpu_io: state.stage_cpu(id, open_cpu.get(id), wall_seconds),
-                ..StageReport::default()
+            stages.push({
+                let mut built = StageReport::default();
+                built.id = id as u32;
+                built.name = record.name.to_string();
+                built.path = path;
+                built.parent_id = record.parent;
+                built.calls = record.calls;
+                built.errors = record.errors;
+                built.threads = record.threads;
+                built.start_seconds = record.start_seconds;
+                built.wall_seconds = wall_seconds;
+                built.min_wall_seconds = min;
+                built.max_wall_seconds = max;
+                built.error = record.error.clone();
+                built.samples = record.stats.samples;
+                built.partial_rss_samples = record.stats.partial_rss_samples;
+                built.peak_process_count = record.stats.peak_process_count;
+                built.peaks = record.stats.peaks.clone();
+                built.high_water = record.stats.high_water.clone();
+                built.heap = record.heap.report();
+                built.cpu_io = state.stage_cpu(id, open_cpu.get(id), wall_seconds);
+                built
             });
         }
         super::heap::add_open(&mut stages, &open_heap);
@@ -120,9 +123,10 @@ impl Recorder {
                 .and_then(|record| stages.get(record as usize))
                 .map_or_else(|| "workflow".to_owned(), |stage| stage.path.clone())
         };
-        let sample_of = |kept: &Kept| SampleReport {
-            stage: stage_of(kept.record),
-            ..kept.sample.clone()
+        let sample_of = |kept: &Kept| {
+            let mut built = kept.sample.clone();
+            built.stage = stage_of(kept.record);
+            built
         };
         let (health, total) = (&state.samples.health, &state.total);
         let latest_sample = state.samples.latest.as_ref().map(sample_of);
@@ -132,49 +136,51 @@ impl Recorder {
             .map(|_| stage_of(total.peak_rss_record));
         let wall_seconds = self.elapsed(now);
         let processes = state.processes.report();
-        Report {
-            pid: self.pid,
-            run_id: Some(self.info.run_id.clone()),
-            start_unix_seconds: Some(self.info.start_unix_seconds),
-            running: state.ended.is_none(),
-            error: state.ended.as_ref().and_then(|ended| ended.error.clone()),
-            exit_code: state.ended.as_ref().and_then(|ended| ended.exit_code),
-            wall_seconds,
-            cpu_io: state.cpu.run_report(wall_seconds),
-            io_missing: state.cpu.io_missing(),
-            processes,
-            sample_interval: self.config.sample_interval.as_secs_f64(),
-            platform: self.info.platform.clone(),
-            sampler: self.info.sampler.to_owned(),
-            command: self.config.command.clone(),
-            spawn_floor_bytes: self.config.spawn_floor,
-            detailed_memory: self.config.detailed_memory,
-            sampling_attempts: health.attempts,
-            sampling_seconds: health.seconds,
-            max_sampling_seconds: health.max_seconds,
-            max_sample_gap_seconds: health.max_gap_seconds,
-            sampling_error: state.failures.sampling.clone(),
-            output_error: state.failures.output.clone(),
-            export_error: state.failures.export.clone(),
-            host: self.info.host.clone(),
-            labels: self.info.labels.clone(),
-            samples: total.stats.samples,
-            partial_rss_samples: total.stats.partial_rss_samples,
-            peak_process_count: total.stats.peak_process_count,
-            peaks: total.stats.peaks.clone(),
-            high_water: total.stats.high_water.clone(),
-            high_water_marks: self.info.marks.clone(),
-            cgroup: state.samples.cgroup.clone(),
-            peak_rss_stage,
-            peak_rss_elapsed_seconds: total.peak_rss_elapsed_seconds,
-            threads,
-            stages,
-            latest_sample,
-            recent_samples,
-            spans: state.spans.list.clone(),
-            timeline: state.samples.timeline.points(),
-            heap: self.heap_report(&state),
-            ..Report::default()
+        {
+            let mut built = Report::default();
+            built.format_version = Some(crate::report::FORMAT_VERSION.to_owned());
+            built.pid = self.pid;
+            built.run_id = Some(self.info.run_id.clone());
+            built.start_unix_seconds = Some(self.info.start_unix_seconds);
+            built.running = state.ended.is_none();
+            built.error = state.ended.as_ref().and_then(|ended| ended.error.clone());
+            built.exit_code = state.ended.as_ref().and_then(|ended| ended.exit_code);
+            built.wall_seconds = wall_seconds;
+            built.cpu_io = state.cpu.run_report(wall_seconds);
+            built.io_missing = state.cpu.io_missing();
+            built.processes = processes;
+            built.sample_interval = self.config.sample_interval.as_secs_f64();
+            built.platform = self.info.platform.clone();
+            built.sampler = self.info.sampler.to_owned();
+            built.command = self.config.command.clone();
+            built.spawn_floor_bytes = self.config.spawn_floor;
+            built.detailed_memory = self.config.detailed_memory;
+            built.sampling_attempts = health.attempts;
+            built.sampling_seconds = health.seconds;
+            built.max_sampling_seconds = health.max_seconds;
+            built.max_sample_gap_seconds = health.max_gap_seconds;
+            built.sampling_error = state.failures.sampling.clone();
+            built.output_error = state.failures.output.clone();
+            built.export_error = state.failures.export.clone();
+            built.host = self.info.host.clone();
+            built.labels = self.info.labels.clone();
+            built.samples = total.stats.samples;
+            built.partial_rss_samples = total.stats.partial_rss_samples;
+            built.peak_process_count = total.stats.peak_process_count;
+            built.peaks = total.stats.peaks.clone();
+            built.high_water = total.stats.high_water.clone();
+            built.high_water_marks = self.info.marks.clone();
+            built.cgroup = state.samples.cgroup.clone();
+            built.peak_rss_stage = peak_rss_stage;
+            built.peak_rss_elapsed_seconds = total.peak_rss_elapsed_seconds;
+            built.threads = threads;
+            built.stages = stages;
+            built.latest_sample = latest_sample;
+            built.recent_samples = recent_samples;
+            built.spans = state.spans.list.clone();
+            built.timeline = state.samples.timeline.points();
+            built.heap = self.heap_report(&state);
+            built
         }
     }
 }

@@ -55,12 +55,14 @@ impl Recorder {
         nanos: u64,
         error: &Option<Cow<'static, str>>,
     ) {
-        let span = Span {
-            stage_id: frame.record,
-            thread,
-            start_seconds: self.elapsed(frame.entered),
-            wall_seconds: seconds(nanos),
-            error: error.as_ref().map(|e| e.to_string()),
+        let span = {
+            let mut built = Span::default();
+            built.stage_id = frame.record;
+            built.thread = thread;
+            built.start_seconds = self.elapsed(frame.entered);
+            built.wall_seconds = seconds(nanos);
+            built.error = error.as_ref().map(|e| e.to_string());
+            built
         };
         state.spans.keep(span, nanos >= LONG_CALL_NANOS);
     }
@@ -72,10 +74,11 @@ mod tests {
     use super::*;
 
     fn span(stage_id: u32, wall_seconds: f64) -> Span {
-        Span {
-            stage_id,
-            wall_seconds,
-            ..Span::default()
+        {
+            let mut built = Span::default();
+            built.stage_id = stage_id;
+            built.wall_seconds = wall_seconds;
+            built
         }
     }
 

@@ -133,18 +133,20 @@ mod tests {
 
     fn sample(index: u64, tree: u64) -> TimelinePoint {
         let at = index as f64 * 0.5;
-        TimelinePoint {
-            elapsed_seconds: at,
-            end_seconds: at,
-            tree_rss_bytes: Some(tree),
-            parent_rss_bytes: Some(tree / 4),
-            children_rss_bytes: Some(tree - tree / 4),
-            tree_rss_bound_bytes: Some(tree + MIB),
-            cgroup_memory_bytes: None,
-            process_count: 1 + (index % 7) as u32,
-            heap_live_bytes: None,
-            cpu_cores: None,
-            samples: 1,
+        {
+            let mut built = TimelinePoint::default();
+            built.elapsed_seconds = at;
+            built.end_seconds = at;
+            built.tree_rss_bytes = Some(tree);
+            built.parent_rss_bytes = Some(tree / 4);
+            built.children_rss_bytes = Some(tree - tree / 4);
+            built.tree_rss_bound_bytes = Some(tree + MIB);
+            built.cgroup_memory_bytes = None;
+            built.process_count = 1 + (index % 7) as u32;
+            built.heap_live_bytes = None;
+            built.cpu_cores = None;
+            built.samples = 1;
+            built
         }
     }
 

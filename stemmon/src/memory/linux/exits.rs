@@ -282,7 +282,7 @@ mod tests {
         let mut exits = Exits::default();
         exits.departed(42, &known(30 * MIB, 41, false));
         exits.departed(41, &known(5 * MIB, 40, false));
-        exits.departed(40, &known(1 * MIB, 1, true));
+        exits.departed(40, &known(MIB, 1, true));
         let parts = exits.parts(Some(32 * MIB));
         assert_eq!(parts.len(), 1, "{parts:?}");
         assert_eq!(total(&parts), 36 * MIB + 2 * MIB);

@@ -195,9 +195,10 @@ impl TreeReader for ProcReader {
     fn configure_marks(&mut self, enabled: bool, reset: bool, root: u32) -> HighWaterMarks {
         self.set_marks(enabled, reset, root);
         if !enabled {
-            return HighWaterMarks {
-                missing: Some("turned off".to_owned()),
-                ..HighWaterMarks::default()
+            return {
+                let mut built = HighWaterMarks::default();
+                built.missing = Some("turned off".to_owned());
+                built
             };
         }
         let own = root == self.own_pid;
@@ -228,14 +229,15 @@ impl TreeReader for ProcReader {
                     .to_owned(),
             );
         }
-        HighWaterMarks {
-            enabled: true,
-            resets: reset && parent.is_ok(),
-            parent: parent.is_ok(),
-            descendants: true,
-            reaped: ours,
-            missing: (!missing.is_empty()).then(|| missing.join("; ")),
-            ..HighWaterMarks::default()
+        {
+            let mut built = HighWaterMarks::default();
+            built.enabled = true;
+            built.resets = reset && parent.is_ok();
+            built.parent = parent.is_ok();
+            built.descendants = true;
+            built.reaped = ours;
+            built.missing = (!missing.is_empty()).then(|| missing.join("; "));
+            built
         }
     }
 

@@ -1,0 +1,344 @@
+//! Reading a report, with one clear message per way it can be wrong. Every report a
+//! reader takes may come from anyone (a CI artifact of an untrusted pull request): the
+//! work and the memory are linear in its size, and it is refused past a size cap.
+//!
+//! The checks, in order: the JSON is an object; its `format_version` is one this crate
+//! reads (a newer MAJOR is refused, naming it); without one, it holds the keys every
+//! report of 0.1 to 0.3 wrote (see [`version`](crate::version)); its stage tree is
+//! whole (ids, parents, no cycle, no path twice); its times are finite and within
+//! 0 to [`MAX_SECONDS`]; its bounds hold (a bound is never below the sampled figure it
+//! bounds, an exact peak never below the sampled one).
+
+use crate::tree::StageTree;
+use crate::version::{Version, FORMAT_VERSION};
+use crate::Report;
+use std::fmt;
+use std::path::Path;
+
+/// The largest report read: a 100 000-stage report is far smaller; a 1 GiB or endless
+/// file (`/dev/zero`, a FIFO that never closes) is refused, not held in memory.
+pub const MAX_REPORT_BYTES: u64 = 256 << 20;
+
+/// The longest time a report may hold, in seconds (about 31 years): past it a figure is
+/// hostile, and sums of such figures would overflow to infinity.
+pub const MAX_SECONDS: f64 = 1e9;
+
+/// Why a report could not be read: one line, the file's name left to the caller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReadError(String);
+
+impl ReadError {
+    fn new(message: impl Into<String>) -> ReadError {
+        ReadError(message.into())
+    }
+
+    /// The message, one line.
+    pub fn message(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ReadError {}
+
+/// A report read and checked, with its stage tree.
+#[derive(Debug)]
+pub struct Checked {
+    /// The report.
+    pub report: Report,
+    /// Its stage tree, checked.
+    pub tree: StageTree,
+}
+
+/// Reads and checks the bytes of a report file (see the module docs).
+pub fn read(bytes: &[u8]) -> Result<Report, ReadError> {
+    read_checked(bytes).map(|checked| checked.report)
+}
+
+/// [`read`], keeping the checked stage tree.
+pub fn read_checked(bytes: &[u8]) -> Result<Checked, ReadError> {
+    if bytes.len() as u64 > MAX_REPORT_BYTES {
+        return Err(ReadError::new(format!(
+            "larger than {} MiB, not a stemmon report",
+            MAX_REPORT_BYTES >> 20
+        )));
+    }
+    let report = parse(bytes)?;
+    check(report)
+}
+
+/// Reads and checks the report file at `path`, reading at most [`MAX_REPORT_BYTES`]
+/// (one more to tell a larger one). The error names the file.
+pub fn read_file(path: &Path) -> Result<Checked, ReadError> {
+    use std::io::Read;
+    let shown = path.display();
+    let mut text = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| file.take(MAX_REPORT_BYTES + 1).read_to_end(&mut text))
+        .map_err(|e| ReadError::new(format!("cannot read {shown}: {e}")))?;
+    read_checked(&text).map_err(|why| ReadError::new(format!("{shown}: {why}")))
+}
+
+/// Checks a report already parsed: its tree, its times and its bounds.
+pub fn check(report: Report) -> Result<Checked, ReadError> {
+    let tree = StageTree::of(&report).map_err(ReadError::new)?;
+    check_times(&report).map_err(ReadError::new)?;
+    if let Some(broken) = crate::bounds::violations(&report).into_iter().next() {
+        return Err(ReadError::new(format!(
+            "{broken}: a bound below the figure it bounds, not a report stemmon wrote"
+        )));
+    }
+    Ok(Checked { report, tree })
+}
+
+/// Every time in `report` is a number of seconds from 0 to [`MAX_SECONDS`].
+fn check_times(report: &Report) -> Result<(), String> {
+    let check = |what: &dyn Fn() -> String, value: f64| {
+        if (0.0..=MAX_SECONDS).contains(&value) {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} is {value:e}, not a time (0 to {MAX_SECONDS:e} seconds)",
+                what()
+            ))
+        }
+    };
+    let run = |key: &'static str| move || format!("`{key}`");
+    check(&run("wall_seconds"), report.wall_seconds)?;
+    check(&run("sample_interval"), report.sample_interval)?;
+    check(&run("sampling_seconds"), report.sampling_seconds)?;
+    check(&run("max_sampling_seconds"), report.max_sampling_seconds)?;
+    check(
+        &run("max_sample_gap_seconds"),
+        report.max_sample_gap_seconds,
+    )?;
+    if let Some(at) = report.peak_rss_elapsed_seconds {
+        check(&run("peak_rss_elapsed_seconds"), at)?;
+    }
+    for (index, stage) in report.stages.iter().enumerate() {
+        for (key, value) in [
+            ("start_seconds", stage.start_seconds),
+            ("wall_seconds", stage.wall_seconds),
+            ("min_wall_seconds", stage.min_wall_seconds),
+            ("max_wall_seconds", stage.max_wall_seconds),
+        ] {
+            check(&|| format!("stage {index}'s `{key}`"), value)?;
+        }
+    }
+    for (index, point) in report.timeline.iter().enumerate() {
+        check(
+            &|| format!("timeline point {index}'s `elapsed_seconds`"),
+            point.elapsed_seconds,
+        )?;
+        check(
+            &|| format!("timeline point {index}'s `end_seconds`"),
+            point.end_seconds,
+        )?;
+    }
+    for (index, span) in report.spans.iter().enumerate() {
+        check(
+            &|| format!("span {index}'s `start_seconds`"),
+            span.start_seconds,
+        )?;
+        check(
+            &|| format!("span {index}'s `wall_seconds`"),
+            span.wall_seconds,
+        )?;
+    }
+    // CPU seconds and cores (SPEC §12) are bounded like times: a hostile 1e308 would
+    // print as 309 digits and overflow the sums of `merge`.
+    let cpu = |what: &dyn Fn(&str) -> String, cpu_io: &crate::CpuIo| {
+        for (key, value) in [
+            ("cpu_user_seconds", cpu_io.cpu_user_seconds),
+            ("cpu_system_seconds", cpu_io.cpu_system_seconds),
+            ("cpu_cores", cpu_io.cpu_cores),
+            ("cpu_thread_seconds", cpu_io.cpu_thread_seconds),
+        ] {
+            if let Some(value) = value {
+                check(&|| what(key), value)?;
+            }
+        }
+        Ok::<(), String>(())
+    };
+    cpu(&|key| format!("`{key}`"), &report.cpu_io)?;
+    for (index, stage) in report.stages.iter().enumerate() {
+        cpu(&|key| format!("stage {index}'s `{key}`"), &stage.cpu_io)?;
+    }
+    for (index, point) in report.timeline.iter().enumerate() {
+        if let Some(cores) = point.cpu_cores {
+            check(&|| format!("timeline point {index}'s `cpu_cores`"), cores)?;
+        }
+    }
+    for (index, process) in report.processes.iter().enumerate() {
+        let what = |key: &str| format!("process {index}'s `{key}`");
+        check(&|| what("first_seconds"), process.first_seconds)?;
+        check(&|| what("last_seconds"), process.last_seconds)?;
+        if let Some(cpu) = process.cpu_seconds {
+            check(&|| what("cpu_seconds"), cpu)?;
+        }
+    }
+    let samples = report.recent_samples.iter().chain(&report.latest_sample);
+    for (index, sample) in samples.enumerate() {
+        check(
+            &|| format!("sample {index}'s `elapsed_seconds`"),
+            sample.elapsed_seconds,
+        )?;
+    }
+    Ok(())
+}
+
+/// The keys every stemmon version since 0.1 wrote, and the version, each only noted as
+/// there or not (nothing is built).
+#[derive(serde::Deserialize)]
+struct Keys {
+    format_version: Option<serde_json::Value>,
+    pid: Option<serde::de::IgnoredAny>,
+    wall_seconds: Option<serde::de::IgnoredAny>,
+    sampler: Option<serde::de::IgnoredAny>,
+    stages: Option<serde::de::IgnoredAny>,
+}
+
+/// Parses the bytes of a report file; the error says what is wrong with them.
+///
+/// Two passes, neither building a `serde_json::Value` (which costs ten times the file):
+/// one that only notes which keys are there, then the report itself.
+fn parse(text: &[u8]) -> Result<Report, ReadError> {
+    let Some(first) = text.iter().find(|b| !b.is_ascii_whitespace()) else {
+        return Err(ReadError::new("the file is empty, not a stemmon report"));
+    };
+    let not_json = |e: serde_json::Error| {
+        ReadError::new(if e.is_eof() {
+            format!(
+                "the file is truncated (the JSON ends early at line {})",
+                e.line()
+            )
+        } else {
+            format!("not JSON ({e}), so not a stemmon report")
+        })
+    };
+    if *first != b'{' {
+        // Valid JSON of another kind, or not JSON at all.
+        return match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+            Ok(_) => Err(ReadError::new(
+                "not a stemmon report (the JSON is not an object)",
+            )),
+            Err(e) => Err(not_json(e)),
+        };
+    }
+    let keys: Keys = serde_json::from_slice(text).map_err(|e| {
+        if e.is_data() {
+            ReadError::new(format!("not a stemmon report: {e}"))
+        } else {
+            not_json(e)
+        }
+    })?;
+    match &keys.format_version {
+        Some(serde_json::Value::String(text)) => {
+            let shown = crate::text::escape(&crate::text::short(text)).into_owned();
+            let version = Version::parse(text).ok_or_else(|| {
+                ReadError::new(format!(
+                    "its format_version `{shown}` is not MAJOR.MINOR, so not a stemmon report"
+                ))
+            })?;
+            if !version.is_readable() {
+                return Err(ReadError::new(format!(
+                    "report format {version} is newer than this stemmon reads \
+                     ({FORMAT_VERSION}); read it with the stemmon that wrote it, or a newer one"
+                )));
+            }
+        }
+        Some(serde_json::Value::Null) | None => {
+            let missing: Vec<&str> = [
+                ("pid", keys.pid.is_some()),
+                ("wall_seconds", keys.wall_seconds.is_some()),
+                ("sampler", keys.sampler.is_some()),
+                ("stages", keys.stages.is_some()),
+            ]
+            .into_iter()
+            .filter_map(|(key, there)| (!there).then_some(key))
+            .collect();
+            if !missing.is_empty() {
+                return Err(ReadError::new(format!(
+                    "not a stemmon report (no `{}` key)",
+                    missing.join("`, `")
+                )));
+            }
+        }
+        Some(_) => {
+            return Err(ReadError::new(
+                "its format_version is not a string, so not a stemmon report",
+            ))
+        }
+    }
+    serde_json::from_slice(text).map_err(|e| ReadError::new(format!("not a stemmon report: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(text: &str) -> String {
+        read(text.as_bytes()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn each_kind_of_bad_input_has_its_own_message() {
+        assert!(error("  \n").contains("empty"));
+        assert!(error("{\"pid\": 1, \"wall_se").contains("truncated"));
+        assert!(error("[1, 2]").contains("not an object"));
+        assert!(error("{\"name\": \"x\"}").contains("no `pid`"));
+        assert!(error("nonsense").contains("not JSON"));
+        let wrong_type = r#"{"pid": 1, "wall_seconds": "long", "sampler": "x", "stages": []}"#;
+        assert!(error(wrong_type).contains("invalid type"));
+    }
+
+    #[test]
+    fn a_minimal_report_of_any_version_reads() {
+        let old =
+            read(br#"{"pid": 7, "wall_seconds": 1.5, "sampler": "linux-proc", "stages": []}"#)
+                .unwrap();
+        assert_eq!(
+            (old.pid, old.wall_seconds, old.format_version),
+            (7, 1.5, None)
+        );
+        let new = read(br#"{"format_version": "0.4", "pid": 7}"#).unwrap();
+        assert_eq!(new.format_version.as_deref(), Some("0.4"));
+        // A newer minor adds keys: read, the new ones left out.
+        let newer = read(br#"{"format_version": "0.9", "pid": 7, "new_key": [1]}"#).unwrap();
+        assert_eq!(newer.pid, 7);
+    }
+
+    #[test]
+    fn a_newer_major_is_refused_by_name() {
+        let message = error(r#"{"format_version": "9.0", "pid": 7}"#);
+        assert!(
+            message.starts_with("report format 9.0 is newer than"),
+            "{message}"
+        );
+        assert!(message.contains(FORMAT_VERSION), "{message}");
+        assert!(error(r#"{"format_version": "nine", "pid": 7}"#).contains("not MAJOR.MINOR"));
+        assert!(error(r#"{"format_version": 9, "pid": 7}"#).contains("not a string"));
+        // A hostile version string is quoted short and escaped.
+        let evil = format!(
+            r#"{{"format_version": "{}\u001b", "pid": 7}}"#,
+            "x".repeat(500)
+        );
+        let message = error(&evil);
+        assert!(
+            message.len() < 200 && !message.contains('\u{1b}'),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_bound_below_its_sampled_figure_is_refused() {
+        let text = r#"{"format_version": "0.4", "peak_tree_rss_bytes": 200,
+                       "peak_tree_rss_bound_bytes": 100}"#;
+        assert!(error(text).contains("peak_tree_rss_bound_bytes 100 < peak_tree_rss_bytes 200"));
+    }
+}
