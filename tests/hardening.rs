@@ -561,3 +561,88 @@ fn a_full_disk_is_an_output_error_and_the_final_report_lands_once_space_is_back(
     assert_eq!(written.stage("after").map(|s| s.calls), Some(1));
     assert_eq!(names(&disk), ["report.json"], "no temporary file left");
 }
+
+/// A tmpfs of `size` mounted at `dir` for one test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// `None` where this machine may not mount one (not root, no tmpfs).
+    fn mount(dir: &Path, size: &str) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
+            .arg("tmpfs")
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success());
+        mounted.then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn a_disk_full_for_a_while_still_gets_the_next_write_and_the_final_report() {
+    let dir = temp_dir("full-disk");
+    let mount = dir.path().join("small");
+    let Some(_tmpfs) = Tmpfs::mount(&mount, "64k") else {
+        cannot_run(
+            "a_disk_full_for_a_while",
+            "cannot mount a 64 KiB tmpfs (needs root)",
+        );
+        return;
+    };
+    let report_path = mount.join("report.json");
+    // Rewritten every 50 ms for 4 s: at the end the report is over half the disk.
+    let mut child = command(OUTPUT)
+        .arg(&report_path)
+        .args(["for", "50", "4"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !report_path.exists() {
+        assert!(Instant::now() < deadline, "no first report");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Fill the disk to the last byte.
+    let filler = mount.join("filler");
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let block = [0u8; 4096];
+        while file.write_all(&block).is_ok() {}
+        let _ = file.flush();
+    }
+    // Until a write fails: the monitor's one warning says so.
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    let warned = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|line| line.contains("warning: could not write the report"));
+    assert!(warned.is_some(), "no write failed while the disk was full");
+    let while_full = read_report(&report_path);
+    assert!(while_full.running, "the last whole report stays");
+    std::fs::remove_file(&filler).unwrap();
+    // The rest of stderr drains while the run goes on.
+    let drain = std::thread::spawn(move || lines.count());
+    let status = wait_at_most(&mut child, Duration::from_secs(60));
+    drain.join().unwrap();
+    assert!(status.success(), "{status}");
+    let last = read_report(&report_path);
+    assert!(!last.running, "the final report landed");
+    assert!(last.stage("work").is_some(), "{:?}", last.stages);
+    let error = last.output_error.expect("the failure is on record");
+    assert!(error.contains("No space left"), "{error}");
+    // And the write right after the space came back landed too: the report on the
+    // disk changed between the failure and the end (the final one replaced it).
+    assert!(last.wall_seconds > while_full.wall_seconds);
+    assert_eq!(names(&mount), ["report.json"], "no temporary file left");
+}

@@ -109,6 +109,10 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "heap",
         "io_missing",
         "processes",
+        // 0.4: the run's identity and its place in time.
+        "run_id",
+        "start_unix_seconds",
+        "spawn_floor_bytes",
     ];
     let expected = sorted(
         report_keys

@@ -18,6 +18,8 @@
 //!   threads, and an active `#[monitored]` call with it installed; hotpath's
 //!   allocation mode, the other peer, runs from `hotpath-alloc/` (a workspace of its
 //!   own, for its feature).
+//! - `gpu_sample`: one GPU reading of a tree of 10 pids on 2 devices (a fake NVML),
+//!   beside the same NVML calls made bare through nvml-wrapper.
 //!
 //! Criterion keeps its estimates under `$CRITERION_HOME`; the figures that are not
 //! criterion timings go to [`out_dir`] as one JSON file each, and the `bench-table`

@@ -36,10 +36,16 @@ pub(crate) struct Args {
     /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
     #[arg(long)]
     detailed_memory: bool,
-    /// Do not read the kernel's high-water marks: RSS samples only. Reading them resets
-    /// each process's mark, which changes what the command sees of itself (its
-    /// `ru_maxrss`, `VmHWM`, a `/usr/bin/time` inside it). `STEMMON_HIGH_WATER_MARKS=0`
-    /// turns them off too.
+    /// Reset the kernel's high-water mark of every process of the tree at each sample,
+    /// for an exact peak per interval (a tighter bound). Off by default: the resets
+    /// change what the command sees of its own peak (its `ru_maxrss`, `VmHWM`, a
+    /// `/usr/bin/time` inside the tree). Without them each mark is read as it runs from
+    /// its process's start, and the whole run's exact figure comes from the command's
+    /// exit (`waitid`), as `/usr/bin/time` gets it.
+    #[arg(long, conflicts_with = "no_high_water_marks")]
+    high_water_marks: bool,
+    /// Do not read the kernel's high-water marks at all: RSS samples only.
+    /// `STEMMON_HIGH_WATER_MARKS=0` turns them off too.
     #[arg(long)]
     no_high_water_marks: bool,
     /// A label for the report and the exported metrics (repeatable): `--label rank=3`.
@@ -158,6 +164,8 @@ mod unix {
         };
 
         let argv = &args.command;
+        // What the kernel carries into CMD's own peak across its `exec`: this process's.
+        let spawn_floor = own_high_water_mark();
         let child = Command::new(&argv[0])
             .args(&argv[1..])
             .spawn()
@@ -174,7 +182,7 @@ mod unix {
         // stemmon reaps CMD itself (below), with every orphan: the handle is not needed.
         drop(child);
 
-        let monitor = start_monitor(&args, pid);
+        let monitor = start_monitor(&args, pid, spawn_floor);
         let (status, signal) = wait_for(pid as libc::pid_t, monitor.as_ref());
         // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
         // nothing resident, whose final interval is in its rusage) instead of a missing
@@ -212,7 +220,20 @@ mod unix {
         pending: Vec<libc::c_int>,
     }
 
-    fn start_monitor(args: &Args, pid: u32) -> Option<stemmon::Monitor> {
+    /// This process's `VmHWM`, in bytes, where `/proc` has it.
+    fn own_high_water_mark() -> Option<u64> {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+        let kib: u64 = line["VmHWM:".len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kib * 1024)
+    }
+
+    fn start_monitor(args: &Args, pid: u32, spawn_floor: Option<u64>) -> Option<stemmon::Monitor> {
         let mut builder = stemmon::Monitor::builder()
             .root_process(pid)
             // The orphans this subreaper adopts from CMD stay in the tree.
@@ -228,6 +249,10 @@ mod unix {
         if args.no_high_water_marks {
             builder = builder.high_water_marks(false);
         }
+        if let Some(floor) = spawn_floor {
+            builder = builder.spawn_floor(floor);
+        }
+        builder = builder.reset_marks(args.high_water_marks);
         if let Some(output) = &args.output {
             builder = builder.output(output);
         }

@@ -1,8 +1,12 @@
 //! What the benchmark crate (`bench/`) times besides the expansions: one full tree
-//! sample through the default reader. Not a public API; the reader choice of users is
-//! `MonitorBuilder::reader`.
+//! sample through the default reader, and one GPU reading. Not a public API; the reader
+//! choice of users is `MonitorBuilder::reader`.
 
 pub use crate::memory::{default_reader, Descendant, TreeReader, TreeReading};
+#[cfg(feature = "gpu")]
+pub use crate::sources::gpu::{
+    DeviceInfo, DeviceReading, GpuInfo, GpuReading, GpuSource, ProcessGpu, Reason,
+};
 
 /// The default reader, reading every process's `stat` and `io` at every sample (the
 /// monitor's reader reads them at most every 10 ms per process): what a full sample
@@ -28,7 +32,7 @@ impl BoundaryReader {
     #[cfg(target_os = "linux")]
     pub fn new(marks: bool, cpu: bool) -> BoundaryReader {
         let ledger = std::sync::Arc::new(crate::memory::linux::Ledger::new());
-        let reader = crate::memory::linux::ProcSelfReader::new(ledger, marks);
+        let reader = crate::memory::linux::ProcSelfReader::new(ledger, marks, marks);
         BoundaryReader(Box::new(if cpu { reader } else { reader.without_cpu() }))
     }
 

@@ -98,6 +98,18 @@ impl MonitorBuilder {
         self
     }
 
+    /// Reset every process's high-water mark at each reading (on by default), so that
+    /// each interval between readings, and each stage, gets its own exact peak. The
+    /// resets change what the monitored processes see of their own peaks (`ru_maxrss`,
+    /// `VmHWM`, a `/usr/bin/time` inside the tree); `false` reads each mark as it runs
+    /// from its process's start: the programs' own figures stay true, and the bound
+    /// (a sum of lifetime peaks) is looser, never lower. `stemmon run` reads them so by
+    /// default.
+    pub fn reset_marks(mut self, on: bool) -> Self {
+        self.config.reset_marks = on;
+        self
+    }
+
     /// Adds a label to the report and to every exported metric series. Names are
     /// Prometheus label names (`[a-zA-Z_][a-zA-Z0-9_]*`, not starting with `__`; `host`,
     /// `job`, `stage` and `instance` are reserved); values are non-empty and printable,
@@ -166,6 +178,16 @@ impl MonitorBuilder {
     /// command leaves behind; with this they stay in the tree. Linux only.
     pub fn adopted_orphans(mut self, on: bool) -> Self {
         self.config.adopted_orphans = on;
+        self
+    }
+
+    /// With [`root_process`](Self::root_process): the high-water mark (`VmHWM`) of the
+    /// process that started the root, when it started it. The kernel carries it into
+    /// the root's own `ru_maxrss` across `exec` (the peak of the image it replaced), so
+    /// the root's exit figure, and `/usr/bin/time`'s for it, never read below it; the
+    /// report's `spawn_floor_bytes` says so. `stemmon run` passes its own.
+    pub fn spawn_floor(mut self, bytes: u64) -> Self {
+        self.config.spawn_floor = Some(bytes);
         self
     }
 

@@ -26,6 +26,8 @@ pub(crate) struct Config {
     /// Cover the starting thread only, not the whole process.
     pub(crate) current_thread_only: bool,
     pub(crate) high_water_marks: bool,
+    /// Each reading of the marks resets them (else each runs from its process's start).
+    pub(crate) reset_marks: bool,
     /// Labels given with `.label(k, v)`, in order.
     pub(crate) labels: Vec<(String, String)>,
     pub(crate) prometheus_textfile: Option<PathBuf>,
@@ -38,6 +40,8 @@ pub(crate) struct Config {
     pub(crate) root: Option<u32>,
     /// The argv of the command `stemmon run` started.
     pub(crate) command: Option<Vec<String>>,
+    /// The starter's high-water mark when it started the root (see the builder).
+    pub(crate) spawn_floor: Option<u64>,
     /// With `root`: this process's other children count as descendants too.
     pub(crate) adopted_orphans: bool,
 }
@@ -52,6 +56,7 @@ impl Default for Config {
             max_samples: 0,
             current_thread_only: false,
             high_water_marks: true,
+            reset_marks: true,
             labels: Vec::new(),
             prometheus_textfile: None,
             pushgateway: None,
@@ -60,6 +65,7 @@ impl Default for Config {
             reader: Reader::Native,
             root: None,
             command: None,
+            spawn_floor: None,
             adopted_orphans: false,
         }
     }

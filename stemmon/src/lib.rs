@@ -121,6 +121,7 @@ mod recorder;
 pub mod report;
 mod sampler;
 mod signals;
+mod sources;
 mod stage;
 #[cfg(feature = "tracing")]
 mod tracing_layer;

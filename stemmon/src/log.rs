@@ -31,8 +31,9 @@ pub fn format_bytes(bytes: u64) -> String {
     }
 }
 
-/// The line for `event`, given the stage open now and the report at that moment.
-pub(crate) fn format_line(event: &str, stage: &str, report: &Report) -> String {
+/// The line for `event`, given the stage open now, the live heap when the event
+/// happened (where it kept it) and the report at that moment.
+pub(crate) fn format_line(event: &str, stage: &str, heap: Option<u64>, report: &Report) -> String {
     let sample = report.latest_sample.as_ref();
     let mut line = format!(
         "[stemmon] {event}; elapsed={:.2}s; stage={stage}; RSS={}; RSS coverage=",
@@ -51,15 +52,12 @@ pub(crate) fn format_line(event: &str, stage: &str, report: &Report) -> String {
     let _ = write!(
         line,
         "; peak RSS={}; parent={}; children={}",
-        peak_range(
-            report.peaks.peak_tree_rss_bytes,
-            report.high_water.peak_tree_rss_bound_bytes
-        ),
+        peak(report),
         human_bytes(sample.and_then(|s| s.parent_rss_bytes)),
         human_bytes(sample.and_then(|s| s.children_rss_bytes)),
     );
     // 0.3 (SPEC §11, §12): only when the report has the figure, so a 0.2 line is unchanged.
-    if let Some(live) = report.heap.live_bytes {
+    if let Some(live) = heap.or(report.heap.live_bytes) {
         let _ = write!(line, "; heap={}", human_bytes(Some(live)));
     }
     if let Some(cores) = latest_cores(report) {
@@ -82,16 +80,26 @@ fn latest_cores(report: &Report) -> Option<f64> {
         .filter(|cores| cores.is_finite() && *cores >= 0.0)
 }
 
-/// The peak: `212.0 MiB`, or `212.0 MiB (≤ 498.3 MiB)` when the high-water bound
-/// exceeds the sampled peak (the true peak lies between them).
-fn peak_range(sampled: Option<u64>, bound: Option<u64>) -> String {
+/// The peak, the exact figure first where there is one: the high-water bound
+/// (`498.3 MiB (bound; sampled 212.0 MiB)`, the true peak lies between them), the
+/// process's own exact peak where the tree is that process alone (`213.0 MiB
+/// (exact)`), else the sampled peak.
+fn peak(report: &Report) -> String {
+    let sampled = report.peaks.peak_tree_rss_bytes;
+    let bound = report.high_water.peak_tree_rss_bound_bytes;
+    let own = report.high_water.peak_parent_hwm_bytes;
+    let alone =
+        report.peak_process_count <= 1 && report.peaks.peak_children_rss_bytes.unwrap_or(0) == 0;
     match (sampled, bound) {
+        (_, Some(bound)) if alone && own.is_some_and(|own| own >= bound) => {
+            format!("{} (exact)", human_bytes(own))
+        }
         (Some(sampled), Some(bound)) if bound > sampled => format!(
-            "{} (≤ {})",
-            human_bytes(Some(sampled)),
-            human_bytes(Some(bound))
+            "{} (bound; sampled {})",
+            human_bytes(Some(bound)),
+            human_bytes(Some(sampled))
         ),
-        (None, Some(bound)) => format!("≤ {}", human_bytes(Some(bound))),
+        (None, Some(bound)) => format!("{} (bound)", human_bytes(Some(bound))),
         (sampled, _) => human_bytes(sampled),
     }
 }
@@ -137,8 +145,8 @@ pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Prints the line for `event` to stderr (stdout stays the program's own), escaped, in
 /// one write, flushed.
-pub(crate) fn print_line(event: &str, stage: &str, report: &Report) {
-    let mut line = escape(&format_line(event, stage, report)).into_owned();
+pub(crate) fn print_line(event: &str, stage: &str, heap: Option<u64>, report: &Report) {
+    let mut line = escape(&format_line(event, stage, heap, report)).into_owned();
     line.push('\n');
     let mut out = std::io::stderr().lock();
     let _ = out.write_all(line.as_bytes());
@@ -161,13 +169,25 @@ mod tests {
     }
 
     #[test]
-    fn the_peak_reads_as_a_range_when_the_bound_is_higher() {
+    fn the_peak_leads_with_the_exact_figure() {
         let mib = 1u64 << 20;
-        let range = peak_range(Some(212 * mib), Some(498 * mib + 307 * 1024));
-        assert_eq!(range, "212.0 MiB (≤ 498.3 MiB)");
-        assert_eq!(peak_range(Some(212 * mib), Some(212 * mib)), "212.0 MiB");
-        assert_eq!(peak_range(Some(212 * mib), None), "212.0 MiB");
-        assert_eq!(peak_range(None, None), "unavailable");
+        let mut report = Report::default();
+        report.peaks.peak_tree_rss_bytes = Some(212 * mib);
+        report.peaks.peak_children_rss_bytes = Some(10 * mib);
+        report.peak_process_count = 3;
+        assert_eq!(peak(&report), "212.0 MiB");
+        report.high_water.peak_tree_rss_bound_bytes = Some(212 * mib);
+        assert_eq!(peak(&report), "212.0 MiB");
+        report.high_water.peak_tree_rss_bound_bytes = Some(498 * mib + 307 * 1024);
+        assert_eq!(peak(&report), "498.3 MiB (bound; sampled 212.0 MiB)");
+        // One process alone: its own exact peak is the tree's.
+        report.peaks.peak_tree_rss_bytes = Some(3 * mib + 300 * 1024);
+        report.peaks.peak_children_rss_bytes = Some(0);
+        report.peak_process_count = 1;
+        report.high_water.peak_tree_rss_bound_bytes = Some(213 * mib);
+        report.high_water.peak_parent_hwm_bytes = Some(213 * mib);
+        assert_eq!(peak(&report), "213.0 MiB (exact)");
+        assert_eq!(peak(&Report::default()), "unavailable");
     }
 
     #[test]
@@ -202,14 +222,14 @@ mod tests {
     #[test]
     fn heap_and_cpu_show_only_when_the_report_has_them() {
         let mut report = Report::default();
-        let plain = format_line("running", "fit", &report);
+        let plain = format_line("running", "fit", None, &report);
         assert!(
             !plain.contains("heap=") && !plain.contains("cpu="),
             "{plain}"
         );
         report.heap.live_bytes = Some(500 << 20);
         report.cpu_io.cpu_cores = Some(1.04);
-        let line = format_line("running", "fit", &report);
+        let line = format_line("running", "fit", None, &report);
         assert!(
             line.ends_with("; children=unavailable; heap=500.0 MiB; cpu=1.0 cores"),
             "{line}"
@@ -218,7 +238,7 @@ mod tests {
             cpu_cores: Some(3.83),
             ..Default::default()
         });
-        let line = format_line("running", "fit", &report);
+        let line = format_line("running", "fit", None, &report);
         assert!(
             line.ends_with("; cpu=3.8 cores"),
             "the newest point wins: {line}"
@@ -229,7 +249,13 @@ mod tests {
     #[test]
     fn a_line_with_a_newline_in_a_stage_name_stays_one_line() {
         let report = Report::default();
-        let line = escape(&format_line("completed a\nb (0.10s)", "a\nb", &report)).into_owned();
+        let line = escape(&format_line(
+            "completed a\nb (0.10s)",
+            "a\nb",
+            None,
+            &report,
+        ))
+        .into_owned();
         assert_eq!(line.lines().count(), 1);
         assert!(
             line.starts_with("[stemmon] completed a\\nb (0.10s); elapsed="),

@@ -94,26 +94,57 @@ impl Publisher {
         if recorder.config.log_interval.is_some() {
             let now = recorder.owner_stage(&recorder.lock().records);
             for (event, stage) in events {
-                log::print_line(&event.text(&report), stage.path(&report, &now), &report);
+                log::print_line(
+                    &event.text(&report),
+                    stage.path(&report, &now),
+                    event.heap(),
+                    &report,
+                );
             }
         }
         report
     }
 
     fn write(&self, report: &Report, durable: bool) -> Result<(), String> {
-        match &self.output {
-            None => Ok(()),
-            Some(Err(message)) => Err(message.clone()),
-            Some(Ok(output)) => serde_json::to_vec_pretty(report)
-                .map_err(std::io::Error::other)
-                .and_then(|bytes| output.write(&bytes, durable))
-                .map_err(|error| {
-                    format!(
-                        "could not write the report to {}: {error}",
-                        output.path().display()
-                    )
-                }),
+        let output = match &self.output {
+            None => return Ok(()),
+            Some(Err(message)) => return Err(message.clone()),
+            Some(Ok(output)) => output,
+        };
+        let failed = |error: std::io::Error| {
+            format!(
+                "could not write the report to {}: {error}",
+                output.path().display()
+            )
+        };
+        let pretty = serde_json::to_vec_pretty(report).map_err(|e| failed(e.into()))?;
+        match output.write(&pretty, durable) {
+            // Out of space: the replacement needs room for both copies at once, so a
+            // report over half of what is free could never land. The same report
+            // without indentation is about a third smaller.
+            Err(error) if is_out_of_space(&error) => {
+                let compact = serde_json::to_vec(report).map_err(|e| failed(e.into()))?;
+                output.write(&compact, durable).map_err(failed)
+            }
+            written => written.map_err(failed),
         }
+    }
+}
+
+/// Whether `error` says the disk (or the user's quota) is full.
+fn is_out_of_space(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::StorageFull || error.raw_os_error() == Some(libc_edquot())
+}
+
+/// `EDQUOT`: the quota's "disk full".
+fn libc_edquot() -> i32 {
+    #[cfg(unix)]
+    {
+        libc::EDQUOT
+    }
+    #[cfg(not(unix))]
+    {
+        -1
     }
 }
 

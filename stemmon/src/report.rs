@@ -60,6 +60,12 @@ pub struct HighWater {
 pub struct HighWaterMarks {
     /// Whether reading them was asked for (`.high_water_marks(true)`, the default).
     pub enabled: bool,
+    /// Whether each reading reset them, so that every interval between readings has
+    /// its own peak: the default of a monitored program; off by default under
+    /// `stemmon run`. Resets change what the monitored processes see of their own
+    /// peaks (`ru_maxrss`, `VmHWM`, `/usr/bin/time`). Off: each mark runs from its
+    /// process's start, so the bound sums lifetime peaks (looser, never lower).
+    pub resets: bool,
     /// The monitored process's own mark (`VmHWM`, reset through `clear_refs`).
     pub parent: bool,
     /// The live descendants' marks.
@@ -177,9 +183,16 @@ pub struct ProcessReport {
     pub first_seconds: f64,
     /// Seconds from the monitor's start to when it was last seen.
     pub last_seconds: f64,
-    /// Its highest RSS seen (or its own high-water mark, or its rusage once reaped).
+    /// Its own highest RSS: the highest of its readings (its RSS, its own high-water
+    /// mark). `null` for a process never read alive (it exited between two samples).
     pub peak_rss_bytes: Option<u64>,
-    /// Its user plus system CPU time, as last read.
+    /// The kernel's `ru_maxrss` at its exit, as its parent's `wait` gets it: the larger
+    /// of its own peak and those of the children it waited for, which the kernel does
+    /// not tell apart (this is what `/usr/bin/time` prints). `null` where stemmon did
+    /// not see the exit (only its own children's exits can be read).
+    pub exit_maxrss_bytes: Option<u64>,
+    /// Its own user plus system CPU time (its reaped children's left out), as last
+    /// read; the monitored process's since the monitor started.
     pub cpu_seconds: Option<f64>,
     /// Its exit code where stemmon saw the exit (128 + N for signal N), else `null`.
     pub exit_code: Option<i32>,
@@ -372,6 +385,12 @@ pub struct Report {
     pub labels: BTreeMap<String, String>,
     /// The monitored command's argv, when `stemmon run` started it.
     pub command: Option<Vec<String>>,
+    /// Under `stemmon run`: stemmon's own high-water mark when it started the command.
+    /// The kernel carries it into the command's `ru_maxrss` across `exec` (the peak of
+    /// the image it replaced), so the command's `exit_maxrss_bytes` (and what
+    /// `/usr/bin/time` prints for it) never reads below it, however little the command
+    /// held. `null` otherwise.
+    pub spawn_floor_bytes: Option<u64>,
     /// Whether USS / PSS / physical footprint were collected.
     pub detailed_memory: bool,
     /// Which high-water marks were read.

@@ -341,6 +341,40 @@ fn tree_floor(rows: &mut Vec<Row>) {
     }
 }
 
+/// The GPU reading beside the same NVML calls made bare (SPEC §15), same library, same
+/// run, the two timed alternately; at most 2× of them.
+fn gpu_sample(rows: &mut Vec<Row>) {
+    const BUDGET: f64 = 2.0;
+    let data = result("gpu_sample");
+    let interleaved = |key: &str| {
+        data.as_ref()?
+            .pointer(&format!("/interleaved/{key}"))?
+            .as_f64()
+    };
+    let library = data
+        .as_ref()
+        .and_then(|d| d.get("library")?.as_str().map(str::to_owned))
+        .unwrap_or_else(|| "fake".into());
+    let figure = format!("GPU reading, 10 pids, 2 devices ({library} NVML)");
+    let budget = format!("≤ {BUDGET}× bare");
+    let (Some(ours), Some(bare)) = (
+        interleaved("stemmon_ns").or_else(|| criterion_ns("gpu_sample", "stemmon")),
+        interleaved("bare_ns").or_else(|| criterion_ns("gpu_sample", "bare")),
+    ) else {
+        rows.push(missing(&figure, &budget));
+        return;
+    };
+    rows.push(Row {
+        figure,
+        stemmon: time(ours),
+        peer: "the same NVML calls through nvml-wrapper".into(),
+        peer_value: time(bare),
+        ratio: format!("{:.2}", ours / bare),
+        budget,
+        status: Status::of(ours / bare <= BUDGET),
+    });
+}
+
 /// Bench 5: a call on a worker thread and on two threads at once, and the scale figures.
 fn threads(rows: &mut Vec<Row>) {
     let owner = criterion_ns("threads", "owner");
@@ -710,6 +744,7 @@ fn main() {
     run_overhead(&mut rows);
     tracing_layer(&mut rows);
     heap_rows::heap(&mut rows);
+    gpu_sample(&mut rows);
 
     let table = render(&rows);
     println!("{table}");

@@ -11,7 +11,7 @@
 //! once and by that monitor alone; nothing here is process-wide.
 
 use crate::config::{Config, Reader};
-use crate::report::{CgroupReport, HighWaterMarks};
+use crate::report::HighWaterMarks;
 use std::io;
 use std::sync::Arc;
 
@@ -20,149 +20,9 @@ pub(crate) mod cgroup;
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
 pub(crate) mod portable;
+mod reading;
 
-/// One reading of a process tree. Sizes in bytes; `None` where the source has no figure.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TreeReading {
-    /// RSS of the root plus every descendant read.
-    pub tree_rss: Option<u64>,
-    /// RSS of the root.
-    pub parent_rss: Option<u64>,
-    /// RSS of the descendants read.
-    pub children_rss: Option<u64>,
-    /// Unique set size of the tree (detailed readers only).
-    pub tree_uss: Option<u64>,
-    /// Proportional set size of the tree (detailed readers only).
-    pub tree_pss: Option<u64>,
-    /// Physical footprint of the tree (macOS detailed readers only).
-    pub tree_physical_footprint: Option<u64>,
-    /// Processes found, root included.
-    pub process_count: u32,
-    /// Processes whose RSS was read.
-    pub rss_processes: u32,
-    /// Every process found was read, and every `children` file could be listed.
-    pub rss_complete: bool,
-    /// The root's peak RSS since the previous reading (`VmHWM`, then reset).
-    pub parent_hwm: Option<u64>,
-    /// The sum of the live descendants' own peaks since the previous full sample.
-    pub children_hwm: Option<u64>,
-    /// An upper bound of the tree's peak since the previous reading: `parent_hwm` +
-    /// `children_hwm` + the peaks of the descendants that exited in the interval.
-    pub tree_rss_bound: Option<u64>,
-    /// The largest peak of a descendant that exited since the previous reading.
-    pub reaped_child_peak: Option<u64>,
-    /// The job's cgroup now.
-    pub cgroup: Option<CgroupReport>,
-    /// The cgroup's highest charge since the previous sample: its charge now, or the
-    /// kernel's peak where that rose in the interval.
-    pub cgroup_peak: Option<u64>,
-    /// OOM kills in the cgroup since the previous sample.
-    pub oom_kills: Option<u64>,
-    /// Each descendant read, so that a stage-boundary reading can leave out the ones
-    /// that have exited since, and count their peaks as reaped.
-    pub descendants: Vec<Descendant>,
-    /// The CPU and I/O of this process and of the children it reaped, as a boundary
-    /// reading gives them; `None` where not read. The tree's
-    /// counters are this, `root_usage` and every descendant's `usage`.
-    pub own_usage: Option<Usage>,
-    /// The root's own counters where it is not this process (`stemmon run`'s command);
-    /// zero when the root is this process, already in `own_usage`.
-    pub root_usage: Usage,
-    /// The root as a process of the report's `processes`.
-    pub root_process: Option<Descendant>,
-    /// Why some process's `/proc/PID/io` could not be read, if one could not.
-    pub io_missing: Option<String>,
-}
-
-/// Cumulative CPU and storage counters of a process or a sum of them (SPEC §12).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Usage {
-    /// User CPU time, in microseconds.
-    pub user_micros: u64,
-    /// System CPU time, in microseconds.
-    pub system_micros: u64,
-    /// Bytes read from storage.
-    pub read_bytes: u64,
-    /// Bytes written to storage.
-    pub write_bytes: u64,
-    /// Page faults that needed I/O.
-    pub major_faults: u64,
-}
-
-impl Usage {
-    /// Nothing counted.
-    pub const ZERO: Usage = Usage {
-        user_micros: 0,
-        system_micros: 0,
-        read_bytes: 0,
-        write_bytes: 0,
-        major_faults: 0,
-    };
-
-    /// `self + other`, field by field (wrapping: counters are differenced later).
-    #[must_use]
-    pub fn plus(self, other: Usage) -> Usage {
-        Usage {
-            user_micros: self.user_micros.wrapping_add(other.user_micros),
-            system_micros: self.system_micros.wrapping_add(other.system_micros),
-            read_bytes: self.read_bytes.wrapping_add(other.read_bytes),
-            write_bytes: self.write_bytes.wrapping_add(other.write_bytes),
-            major_faults: self.major_faults.wrapping_add(other.major_faults),
-        }
-    }
-
-    /// `self - other`, field by field, never below zero.
-    #[must_use]
-    pub fn minus(self, other: Usage) -> Usage {
-        Usage {
-            user_micros: self.user_micros.saturating_sub(other.user_micros),
-            system_micros: self.system_micros.saturating_sub(other.system_micros),
-            read_bytes: self.read_bytes.saturating_sub(other.read_bytes),
-            write_bytes: self.write_bytes.saturating_sub(other.write_bytes),
-            major_faults: self.major_faults.saturating_sub(other.major_faults),
-        }
-    }
-
-    /// The larger of each field.
-    #[must_use]
-    pub fn max(self, other: Usage) -> Usage {
-        Usage {
-            user_micros: self.user_micros.max(other.user_micros),
-            system_micros: self.system_micros.max(other.system_micros),
-            read_bytes: self.read_bytes.max(other.read_bytes),
-            write_bytes: self.write_bytes.max(other.write_bytes),
-            major_faults: self.major_faults.max(other.major_faults),
-        }
-    }
-
-    /// User plus system time, in microseconds.
-    pub fn cpu_micros(&self) -> u64 {
-        self.user_micros.saturating_add(self.system_micros)
-    }
-}
-
-/// One descendant as a full sample read it.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Descendant {
-    /// Its process id.
-    pub pid: u32,
-    /// Its RSS at the sample.
-    pub rss: u64,
-    /// The highest of its marks read so far.
-    pub peak: u64,
-    /// Its parent's process id (0 where its `stat` could not be read).
-    pub ppid: u32,
-    /// Its counters (its own and its reaped children's), zero where not read.
-    pub usage: Usage,
-    /// Its argv joined by spaces, read once when it was first seen.
-    pub command: Option<Arc<str>>,
-    /// Its exit code, where it was seen as an exited child waiting to be reaped.
-    pub exit_code: Option<i32>,
-    /// The peak its rusage gives once it exited (`waitid(WNOWAIT)` of a child of this
-    /// process): its own and that of the children it reaped, which the kernel does not
-    /// tell apart.
-    pub exited_peak: Option<u64>,
-}
+pub use reading::{BoundPart, Descendant, TreeReading, Usage};
 
 /// Reads the memory of a process and all its descendants.
 pub trait TreeReader: Send {
@@ -175,9 +35,10 @@ pub trait TreeReader: Send {
     /// (orphans it adopted as a subreaper) as descendants. Ignored where unsupported.
     fn adopt_orphans(&mut self, _adopt: bool) {}
 
-    /// Turns the high-water marks on or off for the tree rooted at `root`, and says
+    /// Turns the high-water marks on or off for the tree rooted at `root` (reset at
+    /// every reading when `reset`, else each runs from its process's start), and says
     /// which of them this reader can read. Off, or missing here, by default.
-    fn configure_marks(&mut self, enabled: bool, _root: u32) -> HighWaterMarks {
+    fn configure_marks(&mut self, enabled: bool, _reset: bool, _root: u32) -> HighWaterMarks {
         HighWaterMarks {
             enabled,
             missing: Some(if enabled {
@@ -219,8 +80,10 @@ pub(crate) struct ReaderSettings {
     pub(crate) kind: Reader,
     /// USS and PSS (Linux), physical footprint (macOS).
     pub(crate) detailed: bool,
-    /// Read (and reset) the high-water marks.
+    /// Read the high-water marks.
     pub(crate) high_water_marks: bool,
+    /// Reset them at every reading.
+    pub(crate) reset_marks: bool,
     /// The root of the tree: this process when `None`.
     pub(crate) root: Option<u32>,
     /// With `root`: this process's other children count as descendants too.
@@ -234,6 +97,7 @@ impl ReaderSettings {
             kind: config.reader,
             detailed: config.detailed_memory,
             high_water_marks: config.high_water_marks,
+            reset_marks: config.reset_marks,
             root: config.root,
             adopted_orphans: config.adopted_orphans && config.root.is_some(),
         }
@@ -283,12 +147,20 @@ impl Readers {
             _ => default_reader(settings.detailed),
         };
         tree.adopt_orphans(settings.adopted_orphans);
-        let marks = tree.configure_marks(settings.high_water_marks, settings.root_pid());
+        let marks = tree.configure_marks(
+            settings.high_water_marks,
+            settings.reset_marks,
+            settings.root_pid(),
+        );
         // The boundary reads this process's marks only when it is the root.
         let boundary_marks = marks.parent && settings.root.is_none();
         #[cfg(target_os = "linux")]
         let boundary: Box<dyn SelfReader> = {
-            let reader = linux::ProcSelfReader::new(Arc::clone(&spare.ledger), boundary_marks);
+            let reader = linux::ProcSelfReader::new(
+                Arc::clone(&spare.ledger),
+                boundary_marks,
+                settings.reset_marks,
+            );
             Box::new(match settings.root {
                 Some(_) => reader.without_self_usage(),
                 None => reader,
@@ -342,7 +214,11 @@ impl ReaderHandle {
             _ => {
                 let mut reader = linux::ProcReader::on_ledger(Arc::clone(&self.ledger), detailed);
                 reader.adopt_orphans(adopted_orphans);
-                reader.set_marks(high_water_marks, self.settings.root_pid());
+                reader.set_marks(
+                    high_water_marks,
+                    self.settings.reset_marks,
+                    self.settings.root_pid(),
+                );
                 Box::new(reader)
             }
             #[cfg(not(target_os = "linux"))]
@@ -362,9 +238,12 @@ pub(crate) struct SelfReading {
     /// The peak RSS since the previous reading of either kind (`VmHWM`, then reset);
     /// `None` with marks off or unavailable.
     pub(crate) hwm: Option<u64>,
-    /// The kernel's peak of the children reaped since the previous reading, if any
-    /// was reaped: also the sign that some last-sampled children may be gone.
+    /// The peak of a child reaped since the previous reading, where the kernel's
+    /// maximum grew: exact.
     pub(crate) reaped: Option<u64>,
+    /// The most any child reaped since held, where the kernel says (see
+    /// `linux::reaped::Reaped`): for the bound.
+    pub(crate) reaped_at_most: Option<u64>,
     /// A child of this process was reaped or has exited since the previous reading:
     /// some last-sampled descendants may be gone.
     pub(crate) children_changed: bool,
@@ -397,6 +276,39 @@ pub(crate) fn exited_child(pid: u32) -> Option<Descendant> {
     }
 }
 
+/// How finely a process's start time is known, in seconds: one clock tick of
+/// `/proc/PID/stat` (`USER_HZ`, 10 ms on most kernels).
+pub fn start_tick_seconds() -> f64 {
+    #[cfg(target_os = "linux")]
+    {
+        1.0 / linux::procfs::clock_ticks().max(1) as f64
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        0.01
+    }
+}
+
+/// Seconds since boot now (`CLOCK_BOOTTIME`, the clock of `/proc/PID/stat`'s start
+/// times) on Linux, `None` elsewhere.
+pub(crate) fn boot_seconds() -> Option<f64> {
+    #[cfg(target_os = "linux")]
+    {
+        let mut now = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `now` is valid for writes and outlives the call; CLOCK_BOOTTIME is a
+        // valid clock on every Linux this builds for.
+        let done = unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) };
+        (done == 0).then(|| now.tv_sec as f64 + now.tv_nsec as f64 / 1e9)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        None
+    }
+}
+
 /// The calling thread's CPU time (user plus system) in microseconds:
 /// `getrusage(RUSAGE_THREAD)` on Linux, `None` elsewhere.
 pub(crate) fn thread_cpu_micros() -> Option<u64> {
@@ -420,6 +332,18 @@ pub(crate) trait SelfReader: Send {
     /// descendant, whether it was already found gone, so each is checked until it goes
     /// and never after.
     fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren;
+
+    /// Whether a child of this process exited since the last [`read`](Self::read): a
+    /// younger reading is stale then. Without a way to tell, never.
+    fn children_changed(&mut self) -> bool {
+        false
+    }
+
+    /// The last process id the kernel gave out in this process's pid namespace: a
+    /// process with a higher one started later. `None` where it cannot be read.
+    fn last_pid(&mut self) -> Option<u32> {
+        None
+    }
 }
 
 /// What a stage boundary finds of the last-sampled descendants.
@@ -494,11 +418,8 @@ mod tests {
             readers.marks
         );
         readers.tree.read_tree(me).unwrap();
-        let status = std::process::Command::new("python3")
-            .args([
-                "-c",
-                "b = bytearray(64 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
-            ])
+        let mib = linux::tests::past_reaped_maximum(64);
+        let status = linux::tests::python_holding(mib)
             .status()
             .expect("python3 runs");
         assert!(status.success());
@@ -507,7 +428,7 @@ mod tests {
         let peak = last
             .reaped_child_peak
             .expect("the final interval keeps the reaping");
-        assert!(peak >= 64 << 20, "{peak}");
+        assert!(peak >= mib << 20, "{peak}");
         assert!(last.tree_rss_bound.is_some(), "{last:?}");
         // Configured as the sampler's: its cgroup is read too.
         let sampler = readers.tree.read_tree(me).unwrap();

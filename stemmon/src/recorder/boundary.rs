@@ -11,6 +11,28 @@ use crate::memory::{SelfReader, TreeReading};
 use crate::report::TimelinePoint;
 use std::sync::atomic::Ordering;
 
+/// Which edge of a call a boundary reading is at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Edge {
+    /// Its entry.
+    Entry,
+    /// Its exit.
+    Exit,
+    /// The exit of a call longer than a clock tick of the processes' start times.
+    LongExit,
+}
+
+impl Edge {
+    /// The exit of a call that lasted `nanos`.
+    pub(super) fn exit_after(nanos: u64) -> Edge {
+        if nanos as f64 >= crate::memory::start_tick_seconds() * 1e9 {
+            Edge::LongExit
+        } else {
+            Edge::Exit
+        }
+    }
+}
+
 /// A reading of the parent alone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct ParentReading {
@@ -83,13 +105,22 @@ impl Boundary {
         }
     }
 
-    /// Takes in a full sample taken at `at`: its parent reading is the newest, its
-    /// descendants are the ones later boundaries check.
-    pub(super) fn sampled(&mut self, reading: TreeReading, at: u64) {
+    /// Takes in a full sample whose reading ran from `started` to `at`: its parent
+    /// reading is the newest, its descendants are the ones later boundaries check.
+    /// Where a boundary reading ran meanwhile, a descendant the walk read before it
+    /// exited may be gone already: each is checked now (its exit was that reading's
+    /// to count), so that no later boundary counts it alive.
+    pub(super) fn sampled(&mut self, reading: TreeReading, started: u64, at: u64) {
+        let raced = self.latest.is_some_and(|latest| latest.at > started);
         self.latest = reading.parent_rss.map(|rss| ParentReading { at, rss });
         self.children = reading.children_rss;
         self.gone.clear();
         self.last_tree = reading;
+        if raced && !self.last_tree.descendants.is_empty() {
+            let live =
+                crate::memory::live_children_rss(&self.last_tree.descendants, &mut self.gone, drop);
+            self.children = Some(live.rss);
+        }
     }
 
     /// The records waiting for a sample, those that saw only a reused reading first:
@@ -119,18 +150,26 @@ impl Recorder {
     /// Reads the parent (or reuses a reading under 1 ms old) and counts it toward
     /// `record`. A fresh reading closes an interval of the kernel's marks: it counts
     /// toward every stage on the thread's stack, the records waiting for it, and
-    /// `record` itself when it is `entering` no more (its call is ending).
+    /// `record` itself when its call is ending (`edge`). The exit of a call longer than
+    /// a clock tick also notes the last pid given out, which tells the processes the
+    /// call's stage overlapped from those started just after it.
     pub(super) fn boundary_reading(
         &self,
         state: &mut State,
         thread: &ThreadState,
         now: u64,
         record: u32,
-        entering: bool,
+        edge: Edge,
     ) {
+        let entering = edge == Edge::Entry;
         let boundary = &mut state.boundary;
+        // A young reading is reused, unless a child exited since: its figures would
+        // still count that child, and its reaping would fall to a later stage.
         let fresh = match boundary.latest {
-            Some(latest) if self.clock.delta_as_nanos(latest.at, now) < BOUNDARY_REUSE_NANOS => {
+            Some(latest)
+                if self.clock.delta_as_nanos(latest.at, now) < BOUNDARY_REUSE_NANOS
+                    && !boundary.reader.children_changed() =>
+            {
                 None
             }
             _ => match boundary.reader.read() {
@@ -153,6 +192,7 @@ impl Recorder {
                         // have reset its mark before it exited).
                         if reading.hwm.is_some() {
                             reading.reaped = reading.reaped.max(live.exited_peak);
+                            reading.reaped_at_most = reading.reaped_at_most.max(live.exited_peak);
                         }
                     }
                     let tree = &boundary.last_tree.descendants;
@@ -173,14 +213,21 @@ impl Recorder {
             boundary.await_interval(record, stats);
             return;
         };
+        let elapsed = self.elapsed(now);
+        let last_pid = match edge {
+            Edge::LongExit => boundary.reader.last_pid(),
+            _ => None,
+        };
         let interval = BoundaryInterval {
             parent_hwm: fresh.hwm,
             reaped: fresh.reaped,
+            reaped_at_most: fresh.reaped_at_most,
             children_rss: boundary.children.unwrap_or(0),
+            end_seconds: elapsed,
+            last_pid,
         };
         // The plot's series gets the fresh reading too (at most one a millisecond),
         // folded into the newest point: its bound line reaches the report's bound.
-        let elapsed = self.elapsed(now);
         state.samples.timeline.raise_last(TimelinePoint {
             elapsed_seconds: elapsed,
             end_seconds: elapsed,
@@ -188,7 +235,8 @@ impl Recorder {
             parent_rss_bytes: reading.parent_rss,
             children_rss_bytes: reading.children_rss,
             tree_rss_bound_bytes: interval.parent_hwm.map(|hwm| {
-                (hwm + interval.reaped.unwrap_or(0) + interval.children_rss)
+                (hwm + interval.reaped_at_most.max(interval.reaped).unwrap_or(0)
+                    + interval.children_rss)
                     .max(reading.tree_rss.unwrap_or(0))
             }),
             samples: 0,

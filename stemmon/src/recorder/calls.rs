@@ -233,7 +233,8 @@ impl Recorder {
         thread.mark_completed(call.record);
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
-        self.boundary_reading(&mut state, &thread, now, call.record, false);
+        let edge = super::Edge::exit_after(self.clock.delta_as_nanos(0, ticks));
+        self.boundary_reading(&mut state, &thread, now, call.record, edge);
         self.cpu_close(&mut thread, call.seq, now, super::cpu::Clock::Fresh);
         state.apply_intervals_since(call.record, call.started);
         let message = state.finish_call(call.record, self.clock.delta_as_nanos(0, ticks), error);
@@ -271,7 +272,8 @@ impl Recorder {
         drop(thread);
         // No stack here: the stacks that overlapped get the interval at their own exits
         // or at the next sample.
-        self.boundary_reading(&mut state, &ThreadState::default(), now, call.record, false);
+        let edge = super::Edge::exit_after(nanos);
+        self.boundary_reading(&mut state, &ThreadState::default(), now, call.record, edge);
         state.apply_intervals_since(call.record, call.started);
         state.records.get_mut(call.record).complete(seconds(nanos));
         let message = state.finish_call(call.record, nanos, error);

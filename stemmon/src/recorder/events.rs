@@ -11,12 +11,17 @@ use std::sync::PoisonError;
 pub(crate) enum Line {
     /// Free text: `started`, `running`, `finished`, `failed (panic)`.
     Text(String),
-    /// `completed <path> (<s>s)`.
-    Completed { record: u32, nanos: u64 },
+    /// `completed <path> (<s>s)`; `heap` is the live heap when it completed.
+    Completed {
+        record: u32,
+        nanos: u64,
+        heap: Option<u64>,
+    },
     /// `failed <path> (<error>)`.
     Failed {
         record: u32,
         error: Cow<'static, str>,
+        heap: Option<u64>,
     },
 }
 
@@ -83,18 +88,41 @@ impl State {
         let id = record;
         let record = self.records.get_mut(id);
         let first = !std::mem::replace(&mut record.logged, true);
-        match error {
-            None => (first || long).then_some(Line::Completed { record: id, nanos }),
+        let line = match error {
+            None => (first || long).then_some(Line::Completed {
+                record: id,
+                nanos,
+                heap: None,
+            }),
             Some(error) => {
                 record.errors += 1;
                 record.error = Some(error.to_string());
-                (record.errors == 1 || long).then_some(Line::Failed { record: id, error })
+                (record.errors == 1 || long).then_some(Line::Failed {
+                    record: id,
+                    error,
+                    heap: None,
+                })
             }
-        }
+        };
+        // The line is printed later, on the sampler thread: its heap figure is now's.
+        line.map(|mut line| {
+            if let Line::Completed { heap, .. } | Line::Failed { heap, .. } = &mut line {
+                *heap = self.heap.live_now();
+            }
+            line
+        })
     }
 }
 
 impl Line {
+    /// The live heap when the event happened, for the events that keep one.
+    pub(crate) fn heap(&self) -> Option<u64> {
+        match self {
+            Line::Completed { heap, .. } | Line::Failed { heap, .. } => *heap,
+            Line::Text(_) => None,
+        }
+    }
+
     /// The event text, with stage paths from `report`.
     pub(crate) fn text(&self, report: &crate::Report) -> String {
         let path = |record: &u32| {
@@ -105,10 +133,10 @@ impl Line {
         };
         match self {
             Line::Text(text) => text.clone(),
-            Line::Completed { record, nanos } => {
+            Line::Completed { record, nanos, .. } => {
                 format!("completed {} ({:.2}s)", path(record), seconds(*nanos))
             }
-            Line::Failed { record, error } => format!("failed {} ({error})", path(record)),
+            Line::Failed { record, error, .. } => format!("failed {} ({error})", path(record)),
         }
     }
 }

@@ -322,6 +322,11 @@ impl HeapSweep {
     }
 
     /// Totals of every thread now: all counts, and the live heap.
+    /// The whole process's live heap now, where `stemmon::Alloc` counts it.
+    pub(super) fn live_now(&self) -> Option<u64> {
+        slots::allocator().map(|_| self.totals().1.max(0) as u64)
+    }
+
     fn totals(&self) -> (Counts, i64) {
         let all = slots::claimed()
             .iter()

@@ -37,7 +37,7 @@ pub(crate) use thread::ThreadSlot;
 use crate::config::Config;
 use crate::memory::SelfReader;
 use crate::report::HighWaterMarks;
-use boundary::Boundary;
+use boundary::{Boundary, Edge};
 use records::{Records, Total};
 use sample::Samples;
 use spans::Spans;
@@ -126,6 +126,9 @@ pub(crate) struct State {
     pub(crate) ended: Option<Ended>,
     /// The heap sweeps' memory of every thread (SPEC §11).
     heap: heap::HeapSweep,
+    /// The start, in seconds since boot (the clock of the processes' start times),
+    /// where the platform has it.
+    boot_origin: Option<f64>,
 }
 
 /// One monitor's engine, shared by its handle, the sampler and every thread it covers.
@@ -191,6 +194,7 @@ impl Recorder {
         let ticks = |nanos: u64| (nanos as f64 * probe as f64 / nanos_per_probe) as u64;
         let reuse_ticks = ticks(BOUNDARY_REUSE_NANOS);
         let origin = clock.raw();
+        let boot_origin = crate::memory::boot_seconds();
         Recorder {
             epoch: NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
             info,
@@ -216,6 +220,7 @@ impl Recorder {
                 processes: processes::Processes::default(),
                 ended: None,
                 heap: heap::HeapSweep::new(),
+                boot_origin,
             }),
             events: Mutex::new(None),
             config,
@@ -298,7 +303,7 @@ impl Recorder {
         if !reuse {
             let mut state = self.lock();
             self.merge(&mut state, thread);
-            self.boundary_reading(&mut state, thread, now, record, true);
+            self.boundary_reading(&mut state, thread, now, record, Edge::Entry);
         }
     }
 
@@ -410,7 +415,8 @@ impl Recorder {
             // Idle threads' heap counts of the call's time are its own (fork-join).
             self.sweep_heap_to(&mut state, now, Some(frame.record));
         }
-        self.boundary_reading(&mut state, &thread, now, frame.record, false);
+        let edge = Edge::exit_after(self.clock.delta_as_nanos(0, ticks));
+        self.boundary_reading(&mut state, &thread, now, frame.record, edge);
         self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);

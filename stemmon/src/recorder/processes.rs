@@ -20,9 +20,19 @@ struct Seen {
     command: Option<Arc<str>>,
     first: f64,
     last: f64,
-    peak: u64,
+    /// Its own highest reading; `None` until it is read alive.
+    peak: Option<u64>,
+    /// The kernel's figure at its exit (its own and its waited children's, merged).
+    exit_maxrss: Option<u64>,
     cpu_micros: Option<u64>,
     exit_code: Option<i32>,
+}
+
+impl Seen {
+    /// What it is ranked by: its own peak, else what the kernel said at its exit.
+    fn rank(&self) -> u64 {
+        self.peak.or(self.exit_maxrss).unwrap_or(0)
+    }
 }
 
 /// The candidates, by pid.
@@ -44,37 +54,39 @@ impl Processes {
         }
     }
 
-    /// Takes in one process seen at `elapsed` seconds.
+    /// Takes in one process seen at `elapsed` seconds. Its peak is its own readings'
+    /// highest (its RSS, its marks); the kernel's figure at its exit, which merges the
+    /// peaks of the children it waited for, is kept apart, never taken as its own.
     pub(crate) fn saw(&mut self, process: &Descendant, elapsed: f64) {
-        let cpu = process.usage.cpu_micros();
-        // The kernel's figure for an exited process is the larger of its own peak and
-        // those of the children it reaped: taken unless a child seen already holds it
-        // (then the process's own is what its samples read).
-        let exited = process.exited_peak.filter(|&exited| {
-            let mut children = self.seen.values().filter(|seen| seen.ppid == process.pid);
-            children.all(|child| exited > child.peak)
-        });
+        let cpu = process
+            .own_cpu_micros
+            .unwrap_or_else(|| process.usage.cpu_micros());
         let entry = self.seen.entry(process.pid).or_insert_with(|| Seen {
             ppid: process.ppid,
             command: None,
             first: elapsed,
             last: elapsed,
-            peak: 0,
+            peak: None,
+            exit_maxrss: None,
             cpu_micros: None,
             exit_code: None,
         });
         if process.ppid != 0 {
             entry.ppid = process.ppid;
         }
-        if entry.command.is_none() {
+        if process.command.is_some() && process.exited_peak.is_none() {
+            // Read again after an `exec`: the program it runs now names it.
+            entry.command.clone_from(&process.command);
+        } else if entry.command.is_none() {
             entry.command.clone_from(&process.command);
         }
         entry.last = elapsed;
-        entry.peak = entry
-            .peak
-            .max(process.rss)
-            .max(process.peak)
-            .max(exited.unwrap_or(0));
+        // A zombie reads 0: not a reading of the process alive.
+        let own = process.rss.max(process.peak);
+        if own > 0 {
+            entry.peak = Some(entry.peak.unwrap_or(0).max(own));
+        }
+        entry.exit_maxrss = entry.exit_maxrss.max(process.exited_peak);
         entry.cpu_micros = Some(entry.cpu_micros.map_or(cpu, |c| c.max(cpu)));
         entry.exit_code = process.exit_code.or(entry.exit_code);
         if self.seen.len() > MAX_CANDIDATES {
@@ -87,7 +99,7 @@ impl Processes {
         let lowest = self
             .seen
             .iter()
-            .min_by_key(|(_, seen)| (seen.peak, seen.exit_code.is_none()))
+            .min_by_key(|(_, seen)| (seen.rank(), seen.exit_code.is_none()))
             .map(|(pid, _)| *pid);
         if let Some(pid) = lowest {
             self.seen.remove(&pid);
@@ -112,14 +124,16 @@ impl Processes {
                 command: seen.command.as_deref().unwrap_or("").to_owned(),
                 first_seconds: seen.first,
                 last_seconds: seen.last,
-                peak_rss_bytes: Some(seen.peak),
+                peak_rss_bytes: seen.peak,
+                exit_maxrss_bytes: seen.exit_maxrss,
                 cpu_seconds: seen.cpu_micros.map(|c| c as f64 / 1e6),
                 exit_code: seen.exit_code,
             })
             .collect();
+        let rank = |p: &ProcessReport| p.peak_rss_bytes.or(p.exit_maxrss_bytes);
         list.sort_by(|a, b| {
-            b.peak_rss_bytes
-                .cmp(&a.peak_rss_bytes)
+            rank(b)
+                .cmp(&rank(a))
                 .then(a.first_seconds.total_cmp(&b.first_seconds))
                 .then(a.pid.cmp(&b.pid))
         });
@@ -144,8 +158,7 @@ mod tests {
                 ..Usage::ZERO
             },
             command: Some(format!("worker {pid}").into()),
-            exit_code: None,
-            exited_peak: None,
+            ..Descendant::default()
         }
     }
 
@@ -174,15 +187,15 @@ mod tests {
     }
 
     #[test]
-    fn an_exited_processs_rusage_peak_is_its_own_unless_a_child_seen_holds_it() {
+    fn an_exited_processs_rusage_peak_is_kept_apart_from_its_own() {
         let mut processes = Processes::default();
         let exited = |pid| Descendant {
             exited_peak: Some(300 << 20),
             ..process(pid, 0)
         };
-        // A command that exited before any sample: the kernel's figure is its own.
+        // A command that exited before any sample: its own peak was never read.
         processes.saw(&exited(5), 0.1);
-        // A shell whose child was seen holding it: the figure is the child's.
+        // A shell whose child held 300 MiB: its own peak is its readings'.
         processes.saw(&process(10, 2 << 20), 0.1);
         processes.saw(
             &Descendant {
@@ -192,22 +205,29 @@ mod tests {
             0.1,
         );
         processes.saw(&exited(10), 0.2);
-        // A command whose children were seen small: the figure is its own.
-        processes.saw(&process(20, 2 << 20), 0.1);
-        let small = Descendant {
-            ppid: 20,
-            ..process(21, 3 << 20)
+        let listed = processes.report();
+        let find = |pid| listed.iter().find(|p| p.pid == pid).unwrap();
+        assert_eq!(find(5).peak_rss_bytes, None);
+        assert_eq!(find(5).exit_maxrss_bytes, Some(300 << 20));
+        assert_eq!(find(10).peak_rss_bytes, Some(2 << 20));
+        assert_eq!(find(10).exit_maxrss_bytes, Some(300 << 20));
+        assert_eq!(find(11).peak_rss_bytes, Some(300 << 20));
+        assert_eq!(find(11).exit_maxrss_bytes, None);
+        // Ranked by its own peak, else by the kernel's figure.
+        assert_eq!(listed[0].pid, 5);
+    }
+
+    #[test]
+    fn the_command_follows_an_exec() {
+        let mut processes = Processes::default();
+        processes.saw(&process(7, 1 << 20), 0.1);
+        let python = Descendant {
+            command: Some("python3 train.py".into()),
+            ..process(7, 200 << 20)
         };
-        processes.saw(&small, 0.1);
-        processes.saw(&exited(20), 0.2);
-        let peak = |pid| {
-            let listed = processes.report();
-            listed.iter().find(|p| p.pid == pid).unwrap().peak_rss_bytes
-        };
-        assert_eq!(peak(5), Some(300 << 20));
-        assert_eq!(peak(10), Some(2 << 20));
-        assert_eq!(peak(11), Some(300 << 20));
-        assert_eq!(peak(20), Some(300 << 20));
+        processes.saw(&python, 0.2);
+        let listed = processes.report();
+        assert_eq!(listed[0].command, "python3 train.py");
     }
 
     #[test]

@@ -21,6 +21,12 @@ pub(crate) struct Stats {
     /// The largest `parent mark + reaped peak` of the intervals this record overlapped
     /// since the last full sample; that sample adds the descendants' marks.
     pub(crate) pending_local: Option<u64>,
+    /// Seconds from the start to the end of the last of those intervals: the sample
+    /// adds the marks of the descendants that had started by then, not of those
+    /// started after the record closed.
+    pub(crate) pending_until: f64,
+    /// The last pid given out at that interval's end, where read.
+    pub(crate) pending_last_pid: Option<u32>,
     /// The record saw only a reused boundary reading, whose interval ended before it:
     /// the next interval to close is the one it overlaps.
     pub(crate) awaiting_interval: bool,
@@ -33,8 +39,15 @@ pub(crate) struct BoundaryInterval {
     pub(crate) parent_hwm: Option<u64>,
     /// The peak of the children reaped in the interval.
     pub(crate) reaped: Option<u64>,
+    /// The most a child reaped in the interval held, where known: for the bound.
+    pub(crate) reaped_at_most: Option<u64>,
     /// The live descendants as last sampled: the best figure until the next sample.
     pub(crate) children_rss: u64,
+    /// Seconds from the start to the reading that closed it.
+    pub(crate) end_seconds: f64,
+    /// The last pid given out when it closed, where read (a long call's exit): of the
+    /// processes that started in the same clock tick, those with higher pids came after.
+    pub(crate) last_pid: Option<u32>,
 }
 
 /// Raises `peak` to `value`; whether it rose.
@@ -109,9 +122,33 @@ impl Stats {
     }
 
     /// Closes, at a full sample, the interval of a record no longer open: its bound
-    /// gets the live descendants' marks of that sample.
-    pub(crate) fn close_interval(&mut self, children_hwm: Option<u64>) {
-        if let (Some(local), Some(children)) = (self.pending_local.take(), children_hwm) {
+    /// gets the marks of that sample's descendants that had started before the record's
+    /// last interval ended (`boot_origin`: the start, in seconds since boot; `None`:
+    /// every descendant counts). A start in the same clock tick as the end is told by
+    /// its pid, where the end read the last one given out; else it counts. A reading
+    /// without marks leaves the bound as it is.
+    pub(crate) fn close_interval(&mut self, reading: &TreeReading, boot_origin: Option<f64>) {
+        let local = self.pending_local.take();
+        if let (Some(local), Some(all)) = (local, reading.children_hwm) {
+            let until = boot_origin.map(|origin| origin + self.pending_until);
+            // A reader that gives no parts gives the descendants' sum alone.
+            let children: u64 = if reading.bound_parts.is_empty() {
+                all
+            } else {
+                reading
+                    .bound_parts
+                    .iter()
+                    .filter(|part| match (part.started, until) {
+                        (Some(started), Some(until)) => {
+                            started <= until
+                                && (started + crate::memory::start_tick_seconds() <= until
+                                    || self.pending_last_pid.is_none_or(|last| part.pid <= last))
+                        }
+                        _ => true,
+                    })
+                    .map(|part| part.bytes)
+                    .sum()
+            };
             raise(
                 &mut self.high_water.peak_tree_rss_bound_bytes,
                 Some(local + children),
@@ -129,13 +166,17 @@ impl Stats {
         let h = &mut self.high_water;
         raise(&mut h.peak_parent_hwm_bytes, Some(hwm));
         raise(&mut h.peak_reaped_child_rss_bytes, interval.reaped);
-        let local = hwm + interval.reaped.unwrap_or(0);
+        let local = hwm + interval.reaped_at_most.max(interval.reaped).unwrap_or(0);
         raise(
             &mut h.peak_tree_rss_bound_bytes,
             Some(local + interval.children_rss),
         );
         let newly = self.pending_local.is_none();
         self.pending_local = self.pending_local.max(Some(local));
+        if interval.end_seconds >= self.pending_until {
+            self.pending_until = interval.end_seconds;
+            self.pending_last_pid = interval.last_pid;
+        }
         self.awaiting_interval = false;
         self.keep_bounds();
         newly

@@ -47,6 +47,8 @@ pub(crate) struct Scratch {
     seen: Vec<u32>,
     /// Records that get only the interval this sample closes.
     closed: Vec<u32>,
+    /// Records entered only while the reading ran: the next interval is theirs.
+    late: Vec<u32>,
 }
 
 /// What full samples leave for the report.
@@ -150,7 +152,12 @@ impl Recorder {
         };
         let kills = reading.oom_kills.unwrap_or(0);
         let stage = self.owner_record(&state.records);
-        state.apply_sample(reading, &mut scratch, stage, self.elapsed(done), done);
+        let times = Times {
+            started,
+            done,
+            elapsed: self.elapsed(done),
+        };
+        state.apply_sample(reading, &mut scratch, stage, times);
         self.sweep_heap(&mut state, done);
         self.publish_cpu(state.cpu.now());
         state.samples.scratch = scratch;
@@ -166,23 +173,37 @@ impl Recorder {
     }
 }
 
+/// When a sample's reading began and ended (clock ticks), and the end in seconds from
+/// the start.
+#[derive(Clone, Copy, Debug)]
+struct Times {
+    started: u64,
+    done: u64,
+    elapsed: f64,
+}
+
 impl State {
-    /// Applies a full sample taken at `done` ticks: `scratch.open` are the calls open
-    /// now on every thread (async calls included), `scratch.before` those open when the
-    /// reading started; `stage` is the record open on the monitor's thread.
+    /// Applies a full sample: `scratch.open` are the calls open when its reading ended,
+    /// on every thread (async calls included), `scratch.before` those open when it
+    /// started; `stage` is the record open on the monitor's thread.
     fn apply_sample(
         &mut self,
         reading: TreeReading,
         scratch: &mut Scratch,
         stage: Option<u32>,
-        elapsed: f64,
-        done: u64,
+        times: Times,
     ) {
+        let Times {
+            started,
+            done,
+            elapsed,
+        } = times;
         let Scratch {
             before: open_before,
             open,
             seen,
             closed,
+            late,
         } = scratch;
         // The run's bound for this interval, as the total is about to count it (its
         // boundary intervals widened by the descendants' marks, never below the
@@ -209,10 +230,23 @@ impl State {
             }
         }
         self.boundary.sample_gave_intervals();
+        // The reading's figures are from before a call entered while it ran: such a
+        // call's interval goes on to the next reading (its own entry reading counted).
         seen.clear();
-        seen.extend(open.iter().map(|frame| frame.record));
+        seen.extend(
+            open.iter()
+                .filter(|frame| frame.entered <= started)
+                .map(|frame| frame.record),
+        );
         seen.sort_unstable();
         seen.dedup();
+        late.clear();
+        late.extend(
+            open.iter()
+                .filter(|frame| frame.entered != POLL && frame.entered > started)
+                .map(|frame| frame.record)
+                .filter(|record| seen.binary_search(record).is_err()),
+        );
         for &record in seen.iter() {
             if let Some(record) = self.records.list.get_mut(record as usize) {
                 record.stats.apply_sample(&reading);
@@ -239,7 +273,12 @@ impl State {
         for record in self.boundary.take_pending() {
             let stats = &mut self.records.get_mut(record).stats;
             if stats.pending_local.is_some() {
-                stats.close_interval(reading.children_hwm);
+                stats.close_interval(&reading, self.boot_origin);
+            }
+        }
+        for &id in late.iter() {
+            if let Some(record) = self.records.list.get_mut(id as usize) {
+                self.boundary.await_interval(id, &mut record.stats);
             }
         }
         let sample = SampleReport {
@@ -262,7 +301,7 @@ impl State {
         let cpu_cores = self.cpu.sampled(&reading, elapsed);
         self.processes.sampled(&reading, elapsed);
         self.samples.push(kept, &reading, bound, cpu_cores);
-        self.boundary.sampled(reading, done);
+        self.boundary.sampled(reading, started, done);
     }
 }
 

@@ -147,6 +147,7 @@ impl Recorder {
             platform: self.info.platform.clone(),
             sampler: self.info.sampler.to_owned(),
             command: self.config.command.clone(),
+            spawn_floor_bytes: self.config.spawn_floor,
             detailed_memory: self.config.detailed_memory,
             sampling_attempts: health.attempts,
             sampling_seconds: health.seconds,

@@ -48,7 +48,7 @@ impl Hasher for PidHasher {
 pub(crate) type PidMap<V> = HashMap<u32, V, BuildHasherDefault<PidHasher>>;
 
 /// What the previous sample knew of a descendant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Known {
     /// Its mark at that sample (its peak in that sample's interval).
     pub(crate) hwm: u64,
@@ -57,6 +57,11 @@ pub(crate) struct Known {
     /// This process is its parent, so its peak shows in `RUSAGE_CHILDREN` when it is
     /// reaped.
     pub(crate) direct: bool,
+    /// Its parent then (0 where unknown): who reaps it, and whose rusage its peak
+    /// joins.
+    pub(crate) ppid: u32,
+    /// When it started, in seconds since boot, where known.
+    pub(crate) started: Option<f64>,
 }
 
 /// The job's cgroup at the previous sample.
@@ -77,6 +82,9 @@ pub(crate) struct Shared {
     /// `RUSAGE_CHILDREN` at the previous reading of either kind: a reaping counts in
     /// the interval of the first reading after it.
     child_usage: ChildUsage,
+    /// `RUSAGE_CHILDREN` when the monitor started: what the process inherited across
+    /// `exec` or did before, which no figure of this run counts.
+    baseline: ChildUsage,
     /// Descendants that boundary readings counted as exited (with their peaks) since
     /// the last sample, which does not count them again. At most
     /// [`MAX_COUNTED_EXITED`].
@@ -98,7 +106,7 @@ impl Shared {
     pub(crate) fn reaped_and_usage(&mut self) -> (Option<Reaped>, ChildUsage) {
         let now = ChildUsage::now();
         let before = std::mem::replace(&mut self.child_usage, now);
-        (now.reaped_since(&before), now)
+        (now.reaped_since(&before, &self.baseline), now)
     }
 
     /// Records that a boundary reading counted `pid`'s exit and peak, so that the next
@@ -136,25 +144,40 @@ pub(crate) struct TreeLedger {
     pub(crate) next: PidMap<Known>,
     /// The job's cgroup at the previous sample.
     pub(crate) cgroup_last: CgroupLast,
+    /// The root's mark at the previous sample, where the root is another process
+    /// (`stemmon run`'s command): its last reading once it has exited.
+    pub(crate) root_last: u64,
 }
 
 /// One monitor's ledger. See the module docs.
 pub(crate) struct Ledger {
     shared: Mutex<Shared>,
     tree: Mutex<TreeLedger>,
+    /// This process's own CPU microseconds when the monitor started: its line in the
+    /// report's `processes` counts from there.
+    own_cpu_start: u64,
 }
 
 impl Ledger {
     /// A ledger that counts the children reaped from now on.
     pub(crate) fn new() -> Ledger {
+        let start = ChildUsage::now();
         Ledger {
             shared: Mutex::new(Shared {
                 own: None,
-                child_usage: ChildUsage::now(),
+                child_usage: start,
+                baseline: start,
                 counted_exited: Vec::new(),
             }),
             tree: Mutex::new(TreeLedger::default()),
+            own_cpu_start: super::reaped::usage_of(&super::reaped::rusage(libc::RUSAGE_SELF))
+                .cpu_micros(),
         }
+    }
+
+    /// This process's own CPU microseconds when the monitor started.
+    pub(crate) fn own_cpu_start(&self) -> u64 {
+        self.own_cpu_start
     }
 
     /// The part the boundary reader shares: hold it for a few calls only.

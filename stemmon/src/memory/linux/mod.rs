@@ -8,6 +8,7 @@
 //! files ([`proc_files`]: those it keeps open, and what it reads through them), [`self_reading`] reads this process at stage boundaries, [`reaped`] reads the
 //! children that exited, and [`ledger`] holds what one monitor's readers share.
 
+mod exits;
 pub(crate) mod ledger;
 pub(crate) mod proc_files;
 pub(crate) mod procfs;
@@ -50,6 +51,12 @@ pub(crate) struct ProcReader {
     smaps: Buf,
     /// Microseconds per clock tick of `stat`.
     tick_micros: u64,
+    /// Clock ticks a second, for the processes' start times.
+    ticks_per_second: f64,
+    /// Marks are reset at each reading (else each runs from its process's start).
+    reset: bool,
+    /// The interval's exits (kept to reuse its lists).
+    exits: exits::Exits,
 }
 
 impl ProcReader {
@@ -75,14 +82,18 @@ impl ProcReader {
             counted: Vec::new(),
             smaps: Buf::new(1024),
             tick_micros: 1_000_000 / clock_ticks().max(1),
+            ticks_per_second: clock_ticks().max(1) as f64,
+            reset: true,
+            exits: exits::Exits::default(),
         }
     }
 
     /// Turns the marks on or off for the tree rooted at `root`, and opens its cgroup,
     /// without the probe of [`TreeReader::configure_marks`] (whose reset would end an
     /// interval nobody reads): for another reader of a configured monitor.
-    pub(crate) fn set_marks(&mut self, enabled: bool, root: u32) {
+    pub(crate) fn set_marks(&mut self, enabled: bool, reset: bool, root: u32) {
         self.marks = enabled;
+        self.reset = reset;
         if self.cgroup.is_none() {
             self.cgroup = CgroupReader::of_process(root).ok();
         }
@@ -172,18 +183,6 @@ impl ProcReader {
     }
 }
 
-/// What the descendants that left the tree since the previous sample add to this one.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Departed {
-    /// Children of this process (the root's, or adopted orphans) gone since: each had
-    /// at most the kernel's reaped maximum.
-    direct: u64,
-    /// The sum of the last marks of the other ones.
-    others_hwm: u64,
-    /// The largest peak over the life of any of them.
-    peak: Option<u64>,
-}
-
 impl TreeReader for ProcReader {
     fn name(&self) -> &'static str {
         "linux-proc"
@@ -193,8 +192,8 @@ impl TreeReader for ProcReader {
         self.adopted = adopt;
     }
 
-    fn configure_marks(&mut self, enabled: bool, root: u32) -> HighWaterMarks {
-        self.set_marks(enabled, root);
+    fn configure_marks(&mut self, enabled: bool, reset: bool, root: u32) -> HighWaterMarks {
+        self.set_marks(enabled, reset, root);
         if !enabled {
             return HighWaterMarks {
                 missing: Some("turned off".to_owned()),
@@ -203,7 +202,10 @@ impl TreeReader for ProcReader {
         }
         let own = root == self.own_pid;
         let ours = own || self.adopted;
-        let parent = if own {
+        let parent = if !reset {
+            // Read, never reset: nothing to probe.
+            Ok(())
+        } else if own {
             match self.ledger.shared().own() {
                 Ok(files) => files.probe_reset(),
                 Err(e) => Err(format!("/proc/self/status: {e}")),
@@ -228,6 +230,7 @@ impl TreeReader for ProcReader {
         }
         HighWaterMarks {
             enabled: true,
+            resets: reset && parent.is_ok(),
             parent: parent.is_ok(),
             descendants: true,
             reaped: ours,
@@ -247,15 +250,15 @@ impl TreeReader for ProcReader {
         // Checked before reading the marks: a child reaped in between counts in this interval.
         // Read before the walk: a child reaped meanwhile is missed once, never counted twice.
         let (reaped, children_usage) = if self.marks && ours {
-            let (reaped, usage) = ledger.shared().reaped_and_usage();
-            (reaped, usage)
+            ledger.shared().reaped_and_usage()
         } else {
             (None, ChildUsage::now())
         };
         let own_rusage = rusage(libc::RUSAGE_SELF);
-        let complete =
-            self.table
-                .sample(root, self.marks, self.adopted, &ledger, &mut self.seen)?;
+        let reset = self.marks && self.reset;
+        let complete = self
+            .table
+            .sample(root, reset, self.adopted, &ledger, &mut self.seen)?;
         let seen = std::mem::take(&mut self.seen);
         let mut reading = TreeReading {
             process_count: seen.len() as u32,
@@ -273,9 +276,16 @@ impl TreeReader for ProcReader {
             own_usage = own_usage.plus(usage_of(&own_rusage));
         }
         reading.own_usage = Some(own_usage);
-        let (mut tree, mut children, mut children_hwm) = (0u64, 0u64, 0u64);
-        let (mut zombie_sum, mut zombie_max) = (0u64, None::<u64>);
-        let TreeLedger { known, next, .. } = &mut *intervals;
+        let (mut tree, mut children) = (0u64, 0u64);
+        let mut exits = std::mem::take(&mut self.exits);
+        exits.clear();
+        let mut root_exited = false;
+        let TreeLedger {
+            known,
+            next,
+            root_last,
+            ..
+        } = &mut *intervals;
         next.clear();
         for (
             index,
@@ -311,59 +321,90 @@ impl TreeReader for ProcReader {
                     ));
                 }
             }
-            // An exited child waiting to be reaped: its exit code and final figures.
-            let exited = (status.rss.is_none() && direct)
+            let started = usage
+                .and_then(|u| u.stat.start_ticks)
+                .map(|ticks| ticks as f64 / self.ticks_per_second);
+            // An exited child waiting to be reaped: its exit code and final figures
+            // (the root's too, where it is `stemmon run`'s command).
+            let exited = (status.rss.is_none() && (direct || (index == 0 && !own)))
                 .then(|| zombie(pid))
                 .flatten();
+            let mark = status.hwm.unwrap_or(rss).max(rss);
             let process = Descendant {
                 pid,
                 rss,
-                peak: status.hwm.unwrap_or(rss).max(rss),
+                peak: mark,
                 ppid: usage.map_or(0, |u| u.stat.ppid),
                 usage: exited.map_or(counters, |z| z.usage.max(counters)),
+                own_cpu_micros: usage.map(|u| u.stat.own_ticks * self.tick_micros),
+                started,
                 command: self.table.command(pid),
                 exit_code: exited.and_then(|z| z.exit_code),
                 exited_peak: exited.map(|z| z.peak),
             };
             if index == 0 {
                 reading.parent_rss = Some(rss);
-                reading.parent_hwm = status.hwm.filter(|_| self.marks);
-                if !own {
-                    reading.root_usage = process.usage;
-                }
                 let mut root = process;
                 if own {
+                    reading.parent_hwm = status.hwm.filter(|_| self.marks);
                     root.usage = usage_of(&own_rusage);
+                    // Since the start: what it did before is not this run's.
+                    root.own_cpu_micros = Some(
+                        root.usage
+                            .cpu_micros()
+                            .saturating_sub(ledger.own_cpu_start()),
+                    );
                     root.ppid = std::os::unix::process::parent_id();
-                }
-                if status.rss.is_none() && !own {
-                    // The root has exited and waits to be reaped (`stemmon run` reaps
-                    // its command after the last sample): its mark is gone with its
-                    // memory, but as this process's child its final interval is in its
-                    // rusage (`ru_maxrss`: its peak since the last reset, and that of
-                    // the children it waited for, which the kernel does not tell apart).
-                    // The tree's figures take it; its own line in `processes` unless a
-                    // child seen holds it (`Processes::saw`).
-                    root.exited_peak = zombie(pid).map(|z| z.peak);
-                    if self.marks {
-                        reading.parent_hwm = root.exited_peak.or(reading.parent_hwm);
+                } else {
+                    reading.root_usage = root.usage;
+                    if status.rss.is_some() {
+                        reading.parent_hwm = status.hwm.filter(|_| self.marks);
+                        *root_last = mark;
+                    } else if self.marks {
+                        root_exited = true;
+                        // The root has exited and waits to be reaped (`stemmon run` reaps
+                        // its command after the last sample): its mark went with its
+                        // memory, and its rusage merges its own peak with those of the
+                        // children it waited for. Its group (below) takes that figure;
+                        // its own exact peak stays what its marks last read.
+                        exits.zombie(pid, *root_last, started, root.exited_peak);
                     }
-                }
-                if let Some(hwm) = reading.parent_hwm.filter(|_| root.exited_peak.is_none()) {
-                    root.peak = root.peak.max(hwm);
                 }
                 reading.root_process = Some(root);
             } else {
                 children += rss;
-                let hwm = status.hwm.unwrap_or(rss).max(rss);
-                children_hwm += hwm;
-                let peak = known.get(&pid).map_or(hwm, |k| k.peak.max(hwm));
-                next.insert(pid, Known { hwm, peak, direct });
-                if self.marks {
-                    if let Some(z) = exited {
-                        zombie_sum += z.peak;
-                        zombie_max = zombie_max.max(Some(z.peak));
+                let last = known.get(&pid);
+                let peak = last.map_or(mark, |k| k.peak.max(mark));
+                if status.rss.is_some() {
+                    exits.live(pid, started, mark);
+                    next.insert(
+                        pid,
+                        Known {
+                            hwm: mark,
+                            peak,
+                            direct,
+                            ppid: process.ppid,
+                            started,
+                        },
+                    );
+                } else {
+                    // A zombie holds no memory: what it held is its last reading, or
+                    // its rusage where this process may read it (a child of ours).
+                    let hwm = last.map_or(0, |k| k.hwm);
+                    if self.marks {
+                        exits.zombie(pid, hwm, started, process.exited_peak);
                     }
+                    let ppid = process.ppid;
+                    next.insert(
+                        pid,
+                        Known {
+                            hwm,
+                            peak,
+                            direct,
+                            ppid,
+                            started,
+                        },
+                    );
                 }
                 reading.descendants.push(Descendant { peak, ..process });
             }
@@ -377,45 +418,33 @@ impl TreeReader for ProcReader {
         // Taken at every sample, marks or not: the set never outgrows one interval.
         ledger.shared().take_counted(&mut self.counted);
         if self.marks {
-            let departed = departed(known, next, &self.counted);
-            let kernel = reaped.map(|r| r.peak);
-            reading.reaped_child_peak = kernel.max(zombie_max).max(departed.peak);
-            // Each reaped child's peak is at most the kernel's maximum over all of them.
-            let reaped_bound = kernel.map_or(0, |peak| peak * departed.direct.max(1));
-            reading.tree_rss_bound = reading.parent_hwm.map(|parent| {
-                parent + children_hwm + zombie_sum + reaped_bound + departed.others_hwm
-            });
+            for (pid, was) in known.iter() {
+                if !next.contains_key(pid) && self.counted.binary_search(pid).is_err() {
+                    exits.departed(*pid, was);
+                }
+            }
+            let kernel = reaped.and_then(|r| r.bound());
+            let parts = exits.parts(kernel);
+            // The largest exited peak: the kernel's where it grew (exact), never a
+            // maximum that only bounds the children reaped since.
+            reading.reaped_child_peak = reaped.and_then(|r| r.peak).max(exits.largest);
+            let children_hwm = parts.iter().map(|p| p.bytes).sum::<u64>();
+            // An exited root is a group of its own, in the parts.
+            let root_mark = if root_exited {
+                Some(0)
+            } else {
+                reading.parent_hwm
+            };
+            reading.tree_rss_bound = root_mark.map(|root| root + children_hwm);
             reading.children_hwm = Some(children_hwm);
+            reading.bound_parts = parts;
         }
+        self.exits = exits;
         std::mem::swap(known, next);
         self.add_cgroup(&mut intervals, &mut reading);
         self.seen = seen;
         Ok(reading)
     }
-}
-
-/// The descendants in `before` (the previous sample) and not in `now`, but those a
-/// boundary reading already counted (`counted`, sorted): they exited in this interval.
-fn departed(
-    before: &ledger::PidMap<Known>,
-    now: &ledger::PidMap<Known>,
-    counted: &[u32],
-) -> Departed {
-    let mut departed = Departed::default();
-    for (pid, was) in before {
-        if now.contains_key(pid) || counted.binary_search(pid).is_ok() {
-            continue;
-        }
-        // Its peak over its life (an earlier sample may have reset its mark).
-        departed.peak = departed.peak.max(Some(was.peak));
-        if was.direct {
-            departed.direct += 1;
-        } else {
-            departed.others_hwm += was.hwm;
-            departed.peak = departed.peak.max(Some(was.hwm));
-        }
-    }
-    departed
 }
 
 #[cfg(test)]

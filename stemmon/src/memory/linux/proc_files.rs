@@ -3,7 +3,7 @@
 //! (RSS and the mark, reset through `clear_refs`), `stat` and `io` (CPU, faults and
 //! storage I/O, SPEC §12), and `cmdline` once.
 
-use super::procfs::{parse_status, Buf, ProcPath, StatUsage, Status};
+use super::procfs::{parse_status, status_name_bytes, Buf, ProcPath, StatUsage, Status};
 use std::fs::File;
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -31,9 +31,36 @@ pub(crate) fn fd_budget() -> usize {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ProcUsage {
     pub(crate) stat: StatUsage,
-    /// `read_bytes`, `write_bytes` (less cancelled writes); `Err` with the OS error
+    /// `read_bytes`, `write_bytes`; `Err` with the OS error
     /// where `io` could not be read (another user's process, no task accounting).
     pub(crate) io: Result<(u64, u64), i32>,
+}
+
+/// A process's `comm` as its `status` gives it (the kernel keeps 15 bytes; 32 are compared),
+/// kept without allocating.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct Comm {
+    len: u8,
+    bytes: [u8; 32],
+}
+
+impl Comm {
+    /// The `Name:` of a `status` text.
+    /// Whether one was read.
+    pub(super) fn is_read(&self) -> bool {
+        self.len > 0
+    }
+
+    pub(super) fn of(status: &[u8]) -> Comm {
+        let name = status_name_bytes(status);
+        let len = name.len().min(32);
+        let mut comm = Comm {
+            len: len as u8,
+            bytes: [0; 32],
+        };
+        comm.bytes[..len].copy_from_slice(&name[..len]);
+        comm
+    }
 }
 
 /// The descriptors kept open, against their budget.

@@ -188,7 +188,9 @@ pub(crate) fn parse_stat_ppid(text: &[u8]) -> Option<u32> {
 /// The CPU and fault counters of one `/proc/PID/stat` line (SPEC §12), its own and
 /// those of the children it reaped (`cutime`, `cstime`, `cmajflt`), which `RUSAGE_CHILDREN`
 /// would give it: a descendant reaped by a live one moves from its own line into its
-/// parent's, so the sum over the live tree never counts it twice.
+/// parent's, so the sum over the live tree never counts it twice. The process's own
+/// share is kept apart for the report's `processes`, and its start for the stages it
+/// overlapped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct StatUsage {
     /// Its parent.
@@ -199,10 +201,16 @@ pub(crate) struct StatUsage {
     pub(crate) system_ticks: u64,
     /// Major faults, own plus reaped children's.
     pub(crate) major_faults: u64,
+    /// User plus system time of the process alone (`utime` + `stime`), in clock ticks.
+    pub(crate) own_ticks: u64,
+    /// When it started (`starttime`: clock ticks since boot, at its `fork`); `None`
+    /// where the line is cut short.
+    pub(crate) start_ticks: Option<u64>,
 }
 
-/// The parent, CPU times and major faults of a `/proc/PID/stat` line (fields 4, 12 to
-/// 17, counted from the last `)`, since the command name may hold spaces and parentheses).
+/// The parent, CPU times, major faults and start of a `/proc/PID/stat` line (fields 4,
+/// 12 to 17 and 22, counted from the last `)`, since the command name may hold spaces
+/// and parentheses).
 pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
     let close = text.iter().rposition(|b| *b == b')')?;
     let mut fields = text[close + 1..]
@@ -217,18 +225,24 @@ pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
     let system = nth(0)?; // 15
     let child_user = nth(0)?; // 16
     let child_system = nth(0)?; // 17
+    let start_ticks = nth(4); // 22
     Some(StatUsage {
         ppid,
         user_ticks: user + child_user,
         system_ticks: system + child_system,
         major_faults: major + child_major,
+        own_ticks: user + system,
+        start_ticks,
     })
 }
 
-/// `read_bytes` and `write_bytes` less `cancelled_write_bytes` of a `/proc/PID/io`
-/// text: the storage I/O the kernel also gives as `ru_inblock` / `ru_oublock`.
+/// `read_bytes` and `write_bytes` of a `/proc/PID/io` text: the storage I/O the kernel
+/// also gives as `ru_inblock` / `ru_oublock`. `cancelled_write_bytes` is not netted
+/// out: it counts dirty pages that this process truncated, whoever dirtied them
+/// (another run's output it overwrote), so subtracting it could put the figure below
+/// what the process wrote, or at zero.
 pub(crate) fn parse_io(text: &[u8]) -> Option<(u64, u64)> {
-    let (mut read, mut write, mut cancelled) = (None, None, 0);
+    let (mut read, mut write) = (None, None);
     for line in text.split(|b| *b == b'\n') {
         let Some(colon) = line.iter().position(|b| *b == b':') else {
             continue;
@@ -237,11 +251,10 @@ pub(crate) fn parse_io(text: &[u8]) -> Option<(u64, u64)> {
         match &line[..colon] {
             b"read_bytes" => read = value,
             b"write_bytes" => write = value,
-            b"cancelled_write_bytes" => cancelled = value.unwrap_or(0),
             _ => {}
         }
     }
-    Some((read?, write?.saturating_sub(cancelled)))
+    Some((read?, write?))
 }
 
 /// The kernel's clock ticks a second (`USER_HZ`), the unit of `/proc/PID/stat` times.
@@ -299,9 +312,14 @@ pub(crate) struct Status {
 
 /// The `Name:` of a `status` text (its first line): the command's name, as `comm`.
 pub(crate) fn status_name(text: &[u8]) -> Option<String> {
-    let rest = text.strip_prefix(b"Name:")?;
-    let name = until_newline(rest).trim_ascii();
+    let name = status_name_bytes(text);
     (!name.is_empty()).then(|| String::from_utf8_lossy(name).into_owned())
+}
+
+/// The bytes of [`status_name`], empty where there is none.
+pub(crate) fn status_name_bytes(text: &[u8]) -> &[u8] {
+    text.strip_prefix(b"Name:")
+        .map_or(&[][..], |rest| until_newline(rest).trim_ascii())
 }
 
 /// `VmHWM`, `VmRSS` and `Threads` from a `status` text (they come in that order, and
@@ -496,7 +514,7 @@ mod tests {
 
     #[test]
     fn parses_stat_usage_and_io() {
-        let line = b"42 (a b) c)) S 7 42 42 0 -1 4194560 100 5 3 2 150 20 9 1 20 0 1 0";
+        let line = b"42 (a b) c)) S 7 42 42 0 -1 4194560 100 5 3 2 150 20 9 1 20 0 1 0 8675";
         assert_eq!(
             parse_stat_usage(line),
             Some(StatUsage {
@@ -504,14 +522,19 @@ mod tests {
                 user_ticks: 159,
                 system_ticks: 21,
                 major_faults: 5,
+                own_ticks: 170,
+                start_ticks: Some(8675),
             })
         );
+        let short = parse_stat_usage(&line[..line.len() - 5]).unwrap();
+        assert_eq!(short.start_ticks, None);
         assert_eq!(parse_stat_usage(b"1 (x) S 0"), None);
         let real = std::fs::read("/proc/self/stat").unwrap();
         let usage = parse_stat_usage(&real).expect("this process's stat");
         assert_eq!(usage.ppid, std::os::unix::process::parent_id());
         let io = b"rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 4096\n";
-        assert_eq!(parse_io(io), Some((4096, 4096)));
+        // The cancelled bytes are not netted out: the process wrote 8192.
+        assert_eq!(parse_io(io), Some((4096, 8192)));
         assert_eq!(parse_io(b"rchar: 1\n"), None);
     }
 

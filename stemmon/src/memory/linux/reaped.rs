@@ -60,10 +60,17 @@ impl ChildUsage {
     }
 
     /// What changed from `before` to `self`: `Some` when a child was reaped in between.
-    pub(crate) fn reaped_since(&self, before: &ChildUsage) -> Option<Reaped> {
+    /// `baseline` is the figures when the monitor started: a maximum no higher than
+    /// theirs is not this run's.
+    pub(crate) fn reaped_since(
+        &self,
+        before: &ChildUsage,
+        baseline: &ChildUsage,
+    ) -> Option<Reaped> {
+        let bytes = u64::try_from(self.max_rss_kib).unwrap_or(0) * 1024;
         (self != before).then(|| Reaped {
-            peak: u64::try_from(self.max_rss_kib).unwrap_or(0) * 1024,
-            exact: self.max_rss_kib > before.max_rss_kib,
+            peak: (self.max_rss_kib > before.max_rss_kib).then_some(bytes),
+            at_most: (self.max_rss_kib > baseline.max_rss_kib).then_some(bytes),
         })
     }
 }
@@ -128,15 +135,30 @@ pub(crate) struct Zombie {
     pub(crate) usage: Usage,
 }
 
-/// The peak of the children this process reaped since a previous check.
+/// What the kernel says of the children this process reaped since a previous check.
+///
+/// It keeps one maximum over every child ever reaped (`ru_maxrss` of
+/// `RUSAGE_CHILDREN`), counted from before this process's `exec` too (`cargo run`
+/// hands its program the maximum of the compilers it reaped). Where it grew, one of
+/// the children reaped since had exactly that peak (its own, or one of the children it
+/// waited for: the kernel merges them). Where it did not, their peaks were at most the
+/// maximum, which bounds them only if this run set it: one inherited, or from before
+/// the start, says nothing of theirs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Reaped {
-    /// The largest peak RSS, in bytes, of any child this process ever reaped: the kernel
-    /// keeps the maximum (`ru_maxrss`), not one figure per child.
-    pub(crate) peak: u64,
-    /// The maximum grew since the previous check, so a child reaped since had exactly
-    /// `peak`; otherwise `peak` is an upper bound of theirs.
-    pub(crate) exact: bool,
+    /// The maximum it grew to, in bytes; `None` where it did not grow.
+    pub(crate) peak: Option<u64>,
+    /// The maximum, in bytes, where it is above the one at the start: at most what each
+    /// child reaped since held. `None` where it is not this run's.
+    pub(crate) at_most: Option<u64>,
+}
+
+impl Reaped {
+    /// The most the children reaped since held, where the kernel says (exactly where it
+    /// grew, else at most this run's maximum).
+    pub(crate) fn bound(&self) -> Option<u64> {
+        self.peak.or(self.at_most)
+    }
 }
 
 /// The peak RSS of `pid` if it is a child of this process that has exited and is not
@@ -257,30 +279,27 @@ mod tests {
 
     #[test]
     fn a_change_of_the_figures_is_a_reaping() {
-        let before = ChildUsage::default();
-        assert_eq!(before.reaped_since(&before), None);
+        let start = ChildUsage::default();
+        assert_eq!(start.reaped_since(&start, &start), None);
         let after = ChildUsage {
             max_rss_kib: 2048,
             minor_faults: 10,
-            ..before
+            ..start
         };
-        assert_eq!(
-            after.reaped_since(&before),
-            Some(Reaped {
-                peak: 2 * MIB,
-                exact: true
-            })
-        );
+        let grew = Reaped {
+            peak: Some(2 * MIB),
+            at_most: Some(2 * MIB),
+        };
+        assert_eq!(after.reaped_since(&start, &start), Some(grew));
+        // A reaping below this run's maximum: at most that.
         let smaller = ChildUsage {
             minor_faults: 20,
             ..after
         };
-        assert_eq!(
-            smaller.reaped_since(&after),
-            Some(Reaped {
-                peak: 2 * MIB,
-                exact: false
-            })
-        );
+        let below = smaller.reaped_since(&after, &start).unwrap();
+        assert_eq!((below.peak, below.bound()), (None, Some(2 * MIB)));
+        // A maximum inherited across `exec` (the baseline) says nothing.
+        let inherited = smaller.reaped_since(&after, &after).unwrap();
+        assert_eq!((inherited.peak, inherited.bound()), (None, None));
     }
 }

@@ -67,12 +67,17 @@ impl SelfFiles {
     /// its launcher), which no reset lowers: it speaks for the mark only above `floor`
     /// (see [`SelfFiles::exec_floor`]); below, `status` is read instead.
     /// `maxrss` is `getrusage(RUSAGE_SELF)`'s, which the caller read.
+    /// Without `reset`, the mark is read from `status` and left as it is.
     pub(crate) fn read_cheap(
         &mut self,
         marks: bool,
+        reset: bool,
         floor: u64,
         maxrss: u64,
     ) -> io::Result<Status> {
+        if marks && !reset {
+            return self.read_status(false);
+        }
         if self.statm.is_none() {
             self.statm = Some(File::open("/proc/self/statm")?);
         }
@@ -150,6 +155,10 @@ fn maxrss_of(usage: &libc::rusage) -> u64 {
 pub(crate) struct ProcSelfReader {
     ledger: Arc<Ledger>,
     marks: bool,
+    /// Each reading resets the mark.
+    reset: bool,
+    /// `/proc/sys/kernel/ns_last_pid`, opened on first use (`Some(None)`: unreadable).
+    last_pid_file: Option<Option<File>>,
     /// This process's own CPU counts in the tree's (it is the root).
     count_self: bool,
     /// CPU and I/O are read at all (off only to measure what they cost).
@@ -162,10 +171,10 @@ pub(crate) struct ProcSelfReader {
 }
 
 impl ProcSelfReader {
-    /// A reader of this process on the monitor's `ledger`; `marks` reads and resets
-    /// its high-water mark too.
-    pub(crate) fn new(ledger: Arc<Ledger>, marks: bool) -> ProcSelfReader {
-        let floor = if marks {
+    /// A reader of this process on the monitor's `ledger`; `marks` reads its
+    /// high-water mark too, and `reset` resets it at every reading.
+    pub(crate) fn new(ledger: Arc<Ledger>, marks: bool, reset: bool) -> ProcSelfReader {
+        let floor = if marks && reset {
             ledger.shared().own().map_or(0, SelfFiles::exec_floor)
         } else {
             0
@@ -173,6 +182,8 @@ impl ProcSelfReader {
         ProcSelfReader {
             ledger,
             marks,
+            reset,
+            last_pid_file: None,
             count_self: true,
             cpu: true,
             floor,
@@ -207,20 +218,26 @@ impl SelfReader for ProcSelfReader {
         let (reaped, usage) = shared.reaped_and_usage();
         let reaped_any = std::mem::replace(&mut self.last_usage, usage) != usage;
         let children_changed = reaped_any || any_zombie_child();
-        let reaped = reaped.filter(|_| self.marks).map(|r| r.peak);
+        let reaped = reaped.filter(|_| self.marks);
         // One `getrusage(RUSAGE_SELF)` for the mark and the CPU both.
         let own = (self.cpu || self.marks).then(|| rusage(libc::RUSAGE_SELF));
         let status = shared
             .own()
             .ok()?
-            .read_cheap(self.marks, self.floor, own.as_ref().map_or(0, maxrss_of))
+            .read_cheap(
+                self.marks,
+                self.reset,
+                self.floor,
+                own.as_ref().map_or(0, maxrss_of),
+            )
             .ok()?;
         let reaped_usage = usage.usage();
         let self_usage = own.as_ref().map_or(crate::memory::Usage::ZERO, usage_of);
         Some(SelfReading {
             rss: status.rss?,
             hwm: status.hwm.filter(|_| self.marks),
-            reaped,
+            reaped: reaped.and_then(|r| r.peak),
+            reaped_at_most: reaped.and_then(|r| r.bound()),
             children_changed,
             usage: self.cpu.then(|| {
                 if self.count_self {
@@ -230,6 +247,21 @@ impl SelfReader for ProcSelfReader {
                 }
             }),
         })
+    }
+
+    fn children_changed(&mut self) -> bool {
+        ChildUsage::now() != self.last_usage || any_zombie_child()
+    }
+
+    fn last_pid(&mut self) -> Option<u32> {
+        use std::os::unix::fs::FileExt;
+        if self.last_pid_file.is_none() {
+            self.last_pid_file = Some(File::open("/proc/sys/kernel/ns_last_pid").ok());
+        }
+        let file = self.last_pid_file.as_ref()?.as_ref()?;
+        let mut text = [0u8; 16];
+        let read = file.read_at(&mut text, 0).ok()?;
+        std::str::from_utf8(&text[..read]).ok()?.trim().parse().ok()
     }
 
     fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren {

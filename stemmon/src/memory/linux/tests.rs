@@ -21,6 +21,24 @@ fn fresh_vm_rss() -> u64 {
 
 const MIB: u64 = 1 << 20;
 
+/// At least `mib` MiB, and more than any child of this process reaped so far held: the
+/// kernel's maximum over reaped children (`RUSAGE_CHILDREN`) grows only past it, and
+/// the tests of one binary share it.
+pub(crate) fn past_reaped_maximum(mib: u64) -> u64 {
+    let kib = reaped::rusage(libc::RUSAGE_CHILDREN).ru_maxrss;
+    mib.max(u64::try_from(kib).unwrap_or(0) / 1024 + 16)
+}
+
+/// A python3 child that touches `mib` MiB and exits.
+pub(crate) fn python_holding(mib: u64) -> std::process::Command {
+    let mut command = std::process::Command::new("python3");
+    command.args([
+        "-c",
+        &format!("b = bytearray({mib} << 20)\nfor i in range(0, len(b), 4096): b[i] = 1"),
+    ]);
+    command
+}
+
 fn touched(mib: u64) -> Vec<u8> {
     let mut block = vec![0u8; (mib * MIB) as usize];
     for page in block.chunks_mut(4096) {
@@ -103,17 +121,12 @@ fn a_reaped_childs_peak_shows_in_the_next_reading() {
     let _mark = self_mark();
     let mut reader = ProcReader::new(false);
     reader.read_tree(std::process::id()).unwrap();
-    let status = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
-        ])
-        .status()
-        .expect("python3 runs");
+    let mib = past_reaped_maximum(128);
+    let status = python_holding(mib).status().expect("python3 runs");
     assert!(status.success());
     let reading = reader.read_tree(std::process::id()).unwrap();
     let peak = reading.reaped_child_peak.unwrap();
-    assert!(peak >= 128 * MIB, "reaped peak {peak}");
+    assert!(peak >= mib * MIB, "reaped peak {peak}");
     assert!(reading.tree_rss_bound.unwrap() >= peak + reading.parent_hwm.unwrap());
     // Consumed: the next reading has no reaped child.
     let next = reader.read_tree(std::process::id()).unwrap();
@@ -481,23 +494,18 @@ fn a_fresh_tree_reader_on_the_same_ledger_keeps_the_reaped_baseline() {
     // Another monitor's ledger: it counts the same reaping for itself.
     let mut other = ProcReader::new(false);
     other.read_tree(me).unwrap();
-    let status = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "b = bytearray(128 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1",
-        ])
-        .status()
-        .expect("python3 runs");
+    let mib = past_reaped_maximum(128);
+    let status = python_holding(mib).status().expect("python3 runs");
     assert!(status.success());
     // The last sample of a signal: a new reader, on the sampler's ledger.
     let mut last = ProcReader::on_ledger(Arc::clone(&ledger), false);
     let reading = last.read_tree(me).unwrap();
     let peak = reading.reaped_child_peak.expect("the reaping is kept");
-    assert!(peak >= 128 * MIB, "reaped peak {peak}");
+    assert!(peak >= mib * MIB, "reaped peak {peak}");
     assert!(reading.tree_rss_bound.unwrap() >= peak);
     let theirs = other.read_tree(me).unwrap().reaped_child_peak;
     assert!(
-        theirs >= Some(128 * MIB),
+        theirs >= Some(mib * MIB),
         "the other monitor's own: {theirs:?}"
     );
     // Counted once per ledger: the sampler's next sample has no reaped child.
@@ -554,18 +562,18 @@ fn the_exited_set_is_emptied_by_every_sample_and_filled_only_with_marks() {
     }];
     let ledger = Arc::new(Ledger::new());
     // Without marks the boundary does not count the exit: nothing is kept for it.
-    let mut plain = ProcSelfReader::new(Arc::clone(&ledger), false);
+    let mut plain = ProcSelfReader::new(Arc::clone(&ledger), false, false);
     let live = crate::memory::SelfReader::live_children(&mut plain, &descendants, &mut Vec::new());
     assert_eq!((live.rss, live.exited_peak), (0, Some(1)));
     assert_eq!(ledger.shared().counted_len(), 0);
-    let mut marked = ProcSelfReader::new(Arc::clone(&ledger), true);
+    let mut marked = ProcSelfReader::new(Arc::clone(&ledger), true, true);
     for _ in 0..3 {
         crate::memory::SelfReader::live_children(&mut marked, &descendants, &mut Vec::new());
     }
     assert_eq!(ledger.shared().counted_len(), 3);
     // A sample with marks off takes them too.
     let mut tree = ProcReader::on_ledger(Arc::clone(&ledger), false);
-    tree.set_marks(false, me);
+    tree.set_marks(false, false, me);
     tree.read_tree(me).unwrap();
     assert_eq!(ledger.shared().counted_len(), 0);
 }
@@ -581,7 +589,7 @@ fn boundary_reading_cost() {
     let calls = 20_000u32;
     let ledger = Arc::new(Ledger::new());
     // Below the floor (the launcher's peak from before exec) `status` is read.
-    let mut reader = ProcSelfReader::new(Arc::clone(&ledger), true);
+    let mut reader = ProcSelfReader::new(Arc::clone(&ledger), true, true);
     let started = Instant::now();
     for _ in 0..calls {
         black_box(reader.read());
@@ -597,7 +605,7 @@ fn boundary_reading_cost() {
     }
     let marks = started.elapsed() / calls;
     drop(black_box(block));
-    let mut plain = ProcSelfReader::new(Arc::clone(&ledger), false);
+    let mut plain = ProcSelfReader::new(Arc::clone(&ledger), false, false);
     let started = Instant::now();
     for _ in 0..calls {
         black_box(plain.read());
@@ -662,7 +670,7 @@ fn an_exited_roots_final_interval_comes_from_its_rusage() {
         .expect("python3 runs");
     let root = child.id();
     let mut reader = ProcReader::new(false);
-    assert!(reader.configure_marks(true, root).parent);
+    assert!(reader.configure_marks(true, true, root).parent);
     let first = reader.read_tree(root).unwrap();
     assert!(first.parent_hwm.unwrap() < 96 * MIB, "{first:?}");
     drop(child.stdin.take());
@@ -674,11 +682,17 @@ fn an_exited_roots_final_interval_comes_from_its_rusage() {
         );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    // A zombie: nothing resident, no VmHWM, and still its final interval.
+    // A zombie: nothing resident, no VmHWM, and still its final interval, in its
+    // rusage, which merges its own peak with its waited children's: the bound and the
+    // exited peak take it, the root's own exact peak does not.
     let last = reader.read_tree(root).unwrap();
     assert_eq!(last.parent_rss, Some(0));
-    let hwm = last.parent_hwm.expect("the zombie root's rusage");
-    assert!(hwm >= 96 * MIB, "{last:?}");
-    assert!(last.tree_rss_bound.unwrap() >= hwm);
+    assert_eq!(last.parent_hwm, None, "{last:?}");
+    let exited = last.reaped_child_peak.expect("the zombie root's rusage");
+    assert!(exited >= 96 * MIB, "{last:?}");
+    assert!(last.tree_rss_bound.unwrap() >= exited);
+    let root_line = last.root_process.as_ref().unwrap();
+    assert_eq!(root_line.exited_peak, Some(exited));
+    assert!(root_line.peak < 96 * MIB, "its own readings: {root_line:?}");
     assert!(child.wait().unwrap().success());
 }

@@ -16,7 +16,7 @@
 
 use super::ledger::{Ledger, PidMap};
 pub(crate) use super::proc_files::{fd_budget, ProcUsage};
-use super::proc_files::{read_command, read_kept, read_status, Fds};
+use super::proc_files::{read_command, read_kept, read_status, Comm, Fds};
 use super::procfs::{
     is_gone, list_numeric_dir, page_size, parse_io, parse_pid_list, parse_stat_usage, status_name,
     Buf, ProcPath, Status,
@@ -72,6 +72,8 @@ struct Proc {
     command: Option<Arc<str>>,
     /// `cmdline` was read (or tried) for this process.
     command_read: bool,
+    /// Its `Name:` when `command` was read: a change means it `exec`ed another program.
+    comm: Comm,
     /// Its threads as last listed.
     tasks: Vec<Task>,
     /// `Threads:` when `tasks` were listed; `None`: list them at the next sample.
@@ -81,6 +83,18 @@ struct Proc {
 }
 
 impl Proc {
+    /// Notes the `Name:` of the `status` just read: where it changed since the argv
+    /// was read, the process `exec`ed another program, and its argv is read again.
+    fn follow_exec(&mut self, status: &[u8]) {
+        let comm = Comm::of(status);
+        if comm != self.comm {
+            if self.comm.is_read() {
+                self.command_read = false;
+            }
+            self.comm = comm;
+        }
+    }
+
     /// Closes every file (the process is gone, or its pid is another process's now).
     fn close(&mut self, fds: &mut Fds) {
         fds.release(self.status.take());
@@ -90,6 +104,7 @@ impl Proc {
         self.usage = None;
         self.command = None;
         self.command_read = false;
+        self.comm = Comm::default();
         for task in self.tasks.drain(..) {
             fds.release(task.children);
         }
@@ -320,7 +335,10 @@ impl ProcTable {
         }
         if let Some(file) = &proc.status {
             match read_status(file, status_buf, proc.clear_refs.as_ref(), reset) {
-                Ok(status) => return Ok(status),
+                Ok(status) => {
+                    proc.follow_exec(status_buf.text());
+                    return Ok(status);
+                }
                 // Gone, or its pid is another process's now: start afresh.
                 Err(_) => proc.close(fds),
             }
@@ -336,6 +354,7 @@ impl ProcTable {
             })
             .and_then(Result::ok);
         let read = read_status(&status, status_buf, clear_refs.as_ref(), reset)?;
+        proc.follow_exec(status_buf.text());
         if !proc.command_read {
             // First seen: its argv now, while it is most likely still there. One with
             // none left (a zombie, or gone since: a short-lived process reaped

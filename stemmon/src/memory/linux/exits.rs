@@ -1,0 +1,298 @@
+//! What the processes that left the tree in one interval held, for the high-water bound
+//! (SPEC §18): each process counted once.
+//!
+//! The kernel gives an exited process's peak only merged with others': a zombie's
+//! `waitid` rusage is the larger of its own peak and those of the children it waited
+//! for, and `RUSAGE_CHILDREN` keeps one maximum over every child this process reaped.
+//! So the processes of an interval are put in groups by who reaped them (the zombie
+//! that waited for them, or this process), and each group counts its members at their
+//! last readings, raised by what the kernel's figure for the group says beyond the
+//! largest of them: `sum(last) + max(0, figure - max(last))`. Never a sum of a
+//! process's last reading and its reaped peak: the figure goes to one member, the one
+//! whose reading it is most likely to extend. Where several members of one group
+//! spiked after their last readings, only the largest spike is in the bound: the
+//! kernel keeps no more than that.
+
+use super::ledger::Known;
+use crate::memory::BoundPart;
+
+/// A process that left the tree, as the previous sample knew it.
+#[derive(Clone, Copy, Debug)]
+struct Gone {
+    pid: u32,
+    ppid: u32,
+    /// This process reaped it: its peak is in `RUSAGE_CHILDREN`.
+    direct: bool,
+    /// Its mark at its last reading.
+    last: u64,
+    started: Option<f64>,
+}
+
+/// An exited process not yet reaped.
+#[derive(Clone, Copy, Debug)]
+struct Zombie {
+    pid: u32,
+    last: u64,
+    started: Option<f64>,
+    /// Its rusage's peak, where this process may read it (its own child).
+    figure: Option<u64>,
+}
+
+/// Who a departed process's peak went to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reaper {
+    /// A zombie of this interval waited for it: into that zombie's rusage.
+    Zombie(usize),
+    /// This process reaped it (or its reaper, which it reaped): into `RUSAGE_CHILDREN`.
+    Kernel,
+    /// A live process reaped it: its rusage is not readable, the last reading stands.
+    Alive,
+}
+
+/// One group's sums.
+#[derive(Clone, Copy, Debug, Default)]
+struct Group {
+    sum: u64,
+    max: u64,
+    started: Option<f64>,
+    /// The lowest pid of its members.
+    pid: u32,
+    members: u32,
+}
+
+impl Group {
+    /// A member at its last reading; the group began with its first member (unknown
+    /// if any member's start is).
+    fn add(&mut self, pid: u32, last: u64, started: Option<f64>) {
+        self.started = match (self.members, self.started, started) {
+            (0, _, started) => started,
+            (_, Some(a), Some(b)) => Some(a.min(b)),
+            _ => None,
+        };
+        self.pid = if self.members == 0 {
+            pid
+        } else {
+            self.pid.min(pid)
+        };
+        self.sum += last;
+        self.max = self.max.max(last);
+        self.members += 1;
+    }
+
+    fn part(&self, figure: Option<u64>) -> BoundPart {
+        BoundPart {
+            pid: self.pid,
+            started: self.started,
+            bytes: self.sum + figure.map_or(0, |f| f.saturating_sub(self.max)),
+        }
+    }
+}
+
+/// One interval's live marks, zombies and departed processes; kept by the reader
+/// between samples to reuse its lists.
+#[derive(Debug, Default)]
+pub(crate) struct Exits {
+    parts: Vec<BoundPart>,
+    zombies: Vec<Zombie>,
+    departed: Vec<Gone>,
+    /// The largest peak of a process that exited in the interval.
+    pub(crate) largest: Option<u64>,
+}
+
+impl Exits {
+    /// Empties the lists for a new sample.
+    pub(crate) fn clear(&mut self) {
+        self.parts.clear();
+        self.zombies.clear();
+        self.departed.clear();
+        self.largest = None;
+    }
+
+    /// A live descendant and its mark.
+    pub(crate) fn live(&mut self, pid: u32, started: Option<f64>, mark: u64) {
+        self.parts.push(BoundPart {
+            pid,
+            started,
+            bytes: mark,
+        });
+    }
+
+    /// An exited process not yet reaped: its last reading and, where readable, its
+    /// rusage's peak.
+    pub(crate) fn zombie(
+        &mut self,
+        pid: u32,
+        last: u64,
+        started: Option<f64>,
+        figure: Option<u64>,
+    ) {
+        self.largest = self.largest.max(figure);
+        self.zombies.push(Zombie {
+            pid,
+            last,
+            started,
+            figure,
+        });
+    }
+
+    /// A process of the previous sample that is gone.
+    pub(crate) fn departed(&mut self, pid: u32, was: &Known) {
+        self.largest = self.largest.max(Some(was.peak));
+        self.departed.push(Gone {
+            pid,
+            ppid: was.ppid,
+            direct: was.direct,
+            last: was.hwm,
+            started: was.started,
+        });
+    }
+
+    /// The bound's parts: every live mark, and one part per group of exited processes;
+    /// `kernel` is what `RUSAGE_CHILDREN`'s maximum grew to in the interval, if it grew.
+    pub(crate) fn parts(&mut self, kernel: Option<u64>) -> Vec<BoundPart> {
+        self.departed.sort_unstable_by_key(|g| g.pid);
+        self.zombies.sort_unstable_by_key(|z| z.pid);
+        let mut zombie_groups = vec![Group::default(); self.zombies.len()];
+        for (group, zombie) in zombie_groups.iter_mut().zip(&self.zombies) {
+            group.add(zombie.pid, zombie.last, zombie.started);
+        }
+        let mut kernel_group = Group::default();
+        let mut parts = std::mem::take(&mut self.parts);
+        for gone in &self.departed {
+            match self.reaper_of(gone) {
+                Reaper::Zombie(index) => {
+                    zombie_groups[index].add(gone.pid, gone.last, gone.started)
+                }
+                Reaper::Kernel => kernel_group.add(gone.pid, gone.last, gone.started),
+                Reaper::Alive => parts.push(BoundPart {
+                    pid: gone.pid,
+                    started: gone.started,
+                    bytes: gone.last,
+                }),
+            }
+        }
+        for (group, zombie) in zombie_groups.iter().zip(&self.zombies) {
+            parts.push(group.part(zombie.figure));
+        }
+        if kernel_group.members > 0 || kernel.is_some() {
+            parts.push(kernel_group.part(kernel));
+        }
+        parts
+    }
+
+    /// Who reaped `gone`: walked up through the processes that left in this interval.
+    fn reaper_of(&self, gone: &Gone) -> Reaper {
+        let mut at = *gone;
+        // Parent links of one interval: a chain is as long as the tree is deep.
+        for _ in 0..256 {
+            if at.direct {
+                return Reaper::Kernel;
+            }
+            if let Ok(index) = self.zombies.binary_search_by_key(&at.ppid, |z| z.pid) {
+                return Reaper::Zombie(index);
+            }
+            match self.departed.binary_search_by_key(&at.ppid, |g| g.pid) {
+                Ok(index) if self.departed[index].pid != at.pid => at = self.departed[index],
+                _ => return Reaper::Alive,
+            }
+        }
+        Reaper::Alive
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn known(hwm: u64, ppid: u32, direct: bool) -> Known {
+        Known {
+            hwm,
+            peak: hwm,
+            direct,
+            ppid,
+            started: Some(1.0),
+        }
+    }
+
+    fn total(parts: &[BoundPart]) -> u64 {
+        parts.iter().map(|p| p.bytes).sum()
+    }
+
+    #[test]
+    fn a_wrapper_and_the_child_it_waited_for_count_once() {
+        // sh (ours, 2 MiB) waited for python (300 MiB) and exited: its rusage says 310.
+        let mut exits = Exits::default();
+        exits.zombie(10, 2 * MIB, Some(1.0), Some(310 * MIB));
+        exits.departed(11, &known(300 * MIB, 10, false));
+        let parts = exits.parts(None);
+        assert_eq!(total(&parts), 312 * MIB, "{parts:?}");
+        assert_eq!(exits.largest, Some(310 * MIB));
+    }
+
+    #[test]
+    fn a_child_that_spiked_after_its_last_reading_gets_the_kernels_figure() {
+        let mut exits = Exits::default();
+        exits.zombie(10, 2 * MIB, None, Some(310 * MIB));
+        exits.departed(11, &known(10 * MIB, 10, false));
+        assert_eq!(total(&exits.parts(None)), 312 * MIB);
+    }
+
+    #[test]
+    fn a_pool_reaped_by_this_process_counts_each_worker_once() {
+        let mut exits = Exits::default();
+        for pid in 20..24 {
+            exits.departed(pid, &known(100 * MIB, 1, true));
+        }
+        exits.live(3, Some(1.0), 40 * MIB);
+        // The kernel's maximum grew to 104 MiB: one worker spiked past its last reading.
+        assert_eq!(total(&exits.parts(Some(104 * MIB))), 444 * MIB);
+        // Without growth (the maximum is an earlier child's, or inherited across exec),
+        // the kernel says nothing: the last readings stand.
+        exits.clear();
+        for pid in 20..24 {
+            exits.departed(pid, &known(100 * MIB, 1, true));
+        }
+        assert_eq!(total(&exits.parts(None)), 400 * MIB);
+    }
+
+    #[test]
+    fn a_child_never_sampled_counts_with_the_kernels_growth() {
+        let mut exits = Exits::default();
+        let parts = exits.parts(Some(50 * MIB));
+        assert_eq!(total(&parts), 50 * MIB);
+        exits.clear();
+        assert!(exits.parts(None).is_empty());
+    }
+
+    #[test]
+    fn a_grandchild_reaped_by_a_live_process_counts_its_last_reading() {
+        let mut exits = Exits::default();
+        exits.departed(30, &known(64 * MIB, 29, false));
+        let parts = exits.parts(Some(500 * MIB));
+        // The kernel's growth is another child's (this process reaped it): its own part.
+        assert_eq!(total(&parts), 564 * MIB);
+        assert_eq!(parts[0].bytes, 64 * MIB);
+    }
+
+    #[test]
+    fn a_chain_of_exits_joins_the_group_of_its_top() {
+        // 40 (ours) reaped 41, which had reaped 42; all gone in one interval.
+        let mut exits = Exits::default();
+        exits.departed(42, &known(30 * MIB, 41, false));
+        exits.departed(41, &known(5 * MIB, 40, false));
+        exits.departed(40, &known(1 * MIB, 1, true));
+        let parts = exits.parts(Some(32 * MIB));
+        assert_eq!(parts.len(), 1, "{parts:?}");
+        assert_eq!(total(&parts), 36 * MIB + 2 * MIB);
+    }
+
+    #[test]
+    fn a_parent_cycle_in_stale_readings_ends() {
+        let mut exits = Exits::default();
+        exits.departed(50, &known(MIB, 51, false));
+        exits.departed(51, &known(MIB, 50, false));
+        assert_eq!(total(&exits.parts(None)), 2 * MIB);
+    }
+}
