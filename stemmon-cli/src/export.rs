@@ -1,5 +1,6 @@
 //! `stemmon export REPORT --format chrome`: Chrome trace event JSON for ui.perfetto.dev
-//! and chrome://tracing.
+//! and chrome://tracing; `--format otlp --endpoint URL`: the report's metrics and trace
+//! to an OpenTelemetry collector (`stemmon::otlp::send`).
 //!
 //! One track per thread (`thread_name` metadata, `tid` = the report's thread id + 1),
 //! a complete (`"X"`) slice per kept span, and counter (`"C"`) tracks for tree, parent
@@ -27,6 +28,22 @@ pub(crate) fn chrome(report: &Path, output: Option<&Path>) -> Result<(), Failure
         .map_err(|e| Failure::input(format!("cannot encode the trace: {e}")))?;
     text.push(b'\n');
     input::write_or_print(output, &text)
+}
+
+/// Sends `report`'s metrics and trace over OTLP; says on stdout where they went.
+pub(crate) fn otlp(report: &Path, endpoint: Option<&str>) -> Result<(), Failure> {
+    let report = input::load(report)?.report;
+    let sent = stemmon::otlp::send(&report, endpoint)
+        .map_err(|error| Failure::input(format!("OTLP export failed: {error}")))?;
+    let mut lines = String::new();
+    if let Some(url) = &sent.metrics_url {
+        lines.push_str(&format!("sent {} data points to {url}\n", sent.data_points));
+    }
+    if let Some(url) = &sent.traces_url {
+        lines.push_str(&format!("sent {} spans to {url}\n", sent.spans));
+    }
+    crate::print_out(&lines);
+    Ok(())
 }
 
 fn micros(seconds: f64) -> f64 {

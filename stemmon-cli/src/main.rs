@@ -45,23 +45,33 @@ enum Command {
     Merge(merge::Args),
 }
 
-/// Writes a report's stage calls and memory as a trace that Perfetto and chrome://tracing open.
+/// Writes a report's stage calls and memory as a trace that Perfetto and chrome://tracing
+/// open, or sends its metrics and trace to an OpenTelemetry collector.
 #[derive(Debug, clap::Args)]
+#[command(
+    after_help = "With --format otlp: OTLP/HTTP with protobuf bodies; OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read, and without --endpoint, OTEL_EXPORTER_OTLP_ENDPOINT (or the per-signal endpoints)."
+)]
 struct ExportArgs {
     /// The report to export.
     report: PathBuf,
     /// The trace format.
     #[arg(long, value_enum)]
     format: ExportFormat,
-    /// Where to write the trace; standard output when omitted.
+    /// Where to write the trace (chrome); standard output when omitted.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// The collector's base URL (otlp), e.g. http://localhost:4318: `/v1/metrics` and
+    /// `/v1/traces` are appended.
+    #[arg(long, value_name = "URL")]
+    endpoint: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum ExportFormat {
     /// Chrome trace event JSON (ui.perfetto.dev, chrome://tracing).
     Chrome,
+    /// OTLP/HTTP to an OpenTelemetry collector: the metrics and the run as a trace.
+    Otlp,
 }
 
 /// Why a subcommand stopped: printed as one line on stderr, then the exit code.
@@ -146,9 +156,16 @@ fn main() -> ExitCode {
         Command::Compare(args) => compare::compare(&args),
         Command::Plot(args) => plot::plot(&args).map(|()| 0),
         Command::Export(args) => match args.format {
-            ExportFormat::Chrome => {
-                export::chrome(&args.report, args.output.as_deref()).map(|()| 0)
-            }
+            ExportFormat::Chrome => match args.endpoint {
+                Some(_) => Err(Failure::input("--endpoint is for --format otlp")),
+                None => export::chrome(&args.report, args.output.as_deref()).map(|()| 0),
+            },
+            ExportFormat::Otlp => match args.output {
+                Some(_) => Err(Failure::input(
+                    "--format otlp sends to a collector: -o is for --format chrome",
+                )),
+                None => export::otlp(&args.report, args.endpoint.as_deref()).map(|()| 0),
+            },
         },
         Command::Merge(args) => merge::merge(&args).map(|()| 0),
     };

@@ -139,6 +139,25 @@ impl MonitorBuilder {
         self
     }
 
+    /// Sends metrics and a trace over OTLP/HTTP (protobuf) to the OpenTelemetry collector
+    /// at `endpoint`, its base URL (`http://collector:4318`: `/v1/metrics` and
+    /// `/v1/traces` are appended; `https://` with the `otlp-tls` feature). The metrics go
+    /// at each `running` log line and at the end, the trace (a span per kept stage call)
+    /// at the end, from a thread of their own with a 2 s timeout per request; the end of
+    /// the run waits for them at most 1 s.
+    ///
+    /// The OpenTelemetry SDKs' variables override it: `OTEL_EXPORTER_OTLP_ENDPOINT`, the
+    /// per-signal `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` / `..._TRACES_ENDPOINT` (used as
+    /// they are), `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME`,
+    /// `OTEL_RESOURCE_ATTRIBUTES`; `OTEL_SDK_DISABLED=true` turns OTLP off. A failed send
+    /// is the report's `export_error`, never the program's. A bad `endpoint` fails
+    /// [`start`](Self::start).
+    #[cfg(feature = "otlp")]
+    pub fn otlp(mut self, endpoint: impl Into<String>) -> Self {
+        self.config.otlp = Some(endpoint.into());
+        self
+    }
+
     /// Chooses the memory source; [`Reader::Native`] by default.
     pub fn reader(mut self, reader: Reader) -> Self {
         self.config.reader = reader;

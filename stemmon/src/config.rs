@@ -32,6 +32,9 @@ pub(crate) struct Config {
     pub(crate) labels: Vec<(String, String)>,
     pub(crate) prometheus_textfile: Option<PathBuf>,
     pub(crate) pushgateway: Option<String>,
+    /// The OTLP base endpoint given with `.otlp(endpoint)`.
+    #[cfg(feature = "otlp")]
+    pub(crate) otlp: Option<String>,
     pub(crate) reader: Reader,
     /// The root of the sampled tree: this process unless told otherwise.
     pub(crate) root: Option<u32>,
@@ -57,6 +60,8 @@ impl Default for Config {
             labels: Vec::new(),
             prometheus_textfile: None,
             pushgateway: None,
+            #[cfg(feature = "otlp")]
+            otlp: None,
             reader: Reader::Native,
             root: None,
             command: None,

@@ -89,6 +89,10 @@
 //!
 //! Turn on the feature `tracing` and [`TracingLayer`] makes every `tracing` span a
 //! stage: `tracing_subscriber::registry().with(stemmon::TracingLayer::new()).init()`.
+//!
+//! With the default feature `otlp`, set `OTEL_EXPORTER_OTLP_ENDPOINT` (or call
+//! [`MonitorBuilder::otlp`]) and the run's metrics and its trace, a span per stage call,
+//! go to an OpenTelemetry collector; [`otlp::send`] sends a finished report.
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -107,6 +111,8 @@ mod log;
 mod main_guard;
 mod memory;
 mod monitor;
+#[cfg(feature = "otlp")]
+pub mod otlp;
 mod output;
 #[cfg(target_os = "linux")]
 mod own_mark;

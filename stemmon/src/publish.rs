@@ -40,7 +40,7 @@ impl Moment {
 pub(crate) struct Publisher {
     /// Where the report goes, resolved once at start (or why it cannot go anywhere).
     output: Option<Result<Output, String>>,
-    /// Metrics for Prometheus.
+    /// Metrics for Prometheus and OTLP (and OTLP's trace).
     exporter: Mutex<Option<Exporter>>,
     warned_sampling: AtomicBool,
     warned_output: AtomicBool,
@@ -82,7 +82,8 @@ impl Publisher {
             // A failure shows in the report written now (the exporter warns once).
             let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(exporter) = exporter.as_mut() {
-                report.export_error = recorder.exported(exporter.export(&report));
+                let last = moment == Moment::Final;
+                report.export_error = recorder.exported(exporter.export(&report, last));
             }
         }
         if let Err(message) = self.write(&report, moment.durable()) {

@@ -1,9 +1,13 @@
-//! Sends a report's metrics where a cluster's monitoring gathers them (SPEC §10): a
-//! Prometheus textfile for node_exporter, a Pushgateway, or both.
+//! Sends a report's metrics where a cluster's monitoring gathers them: a Prometheus
+//! textfile for node_exporter, a Pushgateway (SPEC §10), an OpenTelemetry collector over
+//! OTLP (SPEC §16), or several.
 //!
-//! Runs on the sampler thread (or the finishing one), never inside a stage. A failure
-//! is returned as text for the report's `export_error` and warned once on stderr.
+//! Runs on the sampler thread (or the finishing one), never inside a stage; OTLP's
+//! requests go out on a thread of their own. A failure is returned as text for the
+//! report's `export_error` and warned once on stderr, once per kind of export.
 
+#[cfg(feature = "otlp")]
+pub(crate) mod otlp;
 mod prometheus;
 
 use crate::config::Config;
@@ -26,7 +30,10 @@ pub(crate) struct Exporter {
     /// The `.prom` file of this job's identity, which this process replaces.
     textfile: Option<PathBuf>,
     pushgateway: Option<Pushgateway>,
+    #[cfg(feature = "otlp")]
+    otlp: Option<otlp::Exporter>,
     warned: bool,
+    warned_otlp: bool,
 }
 
 impl Exporter {
@@ -34,8 +41,9 @@ impl Exporter {
     /// `host` and `labels` come from [`identity::collect`](crate::identity::collect).
     ///
     /// A non-empty `STEMMON_PROMETHEUS_TEXTFILE_DIR` / `STEMMON_PUSHGATEWAY_URL` wins
-    /// over the builder. A bad builder value is an `Error::InvalidConfig`; a bad variable
-    /// is ignored with a warning.
+    /// over the builder, and so do the `OTEL_*` variables over `.otlp(endpoint)`. A bad
+    /// builder value is an `Error::InvalidConfig`; a bad variable is ignored with a
+    /// warning (a bad OTLP one turns OTLP off).
     pub(crate) fn from_config(
         config: &Config,
         host: &str,
@@ -70,7 +78,7 @@ impl Exporter {
             },
         };
         let url = match env(PUSHGATEWAY_VAR) {
-            Some(url) => match check_url(&url) {
+            Some(url) => match check_url(&url, PUSHGATEWAY_URL) {
                 Ok(()) => Some(url),
                 Err(reason) => {
                     warn(&format!("ignoring {PUSHGATEWAY_VAR}={url:?}: {reason}"));
@@ -80,43 +88,69 @@ impl Exporter {
             None => config.pushgateway.clone(),
         };
         if let Some(url) = &url {
-            check_url(url).map_err(|reason| Error::InvalidConfig {
+            check_url(url, PUSHGATEWAY_URL).map_err(|reason| Error::InvalidConfig {
                 setting: "pushgateway",
                 reason,
             })?;
         }
-        if dir.is_none() && url.is_none() {
+        #[cfg(feature = "otlp")]
+        let otlp = otlp::Exporter::from_parts(config, &env, warn)?;
+        #[cfg(feature = "otlp")]
+        let none = dir.is_none() && url.is_none() && otlp.is_none();
+        #[cfg(not(feature = "otlp"))]
+        let none = dir.is_none() && url.is_none();
+        if none {
             return Ok(None);
         }
         Ok(Some(Exporter {
             textfile: dir.map(|dir| prometheus::textfile_path(&dir, host, labels)),
             pushgateway: url.map(|url| Pushgateway::new(&url, host, labels)),
+            #[cfg(feature = "otlp")]
+            otlp,
             host: host.to_owned(),
             labels: labels.clone(),
             warned: false,
+            warned_otlp: false,
         }))
     }
 
-    /// Writes the textfile and pushes to the Pushgateway, whichever are configured. On
-    /// failure returns what went wrong (both, if both failed), warning on stderr the
-    /// first time only.
-    pub(crate) fn export(&mut self, report: &Report) -> Result<(), String> {
-        let text = prometheus::encode(report, &self.host, &self.labels);
+    /// Writes the textfile, pushes to the Pushgateway and hands the OTLP metrics to their
+    /// thread, whichever are configured; with `last` (the end of the run), OTLP's final
+    /// metrics and trace are waited for, a bounded time. On failure returns what went
+    /// wrong (every failure, joined by `; `), warning on stderr the first time only for
+    /// Prometheus and for OTLP each.
+    pub(crate) fn export(&mut self, report: &Report, last: bool) -> Result<(), String> {
         let mut errors = Vec::new();
-        if let Some(path) = &self.textfile {
-            errors.extend(prometheus::write_textfile(path, &text).err());
+        if self.textfile.is_some() || self.pushgateway.is_some() {
+            let text = prometheus::encode(report, &self.host, &self.labels);
+            let mut failed = Vec::new();
+            if let Some(path) = &self.textfile {
+                failed.extend(prometheus::write_textfile(path, &text).err());
+            }
+            if let Some(gateway) = &self.pushgateway {
+                failed.extend(gateway.push(&text).err());
+            }
+            if !failed.is_empty() && !std::mem::replace(&mut self.warned, true) {
+                warn(&failed.join("; "));
+            }
+            errors.extend(failed);
         }
-        if let Some(gateway) = &self.pushgateway {
-            errors.extend(gateway.push(&text).err());
+        #[cfg(feature = "otlp")]
+        if let Some(otlp) = &self.otlp {
+            if let Err(error) = otlp.export(report, last) {
+                if !std::mem::replace(&mut self.warned_otlp, true) {
+                    warn(&error);
+                }
+                errors.push(error);
+            }
         }
+        #[cfg(not(feature = "otlp"))]
+        let _ = (last, &mut self.warned_otlp);
         if errors.is_empty() {
-            return Ok(());
+            Ok(())
+        } else {
+            Err(errors.join("; "))
         }
-        let message = errors.join("; ");
-        if !std::mem::replace(&mut self.warned, true) {
-            warn(&message);
-        }
-        Err(message)
     }
 
     /// The textfile this exporter replaces, if any.
@@ -132,21 +166,41 @@ impl Exporter {
     }
 }
 
-/// An `http://host[:port][/prefix]` URL (or `https://` with the `pushgateway-tls`
-/// feature), without a query or fragment.
-fn check_url(url: &str) -> Result<(), String> {
+/// What an endpoint setting accepts.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UrlRules {
+    /// An `http://` URL of the kind, for the message.
+    pub(crate) example: &'static str,
+    /// The feature that lets it be `https://`.
+    pub(crate) tls_feature: &'static str,
+}
+
+/// The Pushgateway's URL.
+const PUSHGATEWAY_URL: UrlRules = UrlRules {
+    example: "http://pushgateway:9091",
+    tls_feature: "pushgateway-tls",
+};
+
+/// Whether `https://` URLs can be sent to: ureq has rustls (either TLS feature).
+const TLS: bool = cfg!(any(feature = "pushgateway-tls", feature = "otlp-tls"));
+
+/// An `http://host[:port][/prefix]` URL (or `https://` with a TLS feature), without a
+/// query or fragment.
+pub(crate) fn check_url(url: &str, rules: UrlRules) -> Result<(), String> {
     let rest = if let Some(rest) = url.strip_prefix("http://") {
         rest
     } else if let Some(rest) = url.strip_prefix("https://") {
-        if !cfg!(feature = "pushgateway-tls") {
+        if !TLS {
             return Err(format!(
-                "{url:?} is https, which needs stemmon's `pushgateway-tls` feature"
+                "{url:?} is https, which needs stemmon's `{}` feature",
+                rules.tls_feature
             ));
         }
         rest
     } else {
         return Err(format!(
-            "{url:?} is not an http:// URL (for example http://pushgateway:9091)"
+            "{url:?} is not an http:// URL (for example {})",
+            rules.example
         ));
     };
     if rest.is_empty() || rest.starts_with('/') {
@@ -160,7 +214,8 @@ fn check_url(url: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn warn(message: &str) {
+/// One warning line on stderr; a failure to print is ignored.
+pub(crate) fn warn(message: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
 }
@@ -240,9 +295,9 @@ mod tests {
         assert!(warnings[0].contains("STEMMON_PUSHGATEWAY_URL=\"ftp://x\""));
 
         for bad in ["http://", "http:///x", "http://h?x=1", "http://h b"] {
-            assert!(check_url(bad).is_err(), "{bad}");
+            assert!(check_url(bad, PUSHGATEWAY_URL).is_err(), "{bad}");
         }
-        assert!(check_url("http://127.0.0.1:9091/prefix").is_ok());
+        assert!(check_url("http://127.0.0.1:9091/prefix", PUSHGATEWAY_URL).is_ok());
     }
 
     #[test]
@@ -269,7 +324,7 @@ mod tests {
         };
         let mut exporter = build(&config, &[]).0.unwrap().unwrap();
         std::fs::create_dir(exporter.textfile().unwrap()).unwrap();
-        let error = exporter.export(&Report::default()).unwrap_err();
+        let error = exporter.export(&Report::default(), false).unwrap_err();
         assert!(error.starts_with("could not write "), "{error}");
         assert!(exporter.warned);
         let names: Vec<_> = std::fs::read_dir(&dir)

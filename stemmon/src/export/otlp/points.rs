@@ -1,0 +1,268 @@
+//! [`METRICS`] made into OTLP: the metrics of a report, and its figures as span
+//! attributes.
+
+use super::metrics::{Figure, Kind, Source, METRICS};
+use super::proto::{self, metric, number_data_point, KeyValue, Metric, NumberDataPoint};
+use crate::report::{Report, StageReport};
+
+/// A figure as a point's value; `None` for a float that is not finite.
+pub(crate) fn point_value(figure: Figure) -> Option<number_data_point::Value> {
+    match figure {
+        Figure::Int(v) => Some(number_data_point::Value::AsInt(
+            i64::try_from(v).unwrap_or(i64::MAX),
+        )),
+        Figure::Float(v) => v
+            .is_finite()
+            .then_some(number_data_point::Value::AsDouble(v)),
+    }
+}
+
+/// A figure as a span attribute's value.
+pub(crate) fn attribute_value(figure: Figure) -> Option<proto::any_value::Value> {
+    Some(match point_value(figure)? {
+        number_data_point::Value::AsInt(v) => proto::any_value::Value::IntValue(v),
+        number_data_point::Value::AsDouble(v) => proto::any_value::Value::DoubleValue(v),
+    })
+}
+
+/// The times of every point: the run's start (for the cumulative sums) and the
+/// report's moment, in nanoseconds since the Unix epoch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Times {
+    pub(crate) start: u64,
+    pub(crate) now: u64,
+}
+
+/// The metrics of `report`, one per name of [`METRICS`] that has a point.
+pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
+    let mut metrics: Vec<Metric> = Vec::new();
+    for entry in METRICS {
+        let point = |value, mut attributes: Vec<KeyValue>| {
+            attributes.extend(entry.attribute.map(|(k, v)| KeyValue::string(k, v)));
+            NumberDataPoint {
+                attributes,
+                start_time_unix_nano: if entry.kind == Kind::Gauge {
+                    0
+                } else {
+                    times.start
+                },
+                time_unix_nano: times.now,
+                value: Some(value),
+            }
+        };
+        let points: Vec<NumberDataPoint> = match entry.source {
+            Source::Run(value) => value(report)
+                .and_then(point_value)
+                .map(|v| point(v, Vec::new()))
+                .into_iter()
+                .collect(),
+            Source::Stage(value) => report
+                .stages
+                .iter()
+                .filter_map(|s| {
+                    let v = point_value(value(s)?)?;
+                    Some(point(v, vec![KeyValue::string("stage.path", &s.path)]))
+                })
+                .collect(),
+        };
+        if points.is_empty() {
+            continue;
+        }
+        match metrics.last_mut() {
+            Some(last) if last.name == entry.name => match &mut last.data {
+                Some(metric::Data::Gauge(g)) => g.data_points.extend(points),
+                Some(metric::Data::Sum(s)) => s.data_points.extend(points),
+                None => {}
+            },
+            _ => metrics.push(Metric {
+                name: entry.name.to_owned(),
+                description: entry.description.to_owned(),
+                unit: entry.unit.to_owned(),
+                data: Some(match entry.kind {
+                    Kind::Gauge => metric::Data::Gauge(proto::Gauge {
+                        data_points: points,
+                    }),
+                    kind => metric::Data::Sum(proto::Sum {
+                        data_points: points,
+                        aggregation_temporality: proto::CUMULATIVE,
+                        is_monotonic: kind == Kind::Counter,
+                    }),
+                }),
+            }),
+        }
+    }
+    metrics
+}
+
+/// The figures of `stage` as span attributes, `stemmon.<key>`.
+pub(crate) fn stage_attributes(stage: &StageReport) -> Vec<KeyValue> {
+    METRICS
+        .iter()
+        .filter_map(|entry| match entry.source {
+            Source::Stage(value) => Some((entry.key, value(stage)?)),
+            Source::Run(_) => None,
+        })
+        .filter_map(|(key, figure)| {
+            Some(KeyValue::of(
+                &format!("stemmon.{key}"),
+                attribute_value(figure)?,
+            ))
+        })
+        .collect()
+}
+
+/// The run's figures as the root span's attributes, `stemmon.<key>`.
+pub(crate) fn run_attributes(report: &Report) -> Vec<KeyValue> {
+    METRICS
+        .iter()
+        .filter_map(|entry| match entry.source {
+            Source::Run(value) => Some((entry.key, value(report)?)),
+            Source::Stage(_) => None,
+        })
+        .filter_map(|(key, figure)| {
+            Some(KeyValue::of(
+                &format!("stemmon.{key}"),
+                attribute_value(figure)?,
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{Peaks, SampleReport};
+
+    fn report() -> Report {
+        let mut report = Report {
+            running: false,
+            wall_seconds: 2.5,
+            latest_sample: Some(SampleReport {
+                tree_rss_bytes: Some(300 << 20),
+                process_count: 2,
+                ..SampleReport::default()
+            }),
+            peaks: Peaks {
+                peak_tree_rss_bytes: Some(u64::MAX),
+                ..Peaks::default()
+            },
+            stages: vec![
+                StageReport {
+                    path: "load".into(),
+                    calls: 3,
+                    wall_seconds: 1.25,
+                    ..StageReport::default()
+                },
+                StageReport {
+                    path: "load/parse".into(),
+                    calls: 1,
+                    errors: 1,
+                    ..StageReport::default()
+                },
+            ],
+            ..Report::default()
+        };
+        report.cpu_io.cpu_user_seconds = Some(1.5);
+        report.cpu_io.cpu_system_seconds = Some(f64::NAN);
+        report.stages[0].peaks.peak_tree_rss_bytes = Some(256 << 20);
+        report.stages[0].cpu_io.cpu_system_seconds = Some(0.25);
+        report
+    }
+
+    fn find<'a>(metrics: &'a [Metric], name: &str) -> &'a Metric {
+        metrics
+            .iter()
+            .find(|m| m.name == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+    }
+
+    fn points(metric: &Metric) -> &[NumberDataPoint] {
+        match metric.data.as_ref().unwrap() {
+            metric::Data::Gauge(g) => &g.data_points,
+            metric::Data::Sum(s) => &s.data_points,
+        }
+    }
+
+    #[test]
+    fn the_reports_figures_become_points_with_their_kind_attributes_and_times() {
+        let times = Times {
+            start: 1_000,
+            now: 2_000,
+        };
+        let metrics = metrics(&report(), times);
+        let memory = find(&metrics, "process.memory.usage");
+        assert_eq!(memory.unit, "By");
+        let Some(metric::Data::Sum(sum)) = &memory.data else {
+            panic!("an UpDownCounter is a non-monotonic sum");
+        };
+        assert!(!sum.is_monotonic);
+        assert_eq!(sum.aggregation_temporality, proto::CUMULATIVE);
+        assert_eq!(
+            sum.data_points,
+            [NumberDataPoint {
+                attributes: vec![],
+                start_time_unix_nano: 1_000,
+                time_unix_nano: 2_000,
+                value: Some(number_data_point::Value::AsInt(300 << 20)),
+            }]
+        );
+        // A float that is not finite has no point; its namesake keeps its own.
+        let cpu = points(find(&metrics, "process.cpu.time"));
+        assert_eq!(cpu.len(), 1);
+        assert_eq!(cpu[0].attributes, [KeyValue::string("cpu.mode", "user")]);
+        assert_eq!(cpu[0].value, Some(number_data_point::Value::AsDouble(1.5)));
+        // Past i64, an integer saturates; a gauge has no start time.
+        let peak = points(find(&metrics, "stemmon.peak_tree_rss"));
+        assert_eq!(
+            peak[0].value,
+            Some(number_data_point::Value::AsInt(i64::MAX))
+        );
+        assert_eq!(peak[0].start_time_unix_nano, 0);
+        // Stages: one point per stage with the figure, `stage.path` first.
+        let calls = points(find(&metrics, "stemmon.stage.calls"));
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            calls[1].attributes,
+            [KeyValue::string("stage.path", "load/parse")]
+        );
+        let stage_peak = points(find(&metrics, "stemmon.stage.peak_tree_rss"));
+        assert_eq!(stage_peak.len(), 1);
+        assert_eq!(
+            stage_peak[0].value,
+            Some(number_data_point::Value::AsInt(256 << 20))
+        );
+        let stage_cpu = points(find(&metrics, "stemmon.stage.cpu.time"));
+        assert_eq!(
+            stage_cpu[0].attributes,
+            [
+                KeyValue::string("stage.path", "load"),
+                KeyValue::string("cpu.mode", "system")
+            ]
+        );
+        // A figure no record has sends no metric at all.
+        assert!(!metrics.iter().any(|m| m.name == "stemmon.heap.live"));
+    }
+
+    #[test]
+    fn span_attributes_are_the_figures_under_their_report_keys() {
+        let report = report();
+        let attributes = stage_attributes(&report.stages[0]);
+        let keys: Vec<&str> = attributes.iter().map(|kv| kv.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                "stemmon.calls",
+                "stemmon.errors",
+                "stemmon.wall_seconds",
+                "stemmon.peak_tree_rss_bytes",
+                "stemmon.cpu_system_seconds"
+            ]
+        );
+        assert_eq!(
+            attributes[3],
+            KeyValue::int("stemmon.peak_tree_rss_bytes", 256 << 20)
+        );
+        let run = run_attributes(&report);
+        assert!(run.contains(&KeyValue::int("stemmon.running", 0)));
+    }
+}

@@ -1,0 +1,426 @@
+//! OTLP against a real receiver (SPEC §16): `tests/support/otlp_receiver.py` on a loopback
+//! port decodes every request with the official `opentelemetry-proto` package, and the
+//! tests compare what it decoded with the run's report. Skipped, with a `SKIPPED:` line,
+//! only where that package is missing (`.ci/deps` installs it); under CI that fails.
+
+#[path = "support/otlp.rs"]
+mod otlp;
+
+use otlp::{attributes, metrics, points, stage_point, value, Receiver};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use stemmon::Report;
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_fixture-otlp");
+
+/// The variables a run takes from the test alone: the OpenTelemetry ones and the
+/// schedulers' labels.
+const CLEARED: [&str; 16] = [
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_HEADERS",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "OTEL_SERVICE_NAME",
+    "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_SDK_DISABLED",
+    "SLURM_JOB_ID",
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_PROCID",
+    "OMPI_COMM_WORLD_RANK",
+    "PMI_RANK",
+    "RANK",
+];
+
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The receiver's interpreter, or `None` after saying why `test` cannot run.
+fn python(test: &str) -> Option<PathBuf> {
+    otlp::python(workspace())
+        .map_err(|why| stemmon_suite::cannot_run(test, &why))
+        .ok()
+}
+
+/// A run of the fixture: how it ended, its report, its stderr and how long it took.
+struct Run {
+    status: ExitStatus,
+    report: Report,
+    stderr: String,
+    elapsed: Duration,
+}
+
+fn run(dir: &Path, name: &str, vars: &[(&str, &str)]) -> Run {
+    let mut command = stemmon_suite::fixture_command(FIXTURE);
+    for var in CLEARED {
+        command.env_remove(var);
+    }
+    let report = dir.join(format!("{name}.json"));
+    command
+        .env("STEMMON_OUTPUT", &report)
+        .envs(vars.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let started = Instant::now();
+    let output = command.output().expect("running the fixture");
+    let elapsed = started.elapsed();
+    Run {
+        status: output.status,
+        report: stemmon_suite::read_report(&report),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        elapsed,
+    }
+}
+
+/// Nanoseconds since the epoch of `seconds` into the run, as the exporter counts them.
+fn nanos(report: &Report, seconds: f64) -> String {
+    let start = (report.start_unix_seconds.unwrap() * 1e9).round() as u64;
+    (start + (seconds * 1e9).round() as u64).to_string()
+}
+
+fn float(text: &str) -> f64 {
+    text.parse()
+        .unwrap_or_else(|_| panic!("{text:?} is not a number"))
+}
+
+#[test]
+fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
+    let test = "a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace";
+    let Some(python) = python(test) else {
+        return;
+    };
+    let dir = stemmon_suite::temp_dir("otlp-run");
+    let receiver = Receiver::start(workspace(), &python, &dir, None);
+    let run = run(
+        &dir,
+        "run",
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.url),
+            ("OTEL_SERVICE_NAME", "trainer"),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "deployment.environment.name=test,team=ml%2Fvision,host.name=not-this-one",
+            ),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=s3cret%3D%3D"),
+            ("STEMMON_LABELS", "job_id=j42"),
+            ("RANK", "3"),
+        ],
+    );
+    let report = &run.report;
+    // `main` returned `Err`: the run failed, and its report says so.
+    assert_eq!(run.status.code(), Some(1), "{}", run.stderr);
+    let run_error = report.error.clone().expect("the run's error");
+    assert_eq!(report.export_error, None, "{}", run.stderr);
+    assert!(!run.stderr.contains("warning"), "{}", run.stderr);
+
+    let requests = receiver.requests();
+    for request in &requests {
+        assert_eq!(request["content_type"], "application/x-protobuf");
+        assert_eq!(request["headers"]["x-api-key"], "s3cret==");
+    }
+    let metric_bodies = receiver.bodies("/v1/metrics");
+    let traces = receiver.bodies("/v1/traces");
+    // At least one `running` line's metrics (every 0.25 s), then the end's; one trace.
+    assert!(metric_bodies.len() >= 2, "{requests:#?}");
+    assert_eq!(traces.len(), 1);
+    assert_eq!(requests.last().unwrap()["path"], "/v1/traces");
+
+    let run_id = report.run_id.clone().unwrap();
+    for body in metric_bodies.iter().chain(&traces) {
+        let resource = attributes(otlp::resource(body));
+        let expected: BTreeMap<String, String> = [
+            ("service.name", "trainer"),
+            ("service.instance.id", &run_id),
+            // The run's own host wins over the variable's.
+            ("host.name", &report.host),
+            ("process.pid", &report.pid.to_string()),
+            ("rank", "3"),
+            ("job_id", "j42"),
+            ("deployment.environment.name", "test"),
+            ("team", "ml/vision"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+        assert_eq!(resource, expected);
+        let schema = body
+            .get("resourceMetrics")
+            .or(body.get("resourceSpans"))
+            .unwrap()[0]["schemaUrl"]
+            .as_str()
+            .unwrap();
+        assert!(
+            schema.starts_with("https://opentelemetry.io/schemas/1."),
+            "{schema}"
+        );
+    }
+
+    // While it ran: `stemmon.running` 1. At the end: 0, and the report's figures.
+    let first = metrics(&metric_bodies[0]);
+    assert_eq!(value(&points(&first["stemmon.running"])[0]), "1");
+    let last = metrics(metric_bodies.last().unwrap());
+    assert_eq!(value(&points(&last["stemmon.running"])[0]), "0");
+
+    let load = report.stage("load").unwrap();
+    let peak = load.peaks.peak_tree_rss_bytes.unwrap();
+    assert!(peak >= 256 << 20, "load peaked at {peak} bytes");
+    let stage_peaks = points(&last["stemmon.stage.peak_tree_rss"]);
+    assert_eq!(
+        value(stage_point(&stage_peaks, "load", &[])),
+        peak.to_string()
+    );
+    assert_eq!(last["stemmon.stage.peak_tree_rss"]["unit"], "By");
+    if let Some(bound) = load.high_water.peak_tree_rss_bound_bytes {
+        let bounds = points(&last["stemmon.stage.peak_tree_rss_bound"]);
+        assert_eq!(value(stage_point(&bounds, "load", &[])), bound.to_string());
+    }
+    for stage in &report.stages {
+        let calls = points(&last["stemmon.stage.calls"]);
+        assert_eq!(
+            value(stage_point(&calls, &stage.path, &[])),
+            stage.calls.to_string(),
+            "{}",
+            stage.path
+        );
+        let errors = points(&last["stemmon.stage.errors"]);
+        assert_eq!(
+            value(stage_point(&errors, &stage.path, &[])),
+            stage.errors.to_string()
+        );
+        let wall = points(&last["stemmon.stage.wall_time"]);
+        assert_eq!(
+            float(&value(stage_point(&wall, &stage.path, &[]))),
+            stage.wall_seconds
+        );
+    }
+    assert_eq!(report.stage("parse").unwrap().errors, 1);
+    assert_eq!(report.stage("explode").unwrap().errors, 1);
+
+    // The whole run, under the process semantic conventions.
+    let memory = &last["process.memory.usage"];
+    assert_eq!(memory["unit"], "By");
+    assert_ne!(memory["sum"].get("isMonotonic"), Some(&Value::Bool(true)));
+    let tree = report
+        .latest_sample
+        .as_ref()
+        .unwrap()
+        .tree_rss_bytes
+        .unwrap();
+    assert_eq!(value(&points(memory)[0]), tree.to_string());
+    let cpu = &last["process.cpu.time"];
+    assert_eq!(cpu["unit"], "s");
+    assert_eq!(cpu["sum"]["isMonotonic"], true);
+    assert_eq!(
+        cpu["sum"]["aggregationTemporality"],
+        "AGGREGATION_TEMPORALITY_CUMULATIVE"
+    );
+    let cpu_points = points(cpu);
+    for (mode, seconds) in [
+        ("user", report.cpu_io.cpu_user_seconds),
+        ("system", report.cpu_io.cpu_system_seconds),
+    ] {
+        let point = cpu_points
+            .iter()
+            .find(|p| attributes(p)["cpu.mode"] == mode)
+            .unwrap_or_else(|| panic!("no cpu.mode={mode}"));
+        assert_eq!(float(&value(point)), seconds.unwrap(), "{mode}");
+        // A cumulative sum counts from the run's start; every point is the report's moment.
+        assert_eq!(point["startTimeUnixNano"], nanos(report, 0.0));
+        assert_eq!(point["timeUnixNano"], nanos(report, report.wall_seconds));
+    }
+    if let (Some(read), Some(write)) = (report.cpu_io.io_read_bytes, report.cpu_io.io_write_bytes) {
+        let disk = points(&last["process.disk.io"]);
+        let by = |direction: &str| {
+            disk.iter()
+                .find(|p| attributes(p)["disk.io.direction"] == direction)
+                .map(value)
+        };
+        assert_eq!(by("read"), Some(read.to_string()));
+        assert_eq!(by("write"), Some(write.to_string()));
+    }
+    assert_eq!(
+        float(&value(&points(&last["process.uptime"])[0])),
+        report.wall_seconds
+    );
+    assert_eq!(
+        value(&points(&last["stemmon.peak_tree_rss"])[0]),
+        report.peaks.peak_tree_rss_bytes.unwrap().to_string()
+    );
+
+    // The trace: the run's id, a root, a span per kept call nested as the stages nest.
+    let spans = otlp::spans(&traces[0]);
+    assert_eq!(spans.len(), report.spans.len() + 1);
+    assert_eq!(report.spans.len(), 7, "every call is kept");
+    let ids: HashSet<&str> = spans
+        .iter()
+        .map(|s| s["spanId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), spans.len(), "span ids are unique");
+    for span in &spans {
+        assert_eq!(span["traceId"], run_id.as_str());
+        assert_eq!(span["kind"], "SPAN_KIND_INTERNAL");
+        if let Some(parent) = span.get("parentSpanId") {
+            assert!(ids.contains(parent.as_str().unwrap()), "{span}");
+        }
+    }
+    let roots: Vec<&Value> = spans
+        .iter()
+        .filter(|s| s.get("parentSpanId").is_none())
+        .collect();
+    assert_eq!(roots.len(), 1);
+    let root = roots[0];
+    assert_eq!(root["name"], "workflow");
+    assert_eq!(root["startTimeUnixNano"], nanos(report, 0.0));
+    assert_eq!(root["endTimeUnixNano"], nanos(report, report.wall_seconds));
+    assert_eq!(root["status"]["code"], "STATUS_CODE_ERROR");
+    assert_eq!(root["status"]["message"], run_error.as_str());
+    let by_name = |name: &str| -> &Value {
+        let found: Vec<&Value> = spans.iter().filter(|s| s["name"] == name).collect();
+        assert_eq!(found.len(), 1, "{name}");
+        found[0]
+    };
+    let parent_of = |name: &str| by_name(name)["parentSpanId"].clone();
+    for top in ["load", "parse", "explode", "fit"] {
+        assert_eq!(parent_of(top), root["spanId"], "{top}");
+    }
+    assert_eq!(parent_of("step"), by_name("fit")["spanId"]);
+    // `chunk` ran on a worker thread: it nests under `fit` on the monitor's thread.
+    assert_eq!(parent_of("chunk"), by_name("fit")["spanId"]);
+    assert_eq!(parent_of("inner"), by_name("chunk")["spanId"]);
+    let chunk = attributes(by_name("chunk"));
+    assert_eq!(chunk["stage.path"], "fit/chunk");
+    assert_eq!(chunk["thread.name"], "worker");
+    assert_ne!(chunk["thread.id"], "0");
+    let load_span = by_name("load");
+    let load_attributes = attributes(load_span);
+    assert_eq!(load_attributes["stage.path"], "load");
+    assert_eq!(load_attributes["thread.id"], "0");
+    assert_eq!(
+        load_attributes["stemmon.peak_tree_rss_bytes"],
+        peak.to_string()
+    );
+    let load_call = &report.spans[0];
+    assert_eq!(
+        load_span["startTimeUnixNano"],
+        nanos(report, load_call.start_seconds)
+    );
+    // Failed calls: ERROR with the failure, as the report records it.
+    for (name, stage) in [("parse", "parse"), ("explode", "explode")] {
+        let status = &by_name(name)["status"];
+        assert_eq!(status["code"], "STATUS_CODE_ERROR", "{name}");
+        let error = report.stage(stage).unwrap().error.clone().unwrap();
+        assert_eq!(status["message"], error.as_str(), "{name}");
+    }
+    assert_eq!(by_name("explode")["status"]["message"], "panic");
+    assert!(by_name("fit")
+        .get("status")
+        .is_none_or(|s| s.get("code").is_none()));
+}
+
+#[test]
+fn a_dead_or_slow_endpoint_costs_the_run_at_most_the_final_wait_and_is_an_export_error() {
+    let test =
+        "a_dead_or_slow_endpoint_costs_the_run_at_most_the_final_wait_and_is_an_export_error";
+    let Some(python) = python(test) else {
+        return;
+    };
+    let dir = stemmon_suite::temp_dir("otlp-down");
+    // Answers every request after 30 s.
+    let slow = Receiver::start(workspace(), &python, &dir, Some(30.0));
+    let dead = format!("http://127.0.0.1:{}", otlp::dead_port());
+    // 16 MiB: the run is mostly sleeps, so a busy machine moves its time little.
+    let small = ("OTLP_FIXTURE_MIB", "16");
+    let bare = run(&dir, "bare", &[small]);
+    assert_eq!(bare.report.export_error, None);
+    for (name, url) in [("dead", dead.as_str()), ("slow", slow.url.as_str())] {
+        let down = run(&dir, name, &[small, ("OTEL_EXPORTER_OTLP_ENDPOINT", url)]);
+        assert_eq!(down.status.code(), bare.status.code(), "{}", down.stderr);
+        assert_eq!(down.report.stages.len(), bare.report.stages.len());
+        let error = down
+            .report
+            .export_error
+            .as_deref()
+            .expect("an export error");
+        assert!(
+            error.starts_with(&format!("could not send OTLP to {url}/v1/metrics")),
+            "{name}: {error}"
+        );
+        if name == "slow" {
+            assert!(error.contains("not done within 1 s"), "{error}");
+        }
+        assert_eq!(
+            down.stderr
+                .matches("[stemmon] warning: could not send OTLP")
+                .count(),
+            1,
+            "warned once: {}",
+            down.stderr
+        );
+        // The final wait (1 s) is all the end of the run waits; the rest is what a busy
+        // machine adds to one run and not the other.
+        assert!(
+            down.elapsed < bare.elapsed + Duration::from_secs(2),
+            "{name} {:?} vs bare {:?}",
+            down.elapsed,
+            bare.elapsed
+        );
+    }
+    assert!(
+        !slow.bodies("/v1/metrics").is_empty(),
+        "the slow one was reached"
+    );
+}
+
+#[test]
+fn the_builders_endpoint_sends_a_monitors_metrics_and_trace_and_a_bad_one_fails_start() {
+    let error = stemmon::Monitor::builder()
+        .otlp("collector:4318")
+        .current_thread_only()
+        .start()
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "invalid `otlp`: \"collector:4318\" is not an http:// URL (for example \
+         http://collector:4318)"
+    );
+    let test = "the_builders_endpoint_sends_a_monitors_metrics_and_trace_and_a_bad_one_fails_start";
+    let Some(python) = python(test) else {
+        return;
+    };
+    if let Some(var) = CLEARED[..10].iter().find(|v| std::env::var_os(v).is_some()) {
+        // The variables override the builder, and this test's monitor is in-process.
+        stemmon_suite::cannot_run(test, &format!("{var} is set in the test's environment"));
+        return;
+    }
+    let dir = stemmon_suite::temp_dir("otlp-builder");
+    let receiver = Receiver::start(workspace(), &python, &dir, None);
+    let monitor = stemmon::Monitor::builder()
+        .otlp(&receiver.url)
+        .log_interval(None)
+        .sample_interval(Duration::from_millis(10))
+        .current_thread_only()
+        .start()
+        .unwrap();
+    {
+        let _work = monitor.stage("work").unwrap();
+        drop(stemmon_suite::touched_mib(8));
+    }
+    let report = monitor.finish();
+    assert_eq!(report.export_error, None);
+    // With the log off, the end alone sends.
+    let bodies = receiver.bodies("/v1/metrics");
+    assert_eq!(bodies.len(), 1);
+    let calls = points(&metrics(&bodies[0])["stemmon.stage.calls"]);
+    assert_eq!(value(stage_point(&calls, "work", &[])), "1");
+    let service = attributes(otlp::resource(&bodies[0]))["service.name"].clone();
+    assert!(service.starts_with("unknown_service:otlp"), "{service}");
+    let traces = receiver.bodies("/v1/traces");
+    assert_eq!(traces.len(), 1);
+    assert_eq!(otlp::spans(&traces[0]).len(), 2);
+}
