@@ -318,15 +318,16 @@ mod tests {
     }
 
     fn report() -> Report {
-        Report {
-            pid: 4242,
-            run_id: Some("0123456789abcdef0123456789abcdef".into()),
-            start_unix_seconds: Some(1_700_000_000.5),
-            wall_seconds: 2.25,
-            host: "node-7".into(),
-            labels: BTreeMap::from([("rank".to_owned(), "3".to_owned())]),
-            command: Some(vec!["/usr/bin/python3".into(), "train.py".into()]),
-            ..Report::default()
+        {
+            let mut built = Report::default();
+            built.pid = 4242;
+            built.run_id = Some("0123456789abcdef0123456789abcdef".into());
+            built.start_unix_seconds = Some(1_700_000_000.5);
+            built.wall_seconds = 2.25;
+            built.host = "node-7".into();
+            built.labels = BTreeMap::from([("rank".to_owned(), "3".to_owned())]);
+            built.command = Some(vec!["/usr/bin/python3".into(), "train.py".into()]);
+            built
         }
     }
 
@@ -387,9 +388,10 @@ mod tests {
             }
         );
         // Before 0.4: it ended now.
-        let old = Report {
-            wall_seconds: 10.0,
-            ..Report::default()
+        let old = {
+            let mut built = Report::default();
+            built.wall_seconds = 10.0;
+            built
         };
         let times = times(&old);
         assert_eq!(times.now - times.start, 10_000_000_000);

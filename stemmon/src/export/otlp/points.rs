@@ -134,33 +134,38 @@ mod tests {
     use crate::report::{Peaks, SampleReport};
 
     fn report() -> Report {
-        let mut report = Report {
-            running: false,
-            wall_seconds: 2.5,
-            latest_sample: Some(SampleReport {
-                tree_rss_bytes: Some(300 << 20),
-                process_count: 2,
-                ..SampleReport::default()
-            }),
-            peaks: Peaks {
-                peak_tree_rss_bytes: Some(u64::MAX),
-                ..Peaks::default()
-            },
-            stages: vec![
-                StageReport {
-                    path: "load".into(),
-                    calls: 3,
-                    wall_seconds: 1.25,
-                    ..StageReport::default()
+        let mut report = {
+            let mut built = Report::default();
+            built.running = false;
+            built.wall_seconds = 2.5;
+            built.latest_sample = Some({
+                let mut built = SampleReport::default();
+                built.tree_rss_bytes = Some(300 << 20);
+                built.process_count = 2;
+                built
+            });
+            built.peaks = {
+                let mut built = Peaks::default();
+                built.peak_tree_rss_bytes = Some(u64::MAX);
+                built
+            };
+            built.stages = vec![
+                {
+                    let mut built = StageReport::default();
+                    built.path = "load".into();
+                    built.calls = 3;
+                    built.wall_seconds = 1.25;
+                    built
                 },
-                StageReport {
-                    path: "load/parse".into(),
-                    calls: 1,
-                    errors: 1,
-                    ..StageReport::default()
+                {
+                    let mut built = StageReport::default();
+                    built.path = "load/parse".into();
+                    built.calls = 1;
+                    built.errors = 1;
+                    built
                 },
-            ],
-            ..Report::default()
+            ];
+            built
         };
         report.cpu_io.cpu_user_seconds = Some(1.5);
         report.cpu_io.cpu_system_seconds = Some(f64::NAN);

@@ -195,49 +195,54 @@ mod tests {
     use crate::report::{Span as Call, StageReport, ThreadReport};
 
     fn stage(id: u32, name: &str, path: &str, parent: Option<u32>) -> StageReport {
-        StageReport {
-            id,
-            name: name.into(),
-            path: path.into(),
-            parent_id: parent,
-            calls: 1,
-            ..StageReport::default()
+        {
+            let mut built = StageReport::default();
+            built.id = id;
+            built.name = name.into();
+            built.path = path.into();
+            built.parent_id = parent;
+            built.calls = 1;
+            built
         }
     }
 
     fn call(stage_id: u32, thread: u32, start: f64, wall: f64) -> Call {
-        Call {
-            stage_id,
-            thread,
-            start_seconds: start,
-            wall_seconds: wall,
-            ..Call::default()
-        }
+        let mut call = Call::default();
+        call.stage_id = stage_id;
+        call.thread = thread;
+        call.start_seconds = start;
+        call.wall_seconds = wall;
+        call
     }
 
     fn report() -> Report {
-        Report {
-            run_id: Some("00112233445566778899aabbccddeeff".into()),
-            wall_seconds: 10.0,
-            stages: vec![
+        {
+            let mut built = Report::default();
+            built.run_id = Some("00112233445566778899aabbccddeeff".into());
+            built.wall_seconds = 10.0;
+            built.stages = vec![
                 stage(0, "fit", "fit", None),
                 stage(1, "chunk", "fit/chunk", Some(0)),
                 stage(2, "inner", "fit/chunk/inner", Some(1)),
                 stage(3, "predict", "predict", None),
-            ],
-            threads: vec![
-                ThreadReport {
-                    id: 0,
-                    name: Some("main".into()),
-                    calls: 3,
+            ];
+            built.threads = vec![
+                {
+                    let mut built = ThreadReport::default();
+                    built.id = 0;
+                    built.name = Some("main".into());
+                    built.calls = 3;
+                    built
                 },
-                ThreadReport {
-                    id: 1,
-                    name: None,
-                    calls: 3,
+                {
+                    let mut built = ThreadReport::default();
+                    built.id = 1;
+                    built.name = None;
+                    built.calls = 3;
+                    built
                 },
-            ],
-            spans: vec![
+            ];
+            built.spans = vec![
                 // 0: fit, twice on main
                 call(0, 0, 1.0, 2.0),
                 call(0, 0, 4.0, 2.0),
@@ -253,8 +258,8 @@ mod tests {
                 call(3, 0, 7.0, 1.0),
                 // 7: chunk on a worker outside any fit call: the root
                 call(1, 1, 6.5, 0.1),
-            ],
-            ..Report::default()
+            ];
+            built
         }
     }
 
