@@ -74,6 +74,38 @@ pub(crate) fn cell(text: &str, width: usize) -> String {
     }
 }
 
+/// `text` (already escaped, or escaped later) at most `width` characters, the middle taken out
+/// and replaced by `…`, at a space or `/` where one is near the cut.
+pub(crate) fn cut_middle(text: &str, width: usize) -> String {
+    let count = text.chars().count();
+    if count <= width {
+        return text.to_owned();
+    }
+    if width <= 1 {
+        return "…".chars().take(width).collect();
+    }
+    let keep = width - 1;
+    let (head, tail) = (keep.div_ceil(2), keep / 2);
+    let head: String = text.chars().take(head).collect();
+    let tail: String = text.chars().skip(count - tail).collect();
+    // A word or path part cut in two reads worse than one left out: snap to a separator
+    // in the third of each side nearest the cut.
+    let separator = |c: char| c == ' ' || c == '/';
+    let head_len = head.chars().count();
+    let head = match head.char_indices().rev().find(|&(_, c)| separator(c)) {
+        Some((at, c)) if head[..at].chars().count() * 3 >= head_len * 2 => {
+            head[..at + c.len_utf8()].to_owned()
+        }
+        _ => head,
+    };
+    let tail_len = tail.chars().count();
+    let tail = match tail.char_indices().find(|&(_, c)| separator(c)) {
+        Some((at, _)) if tail[..at].chars().count() * 3 <= tail_len => tail[at..].to_owned(),
+        _ => tail,
+    };
+    format!("{head}…{tail}")
+}
+
 /// `+12.5 %` / `-3.0 %`, or `-` when there is no base to compare with.
 pub(crate) fn percent(change: Option<f64>) -> String {
     match change {
