@@ -497,3 +497,38 @@ fn the_whole_run_row_fails_when_new_is_incomplete_or_lacks_a_figure() {
         outcome.stdout
     );
 }
+
+#[test]
+fn the_table_fits_columns_keeping_the_changes_and_the_verdict() {
+    let dir = TempDir::new("compare-width");
+    let mut new = base();
+    new["stages"][1]["wall_seconds"] = json!(6.0);
+    let (base, new) = (
+        write(dir.path(), "base.json", &base()),
+        write(dir.path(), "new.json", &new),
+    );
+    let output = stemmon()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let out = String::from_utf8(output.stdout).unwrap();
+    let table: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with(['│', '┌', '└', '╞']))
+        .collect();
+    assert!(table.iter().all(|l| l.chars().count() <= 80), "{out}");
+    let rows = verdicts(&out);
+    assert_eq!(
+        rows[2],
+        ("fit".to_owned(), "FAIL: time +20.0 %".to_owned()),
+        "{out}"
+    );
+    assert!(
+        out.contains("time Δ") && out.contains("left out to fit 80 columns: "),
+        "{out}"
+    );
+}
