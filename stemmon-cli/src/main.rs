@@ -11,6 +11,7 @@ mod export;
 mod format;
 mod input;
 mod merge;
+mod peak;
 mod plot;
 mod run;
 mod show;

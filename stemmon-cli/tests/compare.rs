@@ -421,3 +421,114 @@ fn a_spike_between_samples_fails_on_the_exact_figures() {
     let same = compare_files(&loose_time, &base, &base);
     assert_eq!(same.code, Some(0), "{}", same.stdout);
 }
+
+/// The verdict cell of each table row, by stage name (text or Markdown).
+fn verdicts(out: &str) -> Vec<(String, String)> {
+    out.lines()
+        .filter(|l| l.starts_with('│') || (l.starts_with("| ") && !l.starts_with("| ---")))
+        .map(|l| {
+            let cells: Vec<&str> = l
+                .trim_matches(['│', '|'])
+                .split(['┆', '|'])
+                .map(str::trim)
+                .collect();
+            (cells[0].to_owned(), cells[cells.len() - 1].to_owned())
+        })
+        .filter(|(name, _)| name != "stage")
+        .collect()
+}
+
+#[test]
+fn a_row_over_max_peak_reads_as_failing_in_text_and_markdown() {
+    // NEW is BASE (every row `ok` on the percentages), plus a short stage and a stage
+    // only in NEW: every figure is 1 GiB, over the 512 MiB ceiling.
+    let mut base = base();
+    let short = json!({
+        "id": 2, "name": "warmup", "path": "warmup", "calls": 1, "wall_seconds": 0.01,
+        "peak_tree_rss_bytes": GIB, "peak_tree_rss_bound_bytes": GIB,
+        "peak_parent_hwm_bytes": GIB,
+    });
+    base["stages"].as_array_mut().unwrap().push(short);
+    let mut new = base.clone();
+    let mut extra = new["stages"][2].clone();
+    extra["id"] = json!(3);
+    extra["name"] = json!("export");
+    extra["path"] = json!("export");
+    new["stages"].as_array_mut().unwrap().push(extra);
+    for format in ["text", "markdown"] {
+        let outcome = compare(&["--max-peak", "512MiB", "--format", format], &base, &new);
+        assert_eq!(outcome.code, Some(1), "{}", outcome.stdout);
+        let rows = verdicts(&outcome.stdout);
+        assert_eq!(rows.len(), 5, "{format}: {rows:?}\n{}", outcome.stdout);
+        for (name, verdict) in &rows {
+            assert!(
+                verdict.starts_with("FAIL") && verdict.contains("over --max-peak"),
+                "{format}: row {name} reads {verdict:?} while the gate fails on it"
+            );
+        }
+    }
+    // Under the ceiling the rows read as before.
+    let outcome = compare(&["--max-peak", "2GiB"], &base, &new);
+    assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
+    let rows = verdicts(&outcome.stdout);
+    assert_eq!(rows[0].1, "ok");
+    assert!(rows[3].1.starts_with("ignored"), "{rows:?}");
+    assert_eq!(rows[4].1, "only in new");
+}
+
+#[test]
+fn the_whole_run_row_fails_when_new_is_incomplete_or_lacks_a_figure() {
+    let mut new = base();
+    new["error"] = json!("exit 3");
+    let outcome = compare(&[], &base(), &new);
+    fails_because(&outcome, "NEW is incomplete: the run failed");
+    let rows = verdicts(&outcome.stdout);
+    assert_eq!(rows[0].0, "(whole run)");
+    assert_eq!(rows[0].1, "FAIL: NEW incomplete", "{}", outcome.stdout);
+    // The sampled peak is checked but not compared under `--metric exact`.
+    let mut new = base();
+    new["peak_tree_rss_bytes"] = json!(null);
+    let outcome = compare(&[], &base(), &new);
+    fails_because(&outcome, "`peak_tree_rss_bytes` of the whole run is null");
+    let rows = verdicts(&outcome.stdout);
+    assert_eq!(
+        rows[0].1, "FAIL: `peak_tree_rss_bytes` missing",
+        "{}",
+        outcome.stdout
+    );
+}
+
+#[test]
+fn the_table_fits_columns_keeping_the_changes_and_the_verdict() {
+    let dir = TempDir::new("compare-width");
+    let mut new = base();
+    new["stages"][1]["wall_seconds"] = json!(6.0);
+    let (base, new) = (
+        write(dir.path(), "base.json", &base()),
+        write(dir.path(), "new.json", &new),
+    );
+    let output = stemmon()
+        .arg("compare")
+        .arg(&base)
+        .arg(&new)
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let out = String::from_utf8(output.stdout).unwrap();
+    let table: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with(['│', '┌', '└', '╞']))
+        .collect();
+    assert!(table.iter().all(|l| l.chars().count() <= 80), "{out}");
+    let rows = verdicts(&out);
+    assert_eq!(
+        rows[2],
+        ("fit".to_owned(), "FAIL: time +20.0 %".to_owned()),
+        "{out}"
+    );
+    assert!(
+        out.contains("time Δ") && out.contains("left out to fit 80 columns: "),
+        "{out}"
+    );
+}

@@ -476,11 +476,96 @@ fn the_cpu_panel_renders_in_chromium_in_cores_with_its_points() {
     }
     let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE")).collect();
     assert!(console.is_empty(), "console messages: {console:#?}");
+    // Opened at 2.05 s, the read-out holds the steps the picture draws there: the memory
+    // read at 2.0 s (its point spans 2.0-2.1 s), the CPU of the interval since 2.0 s.
+    let at = PathBuf::from(format!("{}#t=2.05", page.display()));
+    let (dom, _) = headless(&browser, &profile, &at, &["--dump-dom"]);
+    let readout = &dom[dom.find("id=\"readout\"").expect("the read-out")..];
+    let readout = &readout[..readout.find("</div>").unwrap()];
+    assert!(!readout.contains("hidden"), "shown: {readout}");
+    for line in [
+        "t = 2.05 s",
+        "tree 120.0 MiB (max over 2.00 s–2.10 s)",
+        "live heap 100.0 MiB (max over 2.00 s–2.10 s)",
+        "CPU 3.80 cores (over 2.00 s–2.10 s)",
+        "stage fit",
+    ] {
+        assert!(readout.contains(line), "{line:?} in {readout}");
+    }
     // 20 points at 3.8 of 6 cores on a 128-pixel panel about 330 pixels wide: ~26 000 px.
     let cpu = count_colour(&shot, CPU);
     assert!(cpu > 10_000, "CPU area on the screenshot: {cpu} px");
     assert!(
         count_colour(&shot, PARENT) > 5_000,
         "the memory panel is still drawn"
+    );
+}
+
+#[test]
+fn a_process_alone_has_its_exact_peak_marked_on_the_plot() {
+    let dir = TempDir::new("plot-exact");
+    let report_path = dir.path().join("report.json");
+    // dd alone: no descendant, so its own high-water mark is the tree's exact peak.
+    let status = stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "none",
+            "-o",
+        ])
+        .arg(&report_path)
+        .args([
+            "--",
+            "dd",
+            "if=/dev/zero",
+            "of=/dev/null",
+            "bs=150M",
+            "count=20",
+            "status=none",
+        ])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let report = read_report(&report_path);
+    assert!(
+        report.peak_process_count <= 1,
+        "{}",
+        report.peak_process_count
+    );
+    let exact = report
+        .high_water
+        .peak_parent_hwm_bytes
+        .expect("the command's own mark");
+    let svg_path = dir.path().join("plot.svg");
+    let status = stemmon()
+        .arg("plot")
+        .arg(&report_path)
+        .arg("-o")
+        .arg(&svg_path)
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let svg = std::fs::read_to_string(&svg_path).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+    let peak = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("peak"))
+        .expect("the peak is marked");
+    assert_eq!(peak.attribute("class"), Some("exact"), "{svg}");
+    let label = peak
+        .descendants()
+        .find(|n| n.has_tag_name("text"))
+        .and_then(|n| n.text())
+        .unwrap();
+    let mib = exact as f64 / (1u64 << 20) as f64;
+    assert!(
+        label.starts_with(&format!("exact peak {mib:.1} MiB")),
+        "{label}"
+    );
+    assert!(
+        svg.contains("exact peak tree RSS"),
+        "the caption says which"
     );
 }

@@ -131,3 +131,174 @@ fn merge_of_one_report_is_exit_2_with_one_line() {
     assert!(stderr.contains("two or more reports"), "{stderr}");
     assert!(!dir.path().join("merged.json").exists());
 }
+
+/// `stemmon show` of `report` with `COLUMNS` set to `columns`.
+fn show_at(report: &serde_json::Value, columns: &str, extra: &[&str]) -> String {
+    let dir = TempDir::new("show-width");
+    let path = dir.path().join("report.json");
+    std::fs::write(&path, report.to_string()).unwrap();
+    let output = stemmon()
+        .arg("show")
+        .arg(&path)
+        .args(extra)
+        .env("COLUMNS", columns)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A `stemmon run` of a process alone whose exact peak (213 MiB) fell between samples
+/// (3.3 MiB sampled), with a stage alone and one with a child.
+fn alone() -> serde_json::Value {
+    let mut report = report();
+    report["command"] = json!([
+        "python3",
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "8",
+        "--rdzv-endpoint",
+        "localhost:29400",
+        "train.py"
+    ]);
+    report["peak_tree_rss_bytes"] = json!(33 * MIB / 10);
+    report["peak_parent_rss_bytes"] = json!(33 * MIB / 10);
+    report["peak_children_rss_bytes"] = json!(0);
+    report["peak_process_count"] = json!(1);
+    report["peak_parent_hwm_bytes"] = json!(213 * MIB);
+    report["peak_tree_rss_bound_bytes"] = json!(213 * MIB);
+    report["stages"] = json!([
+        { "id": 0, "name": "fit", "path": "fit", "calls": 1, "wall_seconds": 4.0,
+          "peak_process_count": 1, "peak_tree_rss_bytes": 33 * MIB / 10,
+          "peak_children_rss_bytes": 0, "peak_parent_hwm_bytes": 213 * MIB,
+          "peak_tree_rss_bound_bytes": 213 * MIB },
+        { "id": 1, "name": "a_stage_whose_name_is_much_too_long_for_a_narrow_terminal",
+          "path": "fit/a_stage_whose_name_is_much_too_long_for_a_narrow_terminal",
+          "parent_id": 0, "calls": 3, "wall_seconds": 1.0, "peak_process_count": 2,
+          "peak_tree_rss_bytes": 3 * MIB, "peak_children_rss_bytes": MIB,
+          "peak_parent_hwm_bytes": 2 * MIB, "peak_tree_rss_bound_bytes": 40 * MIB,
+          "cpu_user_seconds": 0.5, "cpu_system_seconds": 0.1, "cpu_cores": 0.6,
+          "io_read_bytes": 0, "io_write_bytes": 4096, "heap_allocated_bytes": MIB },
+    ]);
+    report
+}
+
+/// The stage table's row for `name`, its cells trimmed.
+fn cells<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| {
+            l.trim_matches('│')
+                .split('┆')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+        })
+        .find(|cells| cells[0] == name)
+        .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
+}
+
+#[test]
+fn show_leads_with_the_exact_peak_where_the_tree_was_the_process_alone() {
+    let out = show(&alone());
+    assert_eq!(
+        line(&out, "peak:"),
+        "peak:       tree RSS 213.0 MiB (exact: the process alone, its own high-water \
+         mark); sampled 3.3 MiB, at 3.100s in fit"
+    );
+    let header = cells(&out, "stage");
+    let peak = header.iter().position(|c| *c == "peak tree RSS").unwrap();
+    assert_eq!(cells(&out, "fit")[peak], "213.0 MiB", "{out}");
+    // With a child the true peak is known only to lie between the sample and the bound.
+    let row = cells(
+        &out,
+        "a_stage_whose_name_is_much_too_long_for_a_narrow_terminal",
+    );
+    assert_eq!(row[peak], "≥ 3.0 MiB", "{out}");
+    assert_eq!(row[peak + 1], "40.0 MiB", "{out}");
+}
+
+#[test]
+fn show_fits_columns_cutting_names_in_the_middle_and_leaving_out_the_least_first() {
+    let mut report = alone();
+    report["command"][7] = json!("train\u{1b}[2J.py");
+    let whole = show(&report);
+    assert!(whole.lines().any(|l| l.chars().count() > 120), "{whole}");
+    for columns in [80, 200] {
+        let out = show_at(&report, &columns.to_string(), &["--processes"]);
+        let wide: Vec<&str> = out
+            .lines()
+            .filter(|l| l.chars().count() > columns)
+            .collect();
+        assert!(wide.is_empty(), "COLUMNS={columns}: {wide:#?}");
+        assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out}");
+        let header = cells(&out, "stage");
+        for kept in ["stage", "total", "peak tree RSS"] {
+            assert!(
+                header.contains(&kept),
+                "COLUMNS={columns}: {kept} in\n{out}"
+            );
+        }
+    }
+    let narrow = show_at(&report, "80", &[]);
+    // The command's head and tail, the middle left out; the stage's name likewise.
+    let run = line(&narrow, "run:");
+    assert!(run.starts_with("run:        python3 "), "{run}");
+    assert!(
+        run.contains('…') && run.contains("train\\u{1b}[2J.py' (pid 7)"),
+        "{run}"
+    );
+    let stage = narrow
+        .lines()
+        .filter(|l| l.starts_with('│'))
+        .nth(2)
+        .unwrap()
+        .split('┆')
+        .next()
+        .unwrap();
+    assert!(
+        stage.starts_with("│   a_stage") && stage.trim_end().ends_with("terminal"),
+        "indented, cut in the middle: {stage}"
+    );
+    assert!(stage.contains('…'), "{stage}");
+    let left_out = line(&narrow, "left out to fit 80 columns:");
+    assert!(left_out.contains("min, max"), "{left_out}");
+    // Wide enough: every column, nothing left out, nothing cut.
+    let wide = show_at(&report, "400", &[]);
+    assert_eq!(cells(&wide, "stage"), cells(&whole, "stage"));
+    assert!(!wide.contains("left out"), "{wide}");
+    assert!(wide.contains("a_stage_whose_name_is_much_too_long_for_a_narrow_terminal"));
+    // A pipe without COLUMNS gets the table whole.
+    assert!(
+        !whole.contains("left out") && !whole.contains('…'),
+        "{whole}"
+    );
+}
+
+#[test]
+fn show_says_when_the_marks_were_reset_and_what_it_does_to_ru_maxrss() {
+    let mut report = alone();
+    report["high_water_marks"] =
+        json!({ "enabled": true, "parent": true, "descendants": true, "reaped": true });
+    let out = show(&report);
+    let resets = line(&out, "resets:");
+    assert!(
+        resets.starts_with(
+            "resets:     on: stemmon reset the kernel's high-water marks of the command and \
+             its descendants at every reading, so a process's own ru_maxrss"
+        ),
+        "{resets}"
+    );
+    assert!(resets.contains("only with --high-water-marks"), "{resets}");
+    report["command"] = json!(null);
+    let resets = show(&report);
+    assert!(
+        line(&resets, "resets:").contains("of the monitored process and its descendants"),
+        "{resets}"
+    );
+    report["high_water_marks"]["enabled"] = json!(false);
+    assert!(!show(&report).contains("resets:"));
+    report["high_water_marks"] =
+        json!({ "enabled": true, "parent": false, "descendants": false, "reaped": true });
+    assert!(!show(&report).contains("resets:"), "nothing was reset");
+}

@@ -137,6 +137,19 @@ enum Verdict {
     OnlyInNew,
 }
 
+impl Verdict {
+    /// This verdict with one more reason NEW fails on the row: a row the gate fails on
+    /// never reads `ok`, `ignored` or `only in new`.
+    fn failing(self, why: String) -> Verdict {
+        match self {
+            Verdict::Failed(before) => Verdict::Failed(format!("{before}, {why}")),
+            Verdict::Ok | Verdict::Short | Verdict::OnlyInBase | Verdict::OnlyInNew => {
+                Verdict::Failed(why)
+            }
+        }
+    }
+}
+
 /// The name of the whole-run row.
 const WHOLE_RUN: &str = "(whole run)";
 
@@ -257,6 +270,11 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
         .into_iter()
         .map(|why| format!("NEW is incomplete: {why}"))
         .collect();
+    // What the whole-run row says of the failures above, which are the whole run's.
+    let mut run_fails: Vec<String> = Vec::new();
+    if !reasons.is_empty() {
+        run_fails.push("NEW incomplete".to_owned());
+    }
     // A whole-run figure BASE has and NEW lacks: the exact ones too, so that turning the
     // marks off (or a hand-edited `null`) is not a way past the gate.
     let checked: &[Figure] = match args.metric {
@@ -271,6 +289,10 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
                 "NEW is incomplete: `{}` of the whole run is null or missing; BASE has it",
                 figure.key()
             ));
+            // A compared figure says so in the row's own judgement.
+            if !figures.contains(&figure) {
+                run_fails.push(format!("`{}` missing", figure.key()));
+            }
         }
     }
 
@@ -293,6 +315,9 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
         args,
         &mut row_reasons,
     );
+    let verdict = run_fails
+        .into_iter()
+        .fold(verdict, |verdict, why| verdict.failing(why));
     rows.push(Row {
         name: WHOLE_RUN.to_owned(),
         base: Some(base_run),
@@ -349,9 +374,11 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
     }
     reasons.extend(row_reasons);
     if let Some(limit) = args.max_peak {
-        // The whole run's row comes first.
-        for (at, row) in rows.iter().enumerate() {
+        // The whole run's row comes first. Every row NEW has is held to the limit (short
+        // stages and stages only in NEW too), and a row that passes it reads as failing.
+        for (at, row) in rows.iter_mut().enumerate() {
             let Some(new_side) = &row.new else { continue };
+            let mut over = Vec::new();
             for (figure, value) in figures.iter().zip(&new_side.memory) {
                 if !figure.is_peak() {
                     continue;
@@ -368,7 +395,12 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
                         bytes(Some(value)),
                         bytes(Some(limit))
                     ));
+                    over.push(format!("{} over --max-peak", figure.column()));
                 }
+            }
+            for why in over {
+                let verdict = std::mem::replace(&mut row.verdict, Verdict::Ok);
+                row.verdict = verdict.failing(why);
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use super::{Args, Figure, Outcome, Row, Side, Verdict, MAX_REASONS};
 use crate::format::{bytes, change, clean, percent, seconds};
-use crate::table::Table;
+use crate::table::{Give, Table};
 use std::fmt::Write as _;
 
 /// The cells of a row after its name: times, then each figure, then the verdict.
@@ -108,7 +108,27 @@ pub(super) fn text(outcome: &Outcome, args: &Args) -> String {
         table.add_row(line);
     }
     table.align_right(1..4 + 3 * outcome.figures.len());
+    // On a narrow terminal the bases go first, then the new figures; the stage, the
+    // changes and the verdict stay (the reasons under the table are whole anyway).
+    let last = 4 + 3 * outcome.figures.len();
+    table.give(0, Give::narrow(4, 16));
+    table.give(1, Give::drop(1));
+    table.give(2, Give::drop(3));
+    for index in 0..outcome.figures.len() {
+        table.give(4 + 3 * index, Give::drop(0));
+        table.give(5 + 3 * index, Give::drop(2));
+    }
+    table.give(last, Give::narrow(5, 16));
+    let width = crate::format::output_width();
+    let dropped = table.fit(width);
     let mut out = format!("{}\n{table}\n", compared_line(outcome));
+    if let (Some(width), false) = (width, dropped.is_empty()) {
+        let line = format!(
+            "left out to fit {width} columns: {} (a wider COLUMNS shows them)",
+            dropped.join(", ")
+        );
+        let _ = writeln!(out, "{}", crate::format::wrap(&line, width, 0));
+    }
     reason_lines(&mut out, &outcome.reasons, "FAIL: ", |r| {
         clean(r).into_owned()
     });

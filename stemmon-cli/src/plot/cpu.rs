@@ -4,7 +4,9 @@
 //! waited.
 
 use super::model::Chart;
-use super::svg::{nice_step, time_axis, trim_number, Frame, BAND_COLOURS, LEFT, RIGHT, WIDTH};
+use super::svg::{
+    corners, nice_step, time_axis, trim_number, Frame, BAND_COLOURS, LEFT, RIGHT, WIDTH,
+};
 use super::xml::{Px, Writer};
 use std::fmt::Write as _;
 
@@ -80,16 +82,11 @@ pub(super) fn panel(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64) {
         );
         tick += step;
     }
-    // A step series: each point holds its highest reading over its interval.
-    let mut corners = Vec::with_capacity(chart.points.len() * 2);
-    for point in &chart.points {
-        if let Some(cores) = point.cpu {
-            corners.push((frame.x(point.start), y(cores)));
-            if point.end > point.start {
-                corners.push((frame.x(point.end), y(cores)));
-            }
-        }
-    }
+    // Each figure flat over the interval it covers: since the previous CPU reading.
+    let corners: Vec<(f64, f64)> = corners(&chart.series.cpu, |c| c)
+        .into_iter()
+        .map(|(t, c)| (frame.x(t), y(c)))
+        .collect();
     if let (Some(first), Some(last)) = (corners.first(), corners.last()) {
         let mut area = format!("M{},{} ", Px(first.0), Px(y(0.0)));
         let mut line = String::new();
@@ -152,14 +149,7 @@ mod tests {
     }
 
     fn chart(points: Vec<Point>) -> Chart {
-        Chart {
-            title: "t".into(),
-            subtitle: String::new(),
-            duration: 4.0,
-            points,
-            bands: Vec::new(),
-            peak: None,
-        }
+        Chart::of_points(points, Vec::new(), 4.0)
     }
 
     #[test]
@@ -188,5 +178,36 @@ mod tests {
             .unwrap();
         // Two corners per point with the reading; the one without is skipped.
         assert_eq!(line.attribute("points").unwrap().split(' ').count(), 4);
+    }
+
+    #[test]
+    fn cpu_is_drawn_over_the_interval_since_the_previous_sample_not_at_its_end() {
+        // Samples at 0.05, 1.05 and 2.03 s: the first has no CPU figure (nothing to
+        // measure from); 4 cores is the use over 0.05-1.05 s, 0.5 over 1.05-2.03 s.
+        let at = |t: f64, cpu: Option<f64>| Point {
+            end: t,
+            ..point(t, cpu)
+        };
+        let chart = chart(vec![
+            at(0.05, None),
+            at(1.05, Some(4.0)),
+            at(2.03, Some(0.5)),
+        ]);
+        let svg = render(&chart, true);
+        let corners = crate::plot::svg::tests::corners_of(&svg, "cpu");
+        let top = corners.iter().map(|c| c.1).fold(f64::MAX, f64::min);
+        let xs: Vec<f64> = corners.iter().map(|c| c.0).collect();
+        let busy: Vec<f64> = corners
+            .iter()
+            .filter(|c| (c.1 - top).abs() < 0.05)
+            .map(|c| c.0)
+            .collect();
+        // The time axis spans 4 s over 990 px from x = 80.
+        let x = |t: f64| 80.0 + t / 4.0 * 990.0;
+        assert!(
+            busy.len() == 2 && (busy[0] - x(0.05)).abs() < 0.1 && (busy[1] - x(1.05)).abs() < 0.1,
+            "4 cores over 0.05-1.05 s: {corners:?}"
+        );
+        assert!((xs[3] - x(2.03)).abs() < 0.1, "{corners:?}");
     }
 }

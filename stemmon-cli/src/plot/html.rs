@@ -9,6 +9,14 @@ use serde::Serialize;
 const STYLE: &str = include_str!("plot.css");
 const SCRIPT: &str = include_str!("plot.js");
 
+/// What the lines mean, under the picture (the rules of [`super::model`]).
+const NOTE: &str = "Memory is sampled: each reading is drawn where it was taken (a merged \
+    point's maximum over the span it stands for), and between two readings the line stays at \
+    the lower one. The dashed line is the kernel's high-water bound, which no spike between \
+    samples escapes; it and CPU cover the time since their previous reading. The marked peak \
+    is the exact one where the process was the whole tree, else the sampled one, with the \
+    bound above it. Hover for values, or open the page at #t=SECONDS.";
+
 /// What the script reads: the chart, and where its time axis lies on the picture.
 #[derive(Serialize)]
 struct Data<'a> {
@@ -42,11 +50,7 @@ pub(crate) fn render(chart: &Chart) -> String {
     page.push_str("</head>\n<body>\n<main>\n<div id=\"frame\">\n");
     page.push_str(&svg::render(chart, false));
     page.push_str("<div id=\"readout\" hidden></div>\n</div>\n");
-    page.push_str(
-        "<p class=\"note\">Each point is the highest reading over its interval; the dashed \
-         line is the kernel's high-water bound, which no spike between samples escapes. \
-         Hover for values.</p>\n",
-    );
+    page.push_str(&format!("<p class=\"note\">{}</p>\n", escape(NOTE)));
     if chart.has_cpu() {
         page.push_str(
             "<p class=\"note\">The lower panel is the whole tree's CPU in cores (user plus \
@@ -69,11 +73,8 @@ mod tests {
 
     #[test]
     fn the_data_cannot_close_its_script_and_reads_back() {
-        let chart = Chart {
-            title: "t".into(),
-            subtitle: String::new(),
-            duration: 1.0,
-            points: vec![Point {
+        let chart = Chart::of_points(
+            vec![Point {
                 start: 0.0,
                 end: 1.0,
                 tree: Some(1),
@@ -83,15 +84,15 @@ mod tests {
                 heap: None,
                 cpu: None,
             }],
-            bands: vec![Band {
+            vec![Band {
                 depth: 0,
                 name: "</script><!--".into(),
                 path: "a&b</script>".into(),
                 start: 0.0,
                 end: 1.0,
             }],
-            peak: None,
-        };
+            1.0,
+        );
         let json = script_json(&chart);
         assert!(!json.contains('<') && !json.contains('>') && !json.contains('&'));
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
@@ -108,5 +109,43 @@ mod tests {
             !page.contains("https://") && !page.contains(" src="),
             "nothing to fetch"
         );
+    }
+
+    /// The JSON the page's script reads, as it is in the page.
+    fn data_of(page: &str) -> serde_json::Value {
+        let start = page
+            .find("<script id=\"data\" type=\"application/json\">")
+            .unwrap();
+        let json = &page[start..];
+        let json = &json[json.find('>').unwrap() + 1..json.find("</script>").unwrap()];
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn the_page_s_data_holds_the_steps_the_picture_draws_and_the_exact_peak() {
+        let chart = Chart::new(&crate::plot::model::tests::spike_report()).unwrap();
+        let data = data_of(&render(&chart));
+        let mib = f64::from(1 << 20);
+        let step = |series: &str, index: usize| -> Vec<f64> {
+            data["series"][series][index]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_f64().unwrap())
+                .collect()
+        };
+        // [from, to, value, point]: the spike read at 1.05 s is drawn there, and the gap
+        // to the next reading at the lower of the two ...
+        assert_eq!(step("tree", 2), [1.05, 1.05, 300.0 * mib, 1.0]);
+        assert_eq!(
+            step("tree", 3),
+            [1.05, 2.03, (33u64 * (1 << 20) / 10) as f64, 2.0]
+        );
+        // ... the bound and CPU cover the interval since the previous reading.
+        assert_eq!(step("bound", 2), [1.05, 2.03, 320.0 * mib, 2.0]);
+        assert_eq!(step("cpu", 0), [0.05, 1.05, 4.0, 1.0]);
+        assert_eq!(data["peak"]["kind"], "exact");
+        assert_eq!(data["peak"]["bytes"], 320u64 << 20);
+        assert_eq!(data["peak"]["when"], serde_json::json!([1.05, 2.03]));
     }
 }

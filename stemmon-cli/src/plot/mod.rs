@@ -1,16 +1,20 @@
 //! `stemmon plot REPORT -o out.html|out.svg`: tree RSS over the run, split into the
 //! parent and its children, the high-water bound, stage bands with their names, and the
-//! peak marked; with stemmon 0.3's figures, the live heap on the memory panel and a CPU
-//! panel (cores over time) under it, on the same time axis and stage bands.
+//! peak marked (the exact one where it is known); with stemmon 0.3's figures, the live
+//! heap on the memory panel and a CPU panel (cores over time) under it, on the same time
+//! axis and stage bands.
 //!
-//! [`model`] takes what to show from the report once; [`svg`] draws it (with [`xml`]'s
-//! escaping writer); [`html`] puts
-//! that same SVG in a page with the data as JSON and an inline script (`plot.js`) for a
-//! hover read-out: no network, nothing to fetch.
+//! [`model`] takes what to show from the report once, and says when each series is
+//! drawn; [`svg`] draws it (with [`xml`]'s escaping writer); [`html`] puts that same SVG
+//! in a page with the data as JSON and an inline script (`plot.js`) for a hover
+//! read-out drawn from the same steps: no network, nothing to fetch.
 
+mod annotate;
 mod cpu;
 mod html;
+mod mark;
 mod model;
+mod series;
 mod svg;
 mod xml;
 

@@ -1,15 +1,21 @@
-//! What the chart shows, taken from a report once: the memory series, the stage bands,
-//! the peak and the captions. The SVG is drawn from it, and the HTML page hands it to its
+//! What the chart shows, taken from a report once: the memory series ([`super::series`]),
+//! the stage bands, the peak ([`super::mark`]) and the captions. The SVG is drawn from it, and the HTML page hands it to its
 //! script as JSON (serde), so the picture and the read-out never disagree.
 //!
 //! A report may come from anyone: every time is made finite and non-negative here, sums
 //! saturate, and the work is linear in the report's size (no scan per span).
 
-use crate::format::{bytes, command_line, seconds};
+use super::mark::{highest_bound, peak, BoundMark, Peak};
+use super::series::Series;
+use crate::format::{bytes, command_line, cut_middle, seconds};
+use crate::peak::{tree_peak, TreePeak};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use stemmon::Report;
+
+/// The most characters of a command in the title.
+const TITLE: usize = 100;
 
 /// Stages drawn as lanes: the outermost and their children.
 const MAX_DEPTH: usize = 2;
@@ -50,26 +56,6 @@ pub(crate) struct Band {
     pub(crate) end: f64,
 }
 
-/// The highest tree RSS: when, how much, in which stage.
-#[derive(Clone, Debug, Serialize)]
-pub(crate) struct Peak {
-    pub(crate) at: f64,
-    pub(crate) bytes: u64,
-    pub(crate) stage: String,
-}
-
-impl Peak {
-    /// `peak 200.1 MiB in fit/inner at 1.234s`.
-    pub(crate) fn label(&self) -> String {
-        format!(
-            "peak {} in {} at {}",
-            bytes(Some(self.bytes)),
-            self.stage,
-            seconds(self.at)
-        )
-    }
-}
-
 /// Everything the picture shows.
 #[derive(Clone, Debug, Serialize)]
 pub(crate) struct Chart {
@@ -78,12 +64,15 @@ pub(crate) struct Chart {
     /// Seconds the time axis spans: the run, or further if a point or band does.
     pub(crate) duration: f64,
     pub(crate) points: Vec<Point>,
+    pub(crate) series: Series,
     pub(crate) bands: Vec<Band>,
     pub(crate) peak: Option<Peak>,
+    /// Marked where the peak is the sampled one and a bound was read.
+    pub(crate) bound: Option<BoundMark>,
 }
 
 /// A time from a report: finite and at least zero.
-fn time(seconds: f64) -> f64 {
+pub(super) fn time(seconds: f64) -> f64 {
     if seconds.is_nan() {
         0.0
     } else {
@@ -102,41 +91,47 @@ impl Chart {
         let last = points.iter().map(|p| p.end).fold(0.0, f64::max);
         let band_end = bands.iter().map(|b| b.end).fold(0.0, f64::max);
         let duration = time(report.wall_seconds).max(last).max(band_end).max(1e-3);
-        let peak = peak(report, &points);
+        let series = Series::of(&points);
+        let kind = tree_peak(&report.peaks, &report.high_water, report.peak_process_count);
+        let peak = peak(report, kind, &points, &series);
+        // A bound no higher than the marked peak adds nothing: the two agree.
+        let bound = match kind {
+            TreePeak::Exact(_) => None,
+            TreePeak::Between { .. } => {
+                highest_bound(&series).filter(|b| peak.as_ref().is_none_or(|p| b.bytes > p.bytes))
+            }
+        };
         let title = match &report.command {
-            Some(argv) => format!("stemmon: {}", command_line(argv)),
+            // About 100 characters fit the picture's width: the middle of a long one goes.
+            Some(argv) => format!("stemmon: {}", cut_middle(&command_line(argv), TITLE)),
             None => format!("stemmon: pid {}", report.pid),
         };
-        let mut subtitle = format!("wall {}", seconds(time(report.wall_seconds)));
-        if let Some(peak) = &peak {
-            let _ = write!(
-                subtitle,
-                "; peak tree RSS {} in {} at {}",
-                bytes(Some(peak.bytes)),
-                peak.stage,
-                seconds(peak.at)
-            );
-        }
-        if let Some(bound) = report.high_water.peak_tree_rss_bound_bytes {
-            let _ = write!(subtitle, "; high-water bound {}", bytes(Some(bound)));
-        }
-        if let Some(peak) = report.heap.peak_live_bytes {
-            let _ = write!(subtitle, "; peak live heap {}", bytes(Some(peak)));
-        }
-        if let Some(cores) = report.cpu_io.cpu_cores {
-            let _ = write!(subtitle, "; {cores:.2} cores over the run");
-        }
-        if !report.host.is_empty() {
-            let _ = write!(subtitle, "; host {}", report.host);
-        }
+        let subtitle = subtitle(report, kind, peak.as_ref());
         Some(Chart {
             title,
             subtitle,
             duration,
             points,
+            series,
             bands,
             peak,
+            bound,
         })
+    }
+
+    /// A chart of these points and bands alone (no peak, no captions), for tests.
+    #[cfg(test)]
+    pub(crate) fn of_points(points: Vec<Point>, bands: Vec<Band>, duration: f64) -> Chart {
+        Chart {
+            title: "t".into(),
+            subtitle: String::new(),
+            duration,
+            series: Series::of(&points),
+            points,
+            bands,
+            peak: None,
+            bound: None,
+        }
     }
 
     /// Whether a point has the live heap: the memory panel then draws its line.
@@ -172,10 +167,91 @@ impl Chart {
     }
 }
 
-/// The report's timeline, or (stemmon 0.1) its raw samples.
+/// The caption: wall time, which peak is marked and what it means, the other figures.
+fn subtitle(report: &Report, kind: TreePeak, peak: Option<&Peak>) -> String {
+    let mut subtitle = format!("wall {}", seconds(time(report.wall_seconds)));
+    let sampled = report.peaks.peak_tree_rss_bytes;
+    match (kind, peak) {
+        (TreePeak::Exact(exact), _) => {
+            let _ = write!(
+                subtitle,
+                "; exact peak tree RSS {} (the process alone: its own high-water mark); \
+                 sampled peak {}",
+                bytes(Some(exact)),
+                bytes(sampled)
+            );
+        }
+        (
+            TreePeak::Between {
+                bound: Some(bound), ..
+            },
+            Some(peak),
+        ) if bound <= peak.bytes => {
+            let _ = write!(
+                subtitle,
+                "; peak tree RSS {} (sampled, and the high-water bound agrees)",
+                bytes(Some(peak.bytes))
+            );
+        }
+        (
+            TreePeak::Between {
+                bound: Some(bound), ..
+            },
+            Some(peak),
+        ) => {
+            let _ = write!(
+                subtitle,
+                "; peak tree RSS between {} (sampled) and {} (high-water bound)",
+                bytes(Some(peak.bytes)),
+                bytes(Some(bound))
+            );
+        }
+        (
+            TreePeak::Between {
+                bound: Some(bound), ..
+            },
+            None,
+        ) => {
+            let _ = write!(
+                subtitle,
+                "; peak tree RSS at most {} (high-water bound)",
+                bytes(Some(bound))
+            );
+        }
+        (TreePeak::Between { bound: None, .. }, Some(peak)) => {
+            let _ = write!(
+                subtitle,
+                "; peak tree RSS {} (sampled; no high-water bound)",
+                bytes(Some(peak.bytes))
+            );
+        }
+        (TreePeak::Between { bound: None, .. }, None) => {}
+    }
+    if let (TreePeak::Between { .. }, Some(parent)) =
+        (kind, report.high_water.peak_parent_hwm_bytes)
+    {
+        let _ = write!(
+            subtitle,
+            "; the process's own exact peak {}",
+            bytes(Some(parent))
+        );
+    }
+    if let Some(peak) = report.heap.peak_live_bytes {
+        let _ = write!(subtitle, "; peak live heap {}", bytes(Some(peak)));
+    }
+    if let Some(cores) = report.cpu_io.cpu_cores {
+        let _ = write!(subtitle, "; {cores:.2} cores over the run");
+    }
+    if !report.host.is_empty() {
+        let _ = write!(subtitle, "; host {}", report.host);
+    }
+    subtitle
+}
+
+/// The report's timeline, or (stemmon 0.1) its raw samples, in order of start.
 fn points(report: &Report) -> Vec<Point> {
-    if !report.timeline.is_empty() {
-        return report
+    let mut points: Vec<Point> = if !report.timeline.is_empty() {
+        report
             .timeline
             .iter()
             .map(|p| Point {
@@ -189,48 +265,26 @@ fn points(report: &Report) -> Vec<Point> {
                 // Checked finite and at most 1e9 by `input`; clamped for `Chart`'s own tests.
                 cpu: p.cpu_cores.map(|c| time(c).min(1e9)),
             })
-            .collect();
-    }
-    report
-        .recent_samples
-        .iter()
-        .map(|s| Point {
-            start: time(s.elapsed_seconds),
-            end: time(s.elapsed_seconds),
-            tree: s.tree_rss_bytes,
-            parent: s.parent_rss_bytes,
-            children: s.children_rss_bytes,
-            bound: None,
-            heap: None,
-            cpu: None,
-        })
-        .collect()
-}
-
-/// The report's peak, or the highest point when it names none.
-fn peak(report: &Report, points: &[Point]) -> Option<Peak> {
-    match (
-        report.peaks.peak_tree_rss_bytes,
-        report.peak_rss_elapsed_seconds,
-    ) {
-        (Some(bytes), Some(at)) => Some(Peak {
-            at: time(at),
-            bytes,
-            stage: report
-                .peak_rss_stage
-                .clone()
-                .unwrap_or_else(|| "workflow".into()),
-        }),
-        _ => points
+            .collect()
+    } else {
+        report
+            .recent_samples
             .iter()
-            .filter_map(|p| p.tree.map(|t| (p.start, t)))
-            .max_by_key(|(_, t)| *t)
-            .map(|(at, bytes)| Peak {
-                at,
-                bytes,
-                stage: "workflow".to_owned(),
-            }),
-    }
+            .map(|s| Point {
+                start: time(s.elapsed_seconds),
+                end: time(s.elapsed_seconds),
+                tree: s.tree_rss_bytes,
+                parent: s.parent_rss_bytes,
+                children: s.children_rss_bytes,
+                bound: None,
+                heap: None,
+                cpu: None,
+            })
+            .collect()
+    };
+    // stemmon writes them in order; a hand-made report may not (stable: ties keep theirs).
+    points.sort_by(|a, b| a.start.total_cmp(&b.start));
+    points
 }
 
 /// How deep stage `id` sits, counted up to `MAX_DEPTH` (a parent cycle ends there too).
@@ -298,7 +352,7 @@ fn bands(report: &Report) -> Vec<Band> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use stemmon::report::{Span, StageReport, TimelinePoint};
 
@@ -374,5 +428,41 @@ mod tests {
     #[test]
     fn nothing_to_plot_is_none() {
         assert!(Chart::new(&Report::default()).is_none());
+    }
+
+    pub(crate) const MIB: u64 = 1 << 20;
+
+    /// A `stemmon run` of a process alone, sampled every second: a 3.3 MiB sample at
+    /// 0.05 s, 300 MiB read at 1.05 s, and an exact peak of 320 MiB between samples that
+    /// only the bound of the interval 1.05-2.03 s saw; 4 cores over 0.05-1.05 s.
+    pub(crate) fn spike_report() -> Report {
+        let mut report = Report::default();
+        report.wall_seconds = 3.04;
+        report.command = Some(vec!["python3".into(), "train.py".into()]);
+        report.peak_process_count = 1;
+        report.peaks.peak_tree_rss_bytes = Some(300 * MIB);
+        report.peaks.peak_children_rss_bytes = Some(0);
+        report.peak_rss_elapsed_seconds = Some(1.05);
+        report.high_water.peak_parent_hwm_bytes = Some(320 * MIB);
+        report.high_water.peak_tree_rss_bound_bytes = Some(320 * MIB);
+        let at = |t: f64, mib: u64, bound: u64, cpu: Option<f64>| {
+            let mut point = TimelinePoint::default();
+            point.elapsed_seconds = t;
+            point.end_seconds = t;
+            point.tree_rss_bytes = Some(mib * MIB / 10);
+            point.parent_rss_bytes = point.tree_rss_bytes;
+            point.children_rss_bytes = Some(0);
+            point.tree_rss_bound_bytes = Some(bound * MIB / 10);
+            point.cpu_cores = cpu;
+            point.samples = 1;
+            point
+        };
+        report.timeline = vec![
+            at(0.05, 33, 33, None),
+            at(1.05, 3000, 3000, Some(4.0)),
+            at(2.03, 33, 3200, Some(0.5)),
+            at(3.04, 33, 33, Some(0.5)),
+        ];
+        report
     }
 }

@@ -1,12 +1,15 @@
 //! The picture, drawn from a [`Chart`]: tree RSS over the run as parent and children
 //! stacked, the tree line, the dashed high-water bound, stage bands and lanes with their
-//! names, the peak circled and labelled; with stemmon 0.3's figures the live heap as a
+//! names, the peak marked and labelled (a circle at an instant, a bar over an interval);
+//! every series in steps over the times [`super::model`] says it covers; with stemmon 0.3's figures the live heap as a
 //! line on the memory panel and, under it, the CPU panel ([`super::cpu`]).
 //!
 //! Elements are written by [`Writer`](super::xml::Writer), which escapes every attribute
 //! value and text: nothing from a report reaches the SVG raw.
 
-use super::model::{Chart, Point};
+use super::mark::PeakKind;
+use super::model::Chart;
+use super::series::Step;
 use super::xml::{Px, Writer};
 use crate::format::seconds;
 use std::fmt::{Display, Write as _};
@@ -25,8 +28,8 @@ pub(crate) const PARENT_COLOUR: &str = "#4c72b0";
 pub(crate) const CHILDREN_COLOUR: &str = "#dd8452";
 const TREE_COLOUR: &str = "#222222";
 pub(crate) const HEAP_COLOUR: &str = "#2ca02c";
-const BOUND_COLOUR: &str = "#c44e52";
-const PEAK_COLOUR: &str = "#8b0000";
+pub(super) const BOUND_COLOUR: &str = "#c44e52";
+pub(super) const PEAK_COLOUR: &str = "#8b0000";
 pub(super) const BAND_COLOURS: [&str; 2] = ["#eef1f6", "#f7f3ea"];
 const LANE_COLOURS: [&str; 6] = [
     "#8da0cb", "#66c2a5", "#e78ac3", "#a6d854", "#ffd92f", "#b3b3b3",
@@ -35,7 +38,7 @@ const LANE_COLOURS: [&str; 6] = [
 /// Where figures land on the picture.
 pub(super) struct Frame {
     duration: f64,
-    top: f64,
+    pub(super) top: f64,
     /// Bytes at the top of the plot area.
     scale: f64,
     /// Bytes per axis unit, and its name.
@@ -44,7 +47,7 @@ pub(super) struct Frame {
 }
 
 impl Frame {
-    fn of(chart: &Chart) -> Frame {
+    pub(super) fn of(chart: &Chart) -> Frame {
         let highest = chart.highest() as f64;
         let unit = if highest >= (2u64 << 30) as f64 {
             ((1u64 << 30) as f64, "GiB")
@@ -66,7 +69,7 @@ impl Frame {
         LEFT + seconds.clamp(0.0, self.duration) / self.duration * (WIDTH - LEFT - RIGHT)
     }
 
-    fn y(&self, bytes: f64) -> f64 {
+    pub(super) fn y(&self, bytes: f64) -> f64 {
         HEIGHT - BOTTOM - bytes.min(self.scale) / self.scale * (HEIGHT - BOTTOM - self.top)
     }
 }
@@ -142,38 +145,7 @@ pub(crate) fn render(chart: &Chart, standalone: bool) -> String {
     bands(&mut w, chart, &frame);
     axes(&mut w, &frame);
     series(&mut w, chart, &frame);
-    if let Some(peak) = &chart.peak {
-        let (x, y) = (frame.x(peak.at), frame.y(peak.bytes as f64));
-        let (anchor, dx) = if x > WIDTH * 0.7 {
-            ("end", -10.0)
-        } else {
-            ("start", 10.0)
-        };
-        w.open("g", &[("id", &"peak")]);
-        w.empty(
-            "circle",
-            &[
-                ("cx", &Px(x)),
-                ("cy", &Px(y)),
-                ("r", &6),
-                ("fill", &"none"),
-                ("stroke", &PEAK_COLOUR),
-                ("stroke-width", &2.5),
-            ],
-        );
-        w.text(
-            "text",
-            &[
-                ("x", &Px(x + dx)),
-                ("y", &Px((y - 8.0).max(frame.top + 12.0))),
-                ("text-anchor", &anchor),
-                ("fill", &PEAK_COLOUR),
-                ("font-weight", &"bold"),
-            ],
-            &peak.label(),
-        );
-        w.close("g");
-    }
+    super::annotate::marks(&mut w, chart, &frame);
     let plot_bottom = HEIGHT - BOTTOM;
     w.empty(
         "rect",
@@ -245,18 +217,32 @@ fn legend(w: &mut Writer, chart: &Chart) {
         w.text("text", &[("x", &(x + 20.0)), ("y", &71)], name);
         x += 30.0 + name.len() as f64 * 7.0;
     }
-    w.empty(
-        "circle",
-        &[
-            ("cx", &(x + 6.0)),
-            ("cy", &66),
-            ("r", &5),
-            ("fill", &"none"),
-            ("stroke", &PEAK_COLOUR),
-            ("stroke-width", &2),
-        ],
-    );
-    w.text("text", &[("x", &(x + 16.0)), ("y", &71)], "sampled peak");
+    // The same sign as on the plot: a circle for an instant, a bar for an interval.
+    let over_interval = chart
+        .peak
+        .as_ref()
+        .and_then(|p| p.when)
+        .is_some_and(|(from, to)| to > from);
+    if over_interval {
+        super::annotate::bar(w, x, x + 12.0, 66.0, PEAK_COLOUR, "");
+    } else {
+        w.empty(
+            "circle",
+            &[
+                ("cx", &(x + 6.0)),
+                ("cy", &66),
+                ("r", &5),
+                ("fill", &"none"),
+                ("stroke", &PEAK_COLOUR),
+                ("stroke-width", &2),
+            ],
+        );
+    }
+    let peak = match chart.peak.as_ref().map(|p| p.kind) {
+        Some(PeakKind::Exact) => "exact peak",
+        _ => "sampled peak",
+    };
+    w.text("text", &[("x", &(x + 16.0)), ("y", &71)], peak);
     if !chart.bands.is_empty() {
         w.text(
             "text",
@@ -404,33 +390,51 @@ fn axes(w: &mut Writer, frame: &Frame) {
     time_axis(w, frame, plot_bottom, HEIGHT - 10.0);
 }
 
-/// (seconds, bytes) corners of a step series: each point holds its maximum over its
-/// interval. A point without the reading breaks nothing: it is skipped.
-fn steps(points: &[Point], value: impl Fn(&Point) -> Option<u64>) -> Vec<(f64, f64)> {
-    let mut out = Vec::with_capacity(points.len() * 2);
-    for point in points {
-        if let Some(v) = value(point) {
-            out.push((point.start, v as f64));
-            if point.end > point.start {
-                out.push((point.end, v as f64));
-            }
-        }
-    }
-    out
+/// (seconds, value) corners of a step series: two a step, each step flat over the time
+/// it covers ([`super::model`] says which), so consecutive steps meet in a vertical edge.
+pub(super) fn corners<T: Copy>(steps: &[Step<T>], value: impl Fn(T) -> f64) -> Vec<(f64, f64)> {
+    steps
+        .iter()
+        .flat_map(|s| [(s.from, value(s.value)), (s.to, value(s.value))])
+        .collect()
+}
+
+/// Memory steps as (seconds, bytes) corners (bytes as `f64`: only drawn, never summed).
+fn byte_corners(steps: &[Step<u64>]) -> Vec<(f64, f64)> {
+    corners(steps, |v| v as f64)
 }
 
 /// Parent, children stacked on it, the tree line and the dashed bound.
 fn series(w: &mut Writer, chart: &Chart, frame: &Frame) {
-    let parent = steps(&chart.points, |p| p.parent);
-    let stacked = steps(&chart.points, Point::stacked);
+    let series = &chart.series;
+    let parent = byte_corners(&series.parent);
+    let stacked = byte_corners(&series.stacked);
     area(w, frame, &stacked, &parent, CHILDREN_COLOUR, "children");
     area(w, frame, &parent, &[], PARENT_COLOUR, "parent");
-    let tree = steps(&chart.points, |p| p.tree);
-    line(w, frame, &tree, TREE_COLOUR, "none", "tree");
-    let bound = steps(&chart.points, |p| p.bound);
-    line(w, frame, &bound, BOUND_COLOUR, "6 4", "bound");
-    let heap = steps(&chart.points, |p| p.heap);
-    line(w, frame, &heap, HEAP_COLOUR, "none", "heap");
+    line(
+        w,
+        frame,
+        &byte_corners(&series.tree),
+        TREE_COLOUR,
+        "none",
+        "tree",
+    );
+    line(
+        w,
+        frame,
+        &byte_corners(&series.bound),
+        BOUND_COLOUR,
+        "6 4",
+        "bound",
+    );
+    line(
+        w,
+        frame,
+        &byte_corners(&series.heap),
+        HEAP_COLOUR,
+        "none",
+        "heap",
+    );
 }
 
 /// The area between `upper` and `lower` (the floor, unless they pair up point for point).
@@ -493,17 +497,14 @@ fn line(w: &mut Writer, frame: &Frame, series: &[(f64, f64)], colour: &str, dash
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::plot::model::Band;
+    use crate::plot::model::{Band, Point};
 
     #[test]
     fn a_hostile_stage_name_cannot_break_the_svg() {
-        let chart = Chart {
-            title: "stemmon: </svg><script>alert(1)</script>".into(),
-            subtitle: "host \u{7}".into(),
-            duration: 2.0,
-            points: vec![Point {
+        let mut chart = Chart::of_points(
+            vec![Point {
                 start: 0.0,
                 end: 2.0,
                 tree: Some(3 << 20),
@@ -513,20 +514,153 @@ mod tests {
                 heap: Some(1 << 20),
                 cpu: Some(2.0),
             }],
-            bands: vec![Band {
+            vec![Band {
                 depth: 0,
                 name: "x\"/><script>".into(),
                 path: "x\"/><script>\u{1}".into(),
                 start: 0.0,
                 end: 2.0,
             }],
-            peak: None,
-        };
+            2.0,
+        );
+        chart.title = "stemmon: </svg><script>alert(1)</script>".into();
+        chart.subtitle = "host \u{7}".into();
         let svg = render(&chart, true);
         assert!(!svg.contains("<script"), "{svg}");
         assert!(!svg.contains("</svg><"), "{svg}");
         let controls = svg.chars().filter(|c| c.is_control() && *c != '\n').count();
         assert_eq!(controls, 0);
         assert!(svg.ends_with("</svg>\n"));
+    }
+
+    const MIB: u64 = 1 << 20;
+
+    /// A single-sample point at `at` with tree (= parent) RSS `mib`, `bound_mib` for the
+    /// interval since the previous reading, and `heap_mib` live heap.
+    fn sample(at: f64, mib: u64, bound_mib: u64, heap_mib: u64) -> Point {
+        Point {
+            start: at,
+            end: at,
+            tree: Some(mib * MIB),
+            parent: Some(mib * MIB),
+            children: Some(0),
+            bound: Some(bound_mib * MIB),
+            heap: Some(heap_mib * MIB),
+            cpu: None,
+        }
+    }
+
+    /// The (x, y) corners of the element with `id`: a polyline's points or a path's `d`.
+    pub(crate) fn corners_of(svg: &str, id: &str) -> Vec<(f64, f64)> {
+        let doc = roxmltree::Document::parse(svg).expect("well-formed");
+        let node = doc
+            .descendants()
+            .find(|n| n.attribute("id") == Some(id))
+            .unwrap_or_else(|| panic!("no #{id}"));
+        let text = node
+            .attribute("points")
+            .or(node.attribute("d"))
+            .unwrap()
+            .replace(['M', 'L', 'Z'], " ");
+        text.split_whitespace()
+            .map(|pair| {
+                let (x, y) = pair.split_once(',').unwrap();
+                (x.parse().unwrap(), y.parse().unwrap())
+            })
+            .collect()
+    }
+
+    /// Whether every segment between consecutive corners is flat or upright: no ramp.
+    fn steps_only(corners: &[(f64, f64)]) -> bool {
+        corners
+            .windows(2)
+            .all(|w| (w[0].0 - w[1].0).abs() < 0.05 || (w[0].1 - w[1].1).abs() < 0.05)
+    }
+
+    #[test]
+    fn a_spike_read_at_1_05s_rises_at_1_05s_and_is_no_ramp_to_the_next_sample() {
+        // A 1 s sampler: the spike is read at 1.05 s; the bound of the interval that ends
+        // at 2.03 s saw a higher one between samples.
+        let chart = Chart::of_points(
+            vec![
+                sample(0.05, 10, 10, 5),
+                sample(1.05, 300, 300, 5),
+                sample(2.03, 10, 320, 5),
+                sample(3.04, 10, 10, 5),
+            ],
+            Vec::new(),
+            3.04,
+        );
+        let frame = Frame::of(&chart);
+        let svg = render(&chart, true);
+        let tree = corners_of(&svg, "tree");
+        assert!(steps_only(&tree), "a ramp in the tree line: {tree:?}");
+        let high = frame.y((300 * MIB) as f64);
+        let at_spike: Vec<f64> = tree
+            .iter()
+            .filter(|(_, y)| (y - high).abs() < 0.05)
+            .map(|(x, _)| *x)
+            .collect();
+        let near = |a: f64, b: f64| (a - b).abs() < 0.1;
+        assert_eq!(at_spike.len(), 2, "{tree:?}");
+        assert!(
+            at_spike.iter().all(|x| near(*x, frame.x(1.05))),
+            "drawn at 1.05 s, where it was read, and nowhere else: {tree:?}"
+        );
+        let bound = corners_of(&svg, "bound");
+        assert!(steps_only(&bound), "a ramp in the bound: {bound:?}");
+        let top = frame.y((320 * MIB) as f64);
+        let over: Vec<f64> = bound
+            .iter()
+            .filter(|(_, y)| (y - top).abs() < 0.05)
+            .map(|(x, _)| *x)
+            .collect();
+        assert!(
+            over.len() == 2 && near(over[0], frame.x(1.05)) && near(over[1], frame.x(2.03)),
+            "the bound covers the interval since the previous reading: {bound:?}"
+        );
+        for id in ["parent", "children", "heap"] {
+            assert!(steps_only(&corners_of(&svg, id)), "a ramp in #{id}");
+        }
+    }
+
+    #[test]
+    fn a_merged_point_never_paints_into_the_stage_band_that_ended_at_its_start() {
+        // `a` ends at 4 s; the point merged from 4 to 6 s holds the high figures of `b`.
+        let mut merged = sample(4.0, 400, 400, 300);
+        merged.end = 6.0;
+        merged.parent = Some(100 * MIB);
+        merged.children = Some(300 * MIB);
+        let band = |name: &str, start: f64, end: f64| Band {
+            depth: 0,
+            name: name.into(),
+            path: name.into(),
+            start,
+            end,
+        };
+        let chart = Chart::of_points(
+            vec![sample(3.0, 50, 50, 20), merged, sample(7.0, 50, 50, 20)],
+            vec![band("a", 2.0, 4.0), band("b", 4.0, 7.0)],
+            7.0,
+        );
+        let frame = Frame::of(&chart);
+        let svg = render(&chart, true);
+        let (end_of_a, low) = (frame.x(4.0), frame.y((50 * MIB) as f64));
+        for id in ["tree", "heap", "parent", "children"] {
+            let corners = corners_of(&svg, id);
+            // Flat or upright only: then no corner inside `a` means no paint inside it.
+            assert!(steps_only(&corners), "a ramp in #{id}: {corners:?}");
+            let inside_a: Vec<&(f64, f64)> = corners
+                .iter()
+                .filter(|(x, y)| *x < end_of_a - 0.05 && *y < low - 0.05)
+                .collect();
+            assert!(inside_a.is_empty(), "#{id} paints into `a`: {inside_a:?}");
+            let high = corners.iter().map(|c| c.1).fold(f64::MAX, f64::min);
+            let rise = corners.iter().find(|c| (c.1 - high).abs() < 0.05).unwrap();
+            assert!(
+                (rise.0 - end_of_a).abs() < 0.1,
+                "#{id} rises at 4 s: {corners:?}"
+            );
+        }
     }
 }

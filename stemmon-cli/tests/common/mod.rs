@@ -9,9 +9,12 @@ use stemmon::Report;
 
 pub const MIB: u64 = 1 << 20;
 
-/// The built `stemmon` binary.
+/// The built `stemmon` binary, its output at full width whatever the caller's `COLUMNS`
+/// (a test that fits a width sets it).
 pub fn stemmon() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_stemmon"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_stemmon"));
+    command.env_remove("COLUMNS");
+    command
 }
 
 /// `stemmon run` of `sh -c script` with 50 ms samples, no log, the report at `report`:

@@ -1,0 +1,272 @@
+//! The header of `stemmon show`: one line per fact of the run (what ran, wall time, the
+//! peak, marks and their resets, cgroup, heap, CPU and I/O, coverage, sampler, errors).
+
+use crate::format::{bytes, clean, command_line, cores, cpu_seconds, cpu_total, middle, seconds};
+use crate::peak::{tree_peak, TreePeak};
+use std::fmt::Write as _;
+use stemmon::Report;
+
+/// The header's lines; the command on the first is cut in the middle to fit `width`.
+pub(super) fn header(report: &Report, width: Option<usize>) -> String {
+    let mut out = String::new();
+    let what = match &report.command {
+        Some(argv) => {
+            let rest = format!(" (pid {}) on {}, still running", report.pid, report.host);
+            let room = width.map_or(usize::MAX, |w| {
+                w.saturating_sub(12 + rest.chars().count()).max(20)
+            });
+            format!("{} (pid {})", middle(&command_line(argv), room), report.pid)
+        }
+        None => format!("pid {}", report.pid),
+    };
+    let state = if report.running {
+        ", still running"
+    } else {
+        ""
+    };
+    let host = if report.host.is_empty() {
+        String::new()
+    } else {
+        format!(" on {}", clean(&report.host))
+    };
+    let _ = writeln!(out, "run:        {what}{host}{state}");
+    if !report.labels.is_empty() {
+        let labels: Vec<String> = report
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{}={}", clean(k), clean(v)))
+            .collect();
+        let _ = writeln!(out, "labels:     {}", labels.join(", "));
+    }
+    let _ = writeln!(out, "wall time:  {}", seconds(report.wall_seconds));
+    let _ = writeln!(out, "peak:       {}", peak_line(report));
+    let high_water = &report.high_water;
+    let mut apart = format!(
+        "parent RSS {}, children RSS {} (sampled, each at its own moment)",
+        bytes(report.peaks.peak_parent_rss_bytes),
+        bytes(report.peaks.peak_children_rss_bytes)
+    );
+    if let Some(reaped) = high_water.peak_reaped_child_rss_bytes {
+        let _ = write!(apart, "; largest exited child {}", bytes(Some(reaped)));
+    }
+    let _ = writeln!(out, "own peaks:  {apart}");
+    let detailed: Vec<String> = [
+        ("USS", report.peaks.peak_tree_uss_bytes),
+        ("PSS", report.peaks.peak_tree_pss_bytes),
+        (
+            "physical footprint",
+            report.peaks.peak_tree_physical_footprint_bytes,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(what, value)| value.map(|v| format!("tree {what} {}", bytes(Some(v)))))
+    .collect();
+    if !detailed.is_empty() {
+        let _ = writeln!(out, "detailed:   peak {}", detailed.join("; peak "));
+    }
+    let marks = &report.high_water_marks;
+    if let Some(why) = &marks.missing {
+        let which: Vec<&str> = [
+            ("parent", marks.parent),
+            ("descendants", marks.descendants),
+            ("reaped", marks.reaped),
+        ]
+        .into_iter()
+        .filter_map(|(what, read)| (!read).then_some(what))
+        .collect();
+        let which = if which.is_empty() {
+            String::new()
+        } else {
+            format!(" ({} not read)", which.join(", "))
+        };
+        let _ = writeln!(out, "marks:      missing{which}: {}", clean(why));
+    }
+    if let Some(line) = resets_line(report) {
+        let _ = writeln!(out, "resets:     {line}");
+    }
+    let run_cgroup = high_water.peak_cgroup_memory_bytes;
+    if report.cgroup.is_some() || run_cgroup.is_some() {
+        let mut line = format!("this run's peak {}", bytes(run_cgroup));
+        if let Some(cgroup) = &report.cgroup {
+            let _ = write!(
+                line,
+                "; cgroup lifetime peak {}; limit {}; OOM kills {}",
+                bytes(cgroup.memory_peak_bytes),
+                cgroup
+                    .memory_limit_bytes
+                    .map_or("none".into(), |l| bytes(Some(l))),
+                cgroup.oom_kills.map_or("-".into(), |n| n.to_string())
+            );
+        }
+        let _ = writeln!(out, "cgroup:     {line}");
+    }
+    if let Some(line) = heap_line(report) {
+        let _ = writeln!(out, "heap:       {line}");
+    }
+    if let Some(line) = cpu_line(report) {
+        let _ = writeln!(out, "CPU, I/O:   {line}");
+    }
+    let complete = report.samples.saturating_sub(report.partial_rss_samples);
+    let _ = writeln!(
+        out,
+        "coverage:   {complete}/{} samples read the whole tree; {} at most",
+        report.samples,
+        match report.peak_process_count {
+            1 => "1 process".to_owned(),
+            n => format!("{n} processes"),
+        }
+    );
+    let mean = if report.sampling_attempts > 0 {
+        report.sampling_seconds / report.sampling_attempts as f64
+    } else {
+        0.0
+    };
+    let _ = writeln!(
+        out,
+        "sampler:    {} every {}; {} samples, {} in all ({} each, slowest {}); longest gap {}",
+        if report.sampler.is_empty() {
+            "?"
+        } else {
+            &report.sampler
+        },
+        seconds(report.sample_interval),
+        report.sampling_attempts,
+        seconds(report.sampling_seconds),
+        seconds(mean),
+        seconds(report.max_sampling_seconds),
+        seconds(report.max_sample_gap_seconds)
+    );
+    let errors: Vec<String> = [
+        ("run", &report.error),
+        ("sampling", &report.sampling_error),
+        ("output", &report.output_error),
+        ("export", &report.export_error),
+    ]
+    .into_iter()
+    .filter_map(|(what, error)| error.as_ref().map(|e| format!("{what}: {}", clean(e))))
+    .collect();
+    let _ = writeln!(
+        out,
+        "errors:     {}",
+        if errors.is_empty() {
+            "none".to_owned()
+        } else {
+            errors.join("; ")
+        }
+    );
+    out
+}
+
+/// The whole run's peak: the exact figure first where the tree was the process alone;
+/// else the sampled one, the bound and the process's own exact peak, each its own maximum
+/// taken at its own moment (none is a sum of the others).
+fn peak_line(report: &Report) -> String {
+    let mut when = String::new();
+    if let Some(at) = report.peak_rss_elapsed_seconds {
+        let _ = write!(when, ", at {}", seconds(at));
+    }
+    if let Some(stage) = &report.peak_rss_stage {
+        let _ = write!(when, " in {}", clean(stage));
+    }
+    let sampled = bytes(report.peaks.peak_tree_rss_bytes);
+    let high_water = &report.high_water;
+    match tree_peak(&report.peaks, high_water, report.peak_process_count) {
+        TreePeak::Exact(exact) => format!(
+            "tree RSS {} (exact: the process alone, its own high-water mark); \
+             sampled {sampled}{when}",
+            bytes(Some(exact))
+        ),
+        TreePeak::Between { bound, .. } => {
+            let mut line = format!("tree RSS {sampled} (sampled{when})");
+            if let Some(bound) = bound {
+                let _ = write!(line, "; bound ≤ {}", bytes(Some(bound)));
+            }
+            if let Some(parent) = high_water.peak_parent_hwm_bytes {
+                let _ = write!(line, "; parent's exact peak {}", bytes(Some(parent)));
+            }
+            line
+        }
+    }
+}
+
+/// Whether stemmon reset the kernel's high-water marks (SPEC §8, §18), and what that did
+/// to the program's own view of its peak; `None` when it did not.
+fn resets_line(report: &Report) -> Option<String> {
+    let marks = &report.high_water_marks;
+    if !marks.enabled || !(marks.parent || marks.descendants) {
+        return None;
+    }
+    let who = match (marks.parent, marks.descendants, report.command.is_some()) {
+        (true, true, true) => "the command and its descendants",
+        (true, true, false) => "the monitored process and its descendants",
+        (true, false, true) => "the command",
+        (true, false, false) => "the monitored process",
+        (false, _, _) => "the descendants",
+    };
+    let off = if report.command.is_some() {
+        "`stemmon run` resets them only with --high-water-marks"
+    } else {
+        "STEMMON_HIGH_WATER_MARKS=0 turns them off"
+    };
+    Some(format!(
+        "on: stemmon reset the kernel's high-water marks of {who} at every reading, so \
+         a process's own ru_maxrss (getrusage, /usr/bin/time, VmHWM) counts from the last \
+         reset, not from its start; {off}"
+    ))
+}
+
+/// The report's heap (SPEC §11): the allocator, live and peak live bytes, or why there
+/// are none; `None` for a report from before 0.3, which says nothing of the heap.
+fn heap_line(report: &Report) -> Option<String> {
+    let heap = &report.heap;
+    if heap.allocator.is_none() && heap.live_bytes.is_none() {
+        return heap
+            .missing
+            .as_ref()
+            .map(|why| format!("none: {}", clean(why)));
+    }
+    let mut line = format!(
+        "{}; live {}, peak live {}",
+        clean(heap.allocator.as_deref().unwrap_or("?")),
+        bytes(heap.live_bytes),
+        bytes(heap.peak_live_bytes)
+    );
+    if let Some(allocated) = heap.allocated_bytes {
+        let _ = write!(line, "; {} allocated", bytes(Some(allocated)));
+    }
+    if let Some(count) = heap.allocations {
+        let _ = write!(line, " in {count} allocations");
+    }
+    Some(line)
+}
+
+/// The whole tree's CPU and I/O over the run (SPEC §12), or why I/O is missing; `None`
+/// for a report from before 0.3.
+fn cpu_line(report: &Report) -> Option<String> {
+    let cpu_io = &report.cpu_io;
+    let mut parts = Vec::new();
+    if let Some(total) = cpu_total(cpu_io) {
+        parts.push(format!(
+            "CPU {} (user {}, system {}; {} cores over the run)",
+            seconds(total),
+            cpu_seconds(cpu_io.cpu_user_seconds),
+            cpu_seconds(cpu_io.cpu_system_seconds),
+            cores(cpu_io.cpu_cores)
+        ));
+    }
+    if cpu_io.io_read_bytes.is_some() || cpu_io.io_write_bytes.is_some() {
+        parts.push(format!(
+            "read {}, written {}",
+            bytes(cpu_io.io_read_bytes),
+            bytes(cpu_io.io_write_bytes)
+        ));
+    }
+    if let Some(why) = &report.io_missing {
+        parts.push(format!("I/O missing: {}", clean(why)));
+    }
+    if let Some(faults) = cpu_io.major_faults {
+        let s = if faults == 1 { "" } else { "s" };
+        parts.push(format!("{faults} major fault{s}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}

@@ -1,0 +1,237 @@
+//! `stemmon show REPORT`: the stage tree as an aligned table under a header.
+//!
+//! The output fits `COLUMNS` when it is set, else the terminal's width when standard
+//! output is one; a pipe or a file gets it whole ([`crate::format::output_width`]). To
+//! fit, header lines fold under their value, commands and stage names are cut in the
+//! middle, and the least important columns go first (the left-out ones are named under
+//! the table); the stage, its total time and its peak always stay.
+//!
+//! A peak leads with the exact figure where there is one: where the tree was the
+//! process alone, its own high-water mark ([`crate::peak`]); elsewhere the sampled peak
+//! is shown as the lower end (`≥`) of the range whose upper end is the bound.
+
+use crate::format::{bytes, clean, cores, cpu_seconds, cpu_total, seconds, signed_bytes, wrap};
+use crate::peak::{tree_peak, TreePeak};
+use crate::table::{Give, Table};
+use crate::tree::Tree;
+use crate::{input, Failure};
+use processes::processes;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use stemmon::report::StageReport;
+use stemmon::Report;
+
+mod header;
+mod processes;
+
+/// Prints a report: wall time, the peak and its stage, coverage, sampler cost and
+/// errors, then one row per stage path.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The report to show (JSON written by stemmon).
+    report: PathBuf,
+    /// Also print the processes of the tree the run saw (stemmon 0.3): pid, parent,
+    /// command, peak RSS, CPU seconds, exit code, first and last seen.
+    #[arg(long)]
+    processes: bool,
+}
+
+pub(crate) fn show(args: &Args) -> Result<(), Failure> {
+    let loaded = input::load(&args.report)?;
+    let width = crate::format::output_width();
+    let mut out = render(&loaded.report, &loaded.tree, width);
+    if args.processes {
+        out.push('\n');
+        out.push_str(&processes(&loaded.report, width));
+    }
+    crate::print_out(&out);
+    Ok(())
+}
+
+/// The header lines and the table, as printed, fitted to `width` characters (`None`: no
+/// limit).
+pub(crate) fn render(report: &Report, tree: &Tree, width: Option<usize>) -> String {
+    let mut out = String::new();
+    for line in header::header(report, width).lines() {
+        let _ = writeln!(out, "{}", fold(line, width));
+    }
+    out.push('\n');
+    if report.stages.is_empty() {
+        out.push_str("no stages recorded\n");
+    } else {
+        let mut table = table(report, tree);
+        let dropped = table.fit(width);
+        let _ = writeln!(out, "{table}");
+        let note = "peak tree RSS: exact where the stage's tree was the process alone; \
+                    ≥ the sampled peak elsewhere, the true one at most the tree bound";
+        let _ = writeln!(out, "{}", fold_at(note, width, 0));
+        if let Some(line) = left_out(&dropped, width) {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out
+}
+
+/// A header line folded to `width`, continuations under the value (12 characters in).
+fn fold(line: &str, width: Option<usize>) -> String {
+    fold_at(line, width, 12)
+}
+
+/// A line folded to `width`, continuations `indent` characters in.
+fn fold_at(line: &str, width: Option<usize>, indent: usize) -> String {
+    match width {
+        Some(width) => wrap(line, width, indent),
+        None => line.to_owned(),
+    }
+}
+
+/// The line naming the columns a narrow table left out, if any.
+fn left_out(dropped: &[String], width: Option<usize>) -> Option<String> {
+    let width = width?;
+    (!dropped.is_empty()).then(|| {
+        fold_at(
+            &format!(
+                "left out to fit {width} columns: {} (a wider COLUMNS shows them)",
+                dropped.join(", ")
+            ),
+            Some(width),
+            0,
+        )
+    })
+}
+
+/// How deep the table indents; a stage nested deeper prints its depth instead.
+const MAX_INDENT: usize = 32;
+
+/// The stage column: the name indented by depth, at most [`MAX_INDENT`] levels (output
+/// stays linear in the report however deep its chain).
+fn indented(name: &str, depth: usize) -> String {
+    if depth <= MAX_INDENT {
+        format!("{}{}", "  ".repeat(depth), clean(name))
+    } else {
+        format!("{}[depth {depth}] {}", "  ".repeat(MAX_INDENT), clean(name))
+    }
+}
+
+/// A column of the stage table (numbers, set right): its header, how it gives way on a
+/// narrow terminal, and its cell.
+type Column = (&'static str, Give, fn(&StageReport) -> String);
+
+/// The 0.3 columns, each kept only when some stage has its figure: a report from 0.1
+/// or 0.2 prints as it always did.
+fn optional_columns(report: &Report) -> Vec<Column> {
+    let any = |has: fn(&StageReport) -> bool| report.stages.iter().any(has);
+    let mut columns: Vec<Column> = Vec::new();
+    if any(|s| s.heap.heap_allocated_bytes.is_some()) {
+        columns.push(("heap alloc", Give::drop(3), |s| {
+            bytes(s.heap.heap_allocated_bytes)
+        }));
+    }
+    if any(|s| s.heap.peak_heap_bytes.is_some()) {
+        columns.push(("peak heap", Give::drop(8), |s| {
+            bytes(s.heap.peak_heap_bytes)
+        }));
+    }
+    if any(|s| s.heap.heap_retained_bytes.is_some()) {
+        columns.push(("retained", Give::drop(1), |s| {
+            signed_bytes(s.heap.heap_retained_bytes)
+        }));
+    }
+    if any(|s| cpu_total(&s.cpu_io).is_some()) {
+        columns.push(("CPU", Give::drop(6), |s| cpu_seconds(cpu_total(&s.cpu_io))));
+    }
+    if any(|s| s.cpu_io.cpu_thread_seconds.is_some()) {
+        // The stage's own threads (RUSAGE_THREAD), apart from its siblings' work.
+        columns.push(("own CPU", Give::drop(2), |s| {
+            cpu_seconds(s.cpu_io.cpu_thread_seconds)
+        }));
+    }
+    if any(|s| s.cpu_io.cpu_cores.is_some()) {
+        columns.push(("cores", Give::drop(10), |s| cores(s.cpu_io.cpu_cores)));
+    }
+    if any(|s| s.cpu_io.io_read_bytes.is_some() || s.cpu_io.io_write_bytes.is_some()) {
+        columns.push(("I/O read / write", Give::drop(0), |s| {
+            match (s.cpu_io.io_read_bytes, s.cpu_io.io_write_bytes) {
+                (None, None) => "-".to_owned(),
+                (read, write) => format!("{} / {}", bytes(read), bytes(write)),
+            }
+        }));
+    }
+    columns
+}
+
+/// A stage's peak tree RSS cell: the exact figure where the stage's tree was the process
+/// alone, else `≥` the sampled peak (the true peak lies between it and the bound).
+fn peak_cell(stage: &StageReport) -> String {
+    match tree_peak(&stage.peaks, &stage.high_water, stage.peak_process_count) {
+        TreePeak::Exact(exact) => bytes(Some(exact)),
+        TreePeak::Between {
+            sampled: Some(sampled),
+            ..
+        } => format!("≥ {}", bytes(Some(sampled))),
+        TreePeak::Between { sampled: None, .. } => bytes(None),
+    }
+}
+
+/// The stage table's columns before the 0.3 ones: the stage, its total time and its peak
+/// never give way; the rest go from the least telling (`min`) up.
+fn base_columns() -> [(&'static str, Option<Give>); 9] {
+    [
+        ("stage", Some(Give::narrow(11, 16))),
+        ("calls", Some(Give::drop(12))),
+        (
+            "errors",
+            Some(Give {
+                rank: 9,
+                narrow_to: Some(6),
+                drop: true,
+            }),
+        ),
+        ("total", None),
+        ("min", Some(Give::drop(4))),
+        ("max", Some(Give::drop(5))),
+        ("peak tree RSS", None),
+        ("tree bound", Some(Give::drop(13))),
+        ("processes", Some(Give::drop(7))),
+    ]
+}
+
+fn table(report: &Report, tree: &Tree) -> Table {
+    let optional = optional_columns(report);
+    let base = base_columns();
+    let mut header: Vec<String> = base.iter().map(|(name, _)| (*name).to_owned()).collect();
+    header.extend(optional.iter().map(|(name, _, _)| (*name).to_owned()));
+    let mut table = Table::new(header);
+    table.align_right(1..base.len() + optional.len());
+    let gives = base
+        .iter()
+        .map(|(_, give)| *give)
+        .chain(optional.iter().map(|(_, give, _)| Some(*give)));
+    for (column, give) in gives.enumerate() {
+        if let Some(give) = give {
+            table.give(column, give);
+        }
+    }
+    for &index in tree.order() {
+        let stage = &report.stages[index];
+        let errors = match (&stage.error, stage.errors) {
+            (_, 0) => "0".to_owned(),
+            (Some(last), n) => format!("{n} ({})", clean(last)),
+            (None, n) => n.to_string(),
+        };
+        let mut row = vec![
+            indented(&stage.name, tree.depth(index)),
+            stage.calls.to_string(),
+            errors,
+            seconds(stage.wall_seconds),
+            seconds(stage.min_wall_seconds),
+            seconds(stage.max_wall_seconds),
+            peak_cell(stage),
+            bytes(stage.high_water.peak_tree_rss_bound_bytes),
+            stage.peak_process_count.to_string(),
+        ];
+        row.extend(optional.iter().map(|(_, _, cell)| cell(stage)));
+        table.add_row(row);
+    }
+    table
+}
