@@ -152,7 +152,7 @@ pub fn read_report(path: &Path) -> stemmon::Report {
 /// `peak_tree_rss_bound_bytes >= peak_tree_rss_bytes` and
 /// `peak_parent_hwm_bytes >= peak_parent_rss_bytes`, wherever both are present.
 pub fn check_invariants(report: &stemmon::Report) {
-    let broken = stemmon::__cli::bound_violations(report);
+    let broken = stemmon_report::bound_violations(report);
     assert!(
         broken.is_empty(),
         "the report breaks its bounds: {broken:#?}"

@@ -74,6 +74,7 @@ fn the_report_file_has_exactly_the_specified_keys() {
     let json = read(&path);
 
     let report_keys = [
+        "format_version",
         "pid",
         "running",
         "error",

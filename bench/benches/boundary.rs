@@ -8,7 +8,7 @@
 use criterion::Criterion;
 use std::hint::black_box;
 use std::time::Instant;
-use stemmon::__bench::{thread_cpu_micros, BoundaryReader};
+use stemmon::readers::{thread_cpu_micros, BoundaryReader};
 
 /// Times `a` and `b` alternately, `rounds` of `batch` calls each, and returns the
 /// median time of one call of each, in nanoseconds.

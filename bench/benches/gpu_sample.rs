@@ -121,7 +121,7 @@ fn main() {
         None => fake_library(&stemmon_bench::out_dir().join("fake-nvml"), &tree),
     };
 
-    let mut source = stemmon::__bench::GpuSource::open(Some(&library));
+    let mut source = stemmon::readers::GpuSource::open(Some(&library));
     assert_eq!(source.missing(), None, "the source reads");
     let devices = source.info().devices.len() as u32;
     let nvml = Nvml::builder()

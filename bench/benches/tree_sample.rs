@@ -75,7 +75,7 @@ fn main() {
         let tree = Tree::spawn(size).expect("the tree starts");
         let root = tree.root();
         // Every file of every process at every sample: the work the floor does.
-        let mut reader = stemmon::__bench::full_reader(false);
+        let mut reader = stemmon::readers::full_reader(false);
         let marks = reader.configure_marks(true, true, root);
         assert!(
             marks.parent && marks.descendants,

@@ -218,7 +218,7 @@ impl Tree {
 
     fn wait_until_complete(&self, limit: Duration) -> io::Result<()> {
         let started = Instant::now();
-        let mut reader = stemmon::__bench::default_reader(false);
+        let mut reader = stemmon::readers::default_reader(false);
         loop {
             let reading = reader.read_tree(self.root())?;
             if reading.process_count > self.descendants {

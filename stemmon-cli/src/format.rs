@@ -3,23 +3,16 @@
 /// `812.4 MiB`, `1.1 GiB`, `512 KiB` (the runtime's log line writes them the same way),
 /// or `-` for a reading that was not taken.
 pub(crate) fn bytes(value: Option<u64>) -> String {
-    value.map_or_else(|| "-".to_owned(), stemmon::__cli::format_bytes)
+    value.map_or_else(|| "-".to_owned(), stemmon_report::format_bytes)
 }
 
 /// `text` with control characters (and anything else that would break a line or
 /// reorder a terminal's text) escaped as `\n`, `\u{1b}`: a report may come from anyone.
 pub(crate) fn clean(text: &str) -> std::borrow::Cow<'_, str> {
-    stemmon::__cli::escape(text)
+    stemmon_report::escape(text)
 }
 
-/// `text` as quoted in a one-line message: at most 80 characters, then `…` (a hostile
-/// stage name or command may be megabytes).
-pub(crate) fn short(text: &str) -> String {
-    match text.char_indices().nth(80) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
-    }
-}
+pub(crate) use stemmon_report::short;
 
 /// `1.523s`, `12.3ms`, `40µs`: three significant figures or so.
 pub(crate) fn seconds(value: f64) -> String {
@@ -45,7 +38,7 @@ pub(crate) fn cpu_seconds(value: Option<f64>) -> String {
 }
 
 /// User plus system CPU seconds of a record, where either was read.
-pub(crate) fn cpu_total(cpu_io: &stemmon::report::CpuIo) -> Option<f64> {
+pub(crate) fn cpu_total(cpu_io: &stemmon_report::CpuIo) -> Option<f64> {
     match (cpu_io.cpu_user_seconds, cpu_io.cpu_system_seconds) {
         (Some(user), Some(system)) => Some(user + system),
         (user, system) => user.or(system),

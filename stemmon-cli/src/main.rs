@@ -16,7 +16,6 @@ mod plot;
 mod run;
 mod show;
 mod table;
-mod tree;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;

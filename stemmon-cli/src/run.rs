@@ -89,7 +89,7 @@ fn label(text: &str) -> Result<(String, String), String> {
     let (key, value) = text
         .split_once('=')
         .ok_or_else(|| format!("expected KEY=VALUE, not `{text}`"))?;
-    stemmon::__cli::check_label(key, value)?;
+    stemmon_report::check_label(key, value)?;
     Ok((key.to_owned(), value.to_owned()))
 }
 
@@ -189,11 +189,11 @@ mod unix {
         // process. A non-zero exit or a signal is the run's failure, named in the report.
         let report = monitor.map(|monitor| {
             monitor.finish_command(match signal {
-                Some(number) => stemmon::__cli::CommandExit::Signal {
+                Some(number) => stemmon::CommandExit::Signal {
                     number,
                     name: signal_name(number),
                 },
-                None => stemmon::__cli::CommandExit::Code(i32::from(status)),
+                None => stemmon::CommandExit::Code(i32::from(status)),
             })
         });
         // No signal is passed on once CMD's pid may be reused.

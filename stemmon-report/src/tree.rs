@@ -149,19 +149,19 @@ mod tests {
     use super::*;
 
     fn report(parents: &[Option<u32>]) -> Report {
-        let mut report = Report::default();
-        report.stages = parents
-            .iter()
-            .enumerate()
-            .map(|(i, &parent)| {
-                let mut stage = StageReport::default();
-                stage.id = i as u32;
-                stage.path = format!("s{i}");
-                stage.parent_id = parent;
-                stage
-            })
-            .collect();
-        report
+        Report {
+            stages: parents
+                .iter()
+                .enumerate()
+                .map(|(i, &parent)| StageReport {
+                    id: i as u32,
+                    path: format!("s{i}"),
+                    parent_id: parent,
+                    ..StageReport::default()
+                })
+                .collect(),
+            ..Report::default()
+        }
     }
 
     #[test]

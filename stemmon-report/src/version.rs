@@ -41,7 +41,7 @@ impl Version {
 
     /// Whether this crate reads reports of this version: those of its own MAJOR.
     pub fn is_readable(&self) -> bool {
-        self.major <= FORMAT_MAJOR
+        self.major.cmp(&FORMAT_MAJOR).is_le()
     }
 }
 

@@ -11,13 +11,6 @@ use std::collections::BTreeMap;
 /// Extra labels for every monitor of the process: `"k=v,k=v"`.
 pub(crate) const LABELS_VAR: &str = "STEMMON_LABELS";
 
-/// Label names stemmon sets itself (`host`, `stage`), or that Prometheus and the
-/// Pushgateway set on the series they scrape (`job`, `instance`).
-const RESERVED: [&str; 4] = ["host", "job", "stage", "instance"];
-
-/// Longest label value accepted: a path or an id fits, a pasted document does not.
-const MAX_VALUE_BYTES: usize = 1024;
-
 /// Labels taken from the scheduler's or launcher's environment, each from the first
 /// variable of its list that is set: Slurm, Open MPI, MPICH / Intel MPI, torchrun.
 const FROM_ENVIRONMENT: [(&str, &[&str]); 3] = [
@@ -102,56 +95,8 @@ fn parse_labels(text: &str, warn: &mut dyn FnMut(&str)) -> Vec<(String, String)>
     labels
 }
 
-/// Checks one label: a Prometheus label name that stemmon does not reserve, and a value
-/// that is non-empty, printable and at most 1 KiB.
-pub fn check_label(name: &str, value: &str) -> Result<(), String> {
-    check_name(name)?;
-    check_value(value).map_err(|reason| format!("label `{name}`: {reason}"))
-}
+pub(crate) use stemmon_report::{check_label, check_label_value as check_value};
 
-fn check_name(name: &str) -> Result<(), String> {
-    let mut chars = name.chars();
-    let valid = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if !valid {
-        return Err(format!(
-            "{name:?} is not a Prometheus label name: use letters, digits and `_`, not \
-             starting with a digit"
-        ));
-    }
-    if name.starts_with("__") {
-        return Err(format!(
-            "{name:?} starts with `__`, which Prometheus reserves for internal use"
-        ));
-    }
-    if RESERVED.contains(&name) {
-        return Err(format!(
-            "{name:?} is reserved: stemmon or Prometheus sets `host`, `job`, `stage` and \
-             `instance` itself"
-        ));
-    }
-    Ok(())
-}
-
-fn check_value(value: &str) -> Result<(), String> {
-    if value.is_empty() {
-        return Err("the value is empty (Prometheus treats an empty label as absent)".into());
-    }
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(format!(
-            "the value is {} bytes long; at most {MAX_VALUE_BYTES} are accepted",
-            value.len()
-        ));
-    }
-    if value.chars().any(char::is_control) {
-        return Err(format!("the value {value:?} holds a control character"));
-    }
-    Ok(())
-}
-
-/// The machine's host name, `"unknown"` if the OS does not say.
 /// A new run id: 128 bits as 32 hex digits, from the host, the pid, the time and
 /// std's per-process random hash keys, so that two runs never share one (not even
 /// two monitors of one process, which differ in the time and in the keys' counter).
@@ -171,6 +116,7 @@ pub(crate) fn run_id(host: &str) -> String {
     format!("{:016x}{:016x}", half(1), half(2))
 }
 
+/// The machine's host name, `"unknown"` if the OS does not say.
 pub(crate) fn host_name() -> String {
     sysinfo::System::host_name()
         .ok()
@@ -305,7 +251,7 @@ mod tests {
             assert!(error.starts_with("invalid `label`: "), "{error}");
             assert!(error.contains(why), "{name}={value:?}: {error}");
         }
-        let long = "x".repeat(MAX_VALUE_BYTES + 1);
+        let long = "x".repeat(1025);
         assert!(check_label("model", &long)
             .unwrap_err()
             .contains("1025 bytes"));

@@ -130,19 +130,15 @@ mod tracing_layer;
 #[path = "private.rs"]
 pub mod __private;
 
-#[doc(hidden)]
-#[path = "cli.rs"]
-pub mod __cli;
-
-#[doc(hidden)]
-#[path = "bench.rs"]
-pub mod __bench;
+#[cfg(feature = "unstable-readers")]
+pub mod readers;
 
 pub use builder::MonitorBuilder;
 pub use config::Reader;
 pub use error::Error;
 pub use heap::Alloc;
-pub use monitor::Monitor;
+pub use monitor::{CommandExit, Monitor};
+pub use output::Output;
 pub use report::Report;
 pub use stage::stage;
 pub use stage::Stage;

@@ -13,23 +13,7 @@ pub(crate) fn human_bytes(bytes: Option<u64>) -> String {
     bytes.map_or_else(|| "unavailable".to_owned(), format_bytes)
 }
 
-/// `812.4 MiB`, `1.1 GiB`, `512 KiB`, `0 B`: one decimal from a MiB up, as the log line
-/// of SPEC §4 writes them. The `stemmon` command prints its figures with it too.
-pub fn format_bytes(bytes: u64) -> String {
-    const KIB: f64 = 1024.0;
-    const MIB: f64 = KIB * 1024.0;
-    const GIB: f64 = MIB * 1024.0;
-    let b = bytes as f64;
-    if b >= GIB {
-        format!("{:.1} GiB", b / GIB)
-    } else if b >= MIB {
-        format!("{:.1} MiB", b / MIB)
-    } else if b >= KIB {
-        format!("{:.0} KiB", b / KIB)
-    } else {
-        format!("{bytes} B")
-    }
-}
+pub(crate) use stemmon_report::{escape, format_bytes};
 
 /// The line for `event`, given the stage open now, the live heap when the event
 /// happened (where it kept it) and the report at that moment.
@@ -117,32 +101,6 @@ fn headroom(cgroup: &CgroupReport, run_peak: Option<u64>) -> Option<String> {
     ))
 }
 
-/// Whether `c` would break the line or change how the terminal shows what follows.
-fn needs_escape(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200e}' | '\u{200f}')
-        || ('\u{202a}'..='\u{202e}').contains(&c)
-        || ('\u{2066}'..='\u{2069}').contains(&c)
-}
-
-/// `text` with every character `needs_escape` picks (control, line-separator and bidi
-/// characters) written as Rust writes it in a string literal: `\n`, `\r`, `\t`, `\0`,
-/// `\u{1b}`.
-pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(needs_escape) {
-        return text.into();
-    }
-    let mut escaped = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if needs_escape(c) {
-            escaped.extend(c.escape_default());
-        } else {
-            escaped.push(c);
-        }
-    }
-    escaped.into()
-}
-
 /// Prints the line for `event` to stderr (stdout stays the program's own), escaped, in
 /// one write, flushed.
 pub(crate) fn print_line(event: &str, stage: &str, heap: Option<u64>, report: &Report) {
@@ -205,19 +163,6 @@ mod tests {
         assert_eq!(run.as_deref(), Some("limit=1.0 GiB (83 %)"));
         let now = headroom(&cgroup, None);
         assert_eq!(now.as_deref(), Some("limit=1.0 GiB (78 %)"));
-    }
-
-    #[test]
-    fn control_characters_are_escaped_and_the_rest_kept() {
-        assert_eq!(escape("fit/predict"), "fit/predict");
-        assert_eq!(escape("naïve 検索 ✓"), "naïve 検索 ✓");
-        assert_eq!(
-            escape("a\nb\rc\td\0e\u{1b}[31mf\u{7f}g\u{85}h"),
-            "a\\nb\\rc\\td\\u{0}e\\u{1b}[31mf\\u{7f}g\\u{85}h"
-        );
-        assert_eq!(escape("x\u{2028}y\u{202e}z"), "x\\u{2028}y\\u{202e}z");
-        // A backslash stays as it is: the escapes are for what cannot be printed.
-        assert_eq!(escape("a\\n"), "a\\n");
     }
 
     #[test]

@@ -171,7 +171,6 @@ impl Monitor {
     /// Records a child of this process that has exited and is about to be reaped (an
     /// orphan `stemmon run` adopted as a subreaper): its exit code and final CPU go to
     /// the report's `processes`, even if no sample ever saw it. Call it before the reap.
-    #[doc(hidden)]
     pub fn note_exited_child(&self, pid: u32) {
         if let Some(child) = memory::exited_child(pid) {
             self.recorder.child_exited(&child);
@@ -182,7 +181,6 @@ impl Monitor {
     /// report's `exit_code`, and its `error` for a failure (`"exit 3"`, `"SIGKILL"`),
     /// so that a failed run's report never reads as a good one. The last sample is
     /// taken before the caller reaps the command, whose final interval it reads.
-    #[doc(hidden)]
     pub fn finish_command(mut self, exit: CommandExit) -> Report {
         let (error, code) = match exit {
             CommandExit::Code(0) => (None, 0),
@@ -237,7 +235,6 @@ impl Monitor {
 }
 
 /// How the command `stemmon run` watched ended, for [`Monitor::finish_command`].
-#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CommandExit {
     /// It exited with this code.

@@ -196,6 +196,16 @@ fn resets_line(report: &Report) -> Option<String> {
     if !marks.enabled || !(marks.parent || marks.descendants) {
         return None;
     }
+    // Before 0.4 (no format_version) every reading reset the marks it read.
+    let resets = marks.resets || report.format_version.is_none();
+    if !resets {
+        return Some(
+            "off: each mark was read as it runs from its process's start, so the programs' \
+             own ru_maxrss (getrusage, /usr/bin/time, VmHWM) is untouched, and the bound \
+             sums lifetime peaks (--high-water-marks resets them at every sample)"
+                .to_owned(),
+        );
+    }
     let who = match (marks.parent, marks.descendants, report.command.is_some()) {
         (true, true, true) => "the command and its descendants",
         (true, true, false) => "the monitored process and its descendants",

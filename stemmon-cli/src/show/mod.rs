@@ -13,13 +13,13 @@
 use crate::format::{bytes, clean, cores, cpu_seconds, cpu_total, seconds, signed_bytes, wrap};
 use crate::peak::{tree_peak, TreePeak};
 use crate::table::{Give, Table};
-use crate::tree::Tree;
 use crate::{input, Failure};
 use processes::processes;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use stemmon::report::StageReport;
 use stemmon::Report;
+use stemmon_report::StageTree as Tree;
 
 mod header;
 mod processes;

@@ -55,6 +55,7 @@ pub trait TreeReader: Send {
     }
 }
 
+#[cfg(feature = "unstable-readers")]
 /// The best reader for this platform (with high-water marks on Linux), on a ledger of
 /// its own: for a reader used alone (the benchmarks). A monitor makes its readers
 /// together, on one ledger.

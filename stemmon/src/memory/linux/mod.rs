@@ -60,6 +60,7 @@ pub(crate) struct ProcReader {
 }
 
 impl ProcReader {
+    #[cfg(any(test, feature = "unstable-readers"))]
     /// A reader on a ledger of its own (a monitor's readers share one: see
     /// [`Readers`](super::Readers)).
     pub(crate) fn new(detailed: bool) -> ProcReader {
@@ -99,6 +100,7 @@ impl ProcReader {
         }
     }
 
+    #[cfg(feature = "unstable-readers")]
     /// Reads every process's `stat` and `io` at every sample, however close together
     /// (by default at most every [`USAGE_EVERY`](tree::USAGE_EVERY) per process).
     pub(crate) fn reading_usage_every_sample(mut self) -> ProcReader {

@@ -198,6 +198,7 @@ impl ProcSelfReader {
         self
     }
 
+    #[cfg(feature = "unstable-readers")]
     /// Reads no CPU or I/O: the boundary reading as it was before them, for the
     /// benchmark that measures what they add.
     pub(crate) fn without_cpu(mut self) -> ProcSelfReader {

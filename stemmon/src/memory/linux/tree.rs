@@ -156,6 +156,7 @@ impl ProcTable {
         self.children_files = Some(false);
     }
 
+    #[cfg(any(test, feature = "unstable-readers"))]
     /// How old a process's `stat` and `io` may be before they are read again.
     pub(crate) fn set_usage_every(&mut self, every: Duration) {
         self.usage_every = every;

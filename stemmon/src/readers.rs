@@ -1,6 +1,7 @@
-//! What the benchmark crate (`bench/`) times besides the expansions: one full tree
-//! sample through the default reader, and one GPU reading. Not a public API; the reader
-//! choice of users is `MonitorBuilder::reader`.
+//! The readers one sample is made of, for the benchmark crate (`bench/`) to time beside
+//! their peers: one full tree sample, one boundary reading, one GPU reading. Behind the
+//! feature `unstable-readers`, off by default: not a stable API (a monitor's reader is
+//! chosen with `MonitorBuilder::reader`).
 
 pub use crate::memory::{default_reader, Descendant, TreeReader, TreeReading};
 #[cfg(feature = "gpu")]
