@@ -367,7 +367,7 @@ fn an_empty_stemmon_output_is_reported_and_the_attribute_path_used() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         stderr
-            .matches("[stemmon] warning: ignoring STEMMON_OUTPUT=\"\": expected the path of the report file")
+            .matches("[stemmon] warning: ignoring STEMMON_OUTPUT=\"\": expected the path of a file")
             .count(),
         1,
         "{stderr}"
@@ -447,4 +447,20 @@ fn the_quickstart_example_reports_its_stages_and_its_workers() {
         workers.peaks
     );
     assert!(report.peaks.peak_children_rss_bytes.unwrap() >= 3 * 60 * MIB);
+}
+
+/// The settings table's one message for an interval out of range, on every surface: the
+/// environment here (the command's flag in stemmon-cli/tests/run.rs, the attribute in
+/// tests/ui, the builder in tests/report.rs).
+#[test]
+fn an_interval_out_of_range_is_warned_about_naming_the_range() {
+    for value in ["0.0005", "86401"] {
+        let run = Run::new(OK, "env-bounds", &[("STEMMON_SAMPLE_INTERVAL", value)]);
+        let expected = format!(
+            "[stemmon] warning: ignoring STEMMON_SAMPLE_INTERVAL={value:?}: expected a number \
+             of seconds from 0.001 to 86400; the program's own setting stands"
+        );
+        assert!(run.stderr().contains(&expected), "{}", run.stderr());
+        assert_eq!(run.report().sample_interval, 0.05);
+    }
 }

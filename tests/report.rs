@@ -346,8 +346,19 @@ fn every_invalid_setting_is_a_clear_error() {
     assert_eq!(*setting, "sample_interval");
     assert_eq!(
         zero.unwrap_err().to_string(),
-        "invalid `sample_interval`: must be greater than zero"
+        "invalid `sample_interval`: expected a number of seconds from 0.001 to 86400"
     );
+    // The bounds of every surface (the settings table), not only "above zero".
+    for too_far in [Duration::from_micros(500), Duration::from_secs(86_401)] {
+        let error = Monitor::builder()
+            .sample_interval(too_far)
+            .start()
+            .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid `sample_interval`: expected a number of seconds from 0.001 to 86400"
+        );
+    }
 
     let log = Monitor::builder()
         .current_thread_only()
@@ -355,7 +366,7 @@ fn every_invalid_setting_is_a_clear_error() {
         .start();
     assert_eq!(
         log.unwrap_err().to_string(),
-        "invalid `log_interval`: must be greater than zero, or `None` to turn logging off"
+        "invalid `log_interval`: expected a number of seconds from 0.001 to 86400, or none"
     );
 
     let output = Monitor::builder().output("").start();

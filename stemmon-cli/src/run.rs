@@ -12,6 +12,7 @@ use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::path::PathBuf;
 use std::time::Duration;
+use stemmon_report::settings::{self, Setting, Value};
 
 /// Runs COMMAND under a monitor of its whole process tree and exits with its status.
 ///
@@ -28,7 +29,7 @@ pub(crate) struct Args {
     #[arg(short, long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Seconds between samples of the process tree.
-    #[arg(long, value_name = "S", default_value = "1", value_parser = positive_seconds)]
+    #[arg(long, value_name = "S", default_value = "1", value_parser = sample_interval)]
     sample_interval: f64,
     /// Seconds between live lines on stderr, or `none` for no live lines.
     #[arg(long, value_name = "S|none", default_value = "30", value_parser = log_interval)]
@@ -65,22 +66,24 @@ pub(crate) struct Args {
 #[derive(Clone, Copy, Debug)]
 struct LogInterval(Option<f64>);
 
-fn positive_seconds(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(s) if s.is_finite() && s > 0.0 && s < 1e9 => Ok(s),
-        _ => Err(format!(
-            "expected a number of seconds greater than zero, not `{text}`"
-        )),
+/// The interval of `setting`, parsed by the settings table (the bounds and message of
+/// every surface).
+fn interval(setting: &Setting, text: &str) -> Result<LogInterval, String> {
+    match setting.parse(text)? {
+        Value::Interval(every) => Ok(LogInterval(Some(every.as_secs_f64()))),
+        Value::Off => Ok(LogInterval(None)),
+        _ => Err(setting.expected()),
     }
 }
 
+fn sample_interval(text: &str) -> Result<f64, String> {
+    interval(&settings::SAMPLE_INTERVAL, text)?
+        .0
+        .ok_or_else(|| settings::SAMPLE_INTERVAL.expected())
+}
+
 fn log_interval(text: &str) -> Result<LogInterval, String> {
-    if text.eq_ignore_ascii_case("none") {
-        return Ok(LogInterval(None));
-    }
-    positive_seconds(text)
-        .map(|s| LogInterval(Some(s)))
-        .map_err(|e| format!("{e}, or `none`"))
+    interval(&settings::LOG_INTERVAL, text)
 }
 
 /// `key=value`, checked as the runtime checks a builder's label (a Prometheus label

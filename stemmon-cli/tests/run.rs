@@ -391,3 +391,23 @@ fn a_reserved_label_is_exit_2_and_the_command_does_not_run() {
         "nothing ran, nothing written"
     );
 }
+
+/// The settings table's bounds and message for an interval, as every surface gives them.
+#[test]
+fn an_interval_flag_out_of_range_is_exit_2_naming_the_range() {
+    for flag in ["--sample-interval", "--log-interval"] {
+        for value in ["0.0005", "86401"] {
+            let output = stemmon()
+                .args(["run", flag, value, "--", "true"])
+                .output()
+                .unwrap();
+            assert_eq!(output.status.code(), Some(2), "{flag} {value}");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            assert!(
+                stderr.contains("expected a number of seconds from 0.001 to 86400"),
+                "{stderr}"
+            );
+        }
+    }
+}

@@ -1,6 +1,7 @@
 //! Parsing of the attribute arguments: one `impl Parse` per attribute.
 
 use proc_macro2::Span;
+use stemmon_report::Setting;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
@@ -20,10 +21,11 @@ const MAIN_KEYS: [(&str, &str); 6] = [
     ("high_water_marks", "high_water_marks = <true | false>"),
 ];
 
-/// The range of `sample_interval` and `log_interval`, in seconds: one millisecond to one
-/// day. The runtime checks its environment overrides against the same bounds.
-const MIN_SECONDS: f64 = 0.001;
-const MAX_SECONDS: f64 = 86_400.0;
+/// The setting of the settings table (`stemmon_report::settings`) that `key` names: its
+/// bounds and its message are every surface's.
+fn setting(key: &str) -> &'static Setting {
+    Setting::of_attribute(key).expect("every key of MAIN_KEYS is an attribute setting")
+}
 
 /// `#[monitored]` or `#[monitored("stage name")]`.
 pub(crate) struct MonitoredArgs {
@@ -259,7 +261,7 @@ fn seconds(value: &Expr, key: &str, none_ok: bool) -> syn::Result<Option<f64>> {
         {
             return Err(syn::Error::new_spanned(
                 value,
-                format!("`{key}` must be greater than zero: {forms}"),
+                format!("`{key}`: {}: {forms}", setting(key).expected()),
             ));
         }
         Expr::Path(path) if path.qself.is_none() && path.path.is_ident("None") => {
@@ -278,21 +280,12 @@ fn seconds(value: &Expr, key: &str, none_ok: bool) -> syn::Result<Option<f64>> {
             ))
         }
     };
-    if number.is_finite() && (MIN_SECONDS..=MAX_SECONDS).contains(&number) {
-        Ok(Some(number))
-    } else if number > 0.0 {
-        Err(syn::Error::new_spanned(
+    match setting(key).check_seconds(number) {
+        Ok(_) => Ok(Some(number)),
+        Err(expected) => Err(syn::Error::new_spanned(
             value,
-            format!(
-                "`{key}` is out of range: expected from {MIN_SECONDS} s (one millisecond) to \
-                 {MAX_SECONDS} s (one day): {forms}"
-            ),
-        ))
-    } else {
-        Err(syn::Error::new_spanned(
-            value,
-            format!("`{key}` must be greater than zero: {forms}"),
-        ))
+            format!("`{key}`: {expected}: {forms}"),
+        )),
     }
 }
 
@@ -436,16 +429,40 @@ mod tests {
             ),
             (quote!(output = 1), "`output` expects a string literal path"),
             (quote!(output = ""), "must name a file"),
-            (quote!(sample_interval = 0), "must be greater than zero"),
-            (quote!(sample_interval = 0.0), "must be greater than zero"),
-            (quote!(log_interval = -1), "must be greater than zero"),
+            (
+                quote!(sample_interval = 0),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
+            (
+                quote!(sample_interval = 0.0),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
+            (
+                quote!(log_interval = -1),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
             (quote!(sample_interval = None), "cannot be `None`"),
             (quote!(sample_interval = "1"), "expects a number of seconds"),
-            (quote!(sample_interval = 1e-12), "out of range"),
-            (quote!(sample_interval = 0.0009), "out of range"),
-            (quote!(log_interval = 86400.5), "out of range"),
-            (quote!(sample_interval = 1e19), "out of range"),
-            (quote!(log_interval = 1e400), "out of range"),
+            (
+                quote!(sample_interval = 1e-12),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
+            (
+                quote!(sample_interval = 0.0009),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
+            (
+                quote!(log_interval = 86400.5),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
+            (
+                quote!(sample_interval = 1e19),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
+            (
+                quote!(log_interval = 1e400),
+                "expected a number of seconds from 0.001 to 86400",
+            ),
             (
                 quote!(high_water_marks = 1),
                 "`high_water_marks` expects `true`",

@@ -48,7 +48,8 @@ impl Monitor {
 }
 
 impl MonitorBuilder {
-    /// Time between background samples of the process tree. Must be greater than zero.
+    /// Time between background samples of the process tree, from 1 ms to one day (the
+    /// bounds of every surface: `stemmon_report::settings`).
     /// The sampler rests at least half as long again as its last sample took, so that
     /// it stays under half a core: a large tree at a short interval is sampled less
     /// often than asked (the report's `samples` says how often).
@@ -58,7 +59,7 @@ impl MonitorBuilder {
     }
 
     /// Time between `running` log lines; `None` turns the live log off (the report is
-    /// then written at the end only). Must be greater than zero.
+    /// then written at the end only). From 1 ms to one day.
     pub fn log_interval(mut self, interval: Option<Duration>) -> Self {
         self.config.log_interval = interval;
         self
@@ -205,14 +206,15 @@ impl MonitorBuilder {
             })
         };
         let config = &self.config;
-        if config.sample_interval.is_zero() {
-            return invalid("sample_interval", "must be greater than zero");
+        // The bounds and the message of the settings table, as on every surface.
+        use stemmon_report::settings::{LOG_INTERVAL, SAMPLE_INTERVAL};
+        if let Err(expected) = SAMPLE_INTERVAL.check_seconds(config.sample_interval.as_secs_f64()) {
+            return invalid("sample_interval", &expected);
         }
-        if config.log_interval.is_some_and(|d| d.is_zero()) {
-            return invalid(
-                "log_interval",
-                "must be greater than zero, or `None` to turn logging off",
-            );
+        if let Some(every) = config.log_interval {
+            if let Err(expected) = LOG_INTERVAL.check_seconds(every.as_secs_f64()) {
+                return invalid("log_interval", &expected);
+            }
         }
         if let Some(path) = &config.output {
             if path.as_os_str().is_empty() || path.file_name().is_none() {
@@ -235,10 +237,9 @@ impl MonitorBuilder {
     pub fn start(mut self) -> Result<Monitor, Error> {
         self.validate()?;
         if !self.env_read {
-            let (on, warning) = marks_override(&|name| std::env::var_os(name));
-            if let Some(warning) = warning {
-                use std::io::Write;
-                let _ = writeln!(std::io::stderr(), "[stemmon] warning: {warning}");
+            let (on, warnings) = crate::env::marks_override(&crate::env::var);
+            for warning in &warnings {
+                crate::warn::warn(warning);
             }
             self.apply_marks_override(on);
         }
@@ -254,30 +255,6 @@ impl MonitorBuilder {
     }
 }
 
-/// `STEMMON_HIGH_WATER_MARKS` as `lookup` answers for it, for [`MonitorBuilder::start`]:
-/// the flag (`1`/`true`/`yes`/`on`, `0`/`false`/`no`/`off`, as `#[monitor_main]` reads
-/// it), or the warning for a bad value. (`env` reads it for `#[monitor_main]`; it
-/// depends on this module, so this one cannot use it.)
-fn marks_override(
-    lookup: &dyn Fn(&str) -> Option<std::ffi::OsString>,
-) -> (Option<bool>, Option<String>) {
-    let name = "STEMMON_HIGH_WATER_MARKS";
-    let Some(value) = lookup(name) else {
-        return (None, None);
-    };
-    let text = value.to_string_lossy();
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => (Some(true), None),
-        "0" | "false" | "no" | "off" => (Some(false), None),
-        _ => (
-            None,
-            Some(format!(
-                "ignoring {name}={text:?}: expected 1 or 0; the program's own setting stands"
-            )),
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,7 +264,7 @@ mod tests {
     fn a_builders_start_turns_the_marks_off_for_a_zero_and_only_then() {
         let read = |value: &str| {
             let value = OsString::from(value);
-            marks_override(&move |name: &str| {
+            crate::env::marks_override(&move |name: &str| {
                 (name == "STEMMON_HIGH_WATER_MARKS").then(|| value.clone())
             })
         };
@@ -298,12 +275,12 @@ mod tests {
             ("1", false, false),
             ("", true, true),
         ] {
-            let (on, warning) = read(value);
-            assert_eq!(warning.is_some(), value.is_empty(), "{value}");
+            let (on, warnings) = read(value);
+            assert_eq!(!warnings.is_empty(), value.is_empty(), "{value}");
             let mut builder = Monitor::builder().high_water_marks(set);
             builder.apply_marks_override(on);
             assert_eq!(builder.config.high_water_marks, expected, "{value} {set}");
         }
-        assert_eq!(marks_override(&|_| None), (None, None));
+        assert_eq!(crate::env::marks_override(&|_| None), (None, Vec::new()));
     }
 }

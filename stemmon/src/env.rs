@@ -1,12 +1,29 @@
-//! The settings of a `#[monitor_main]` program: the attribute's keys ([`MainConfig`])
-//! with the `STEMMON_*` environment overrides on top. Every bad value is one warning and
-//! leaves the attribute's setting as it is; a program never fails on its environment.
+//! The environment, read here and nowhere else in the runtime: [`var`] is the one door
+//! to it (the exporters, the identity's labels, the GPU library and the builder's
+//! override each get their variables through it), and the `STEMMON_*` overrides of a
+//! `#[monitor_main]` program are parsed here against the settings table
+//! (`stemmon_report::settings`), so a bad value reads the same as from any other
+//! surface. Every bad value is one warning and leaves the attribute's setting as it
+//! is; a program never fails on its environment.
 
 use crate::builder::MonitorBuilder;
 use crate::monitor::Monitor;
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
+use stemmon_report::settings::{self, Setting, Value};
+
+/// The value of the environment variable `name`, as the process has it.
+pub(crate) fn var(name: &str) -> Option<OsString> {
+    std::env::var_os(name)
+}
+
+/// The value of `name` as UTF-8 text, `None` where unset, empty or not UTF-8.
+pub(crate) fn text(name: &str) -> Option<String> {
+    var(name)
+        .and_then(|value| value.into_string().ok())
+        .filter(|value| !value.trim().is_empty())
+}
 
 /// The arguments of `#[monitor_main(...)]`; `None` where the key was not written.
 #[derive(Debug, Default)]
@@ -25,38 +42,6 @@ pub struct MainConfig {
     pub high_water_marks: Option<bool>,
 }
 
-/// The shortest and the longest interval an environment override may set: one
-/// millisecond (a shorter one would spend the program's time sampling) and one day.
-/// `#[monitor_main]` checks its keys against the same bounds at compile time.
-pub(crate) const MIN_INTERVAL: Duration = Duration::from_millis(1);
-/// See [`MIN_INTERVAL`].
-pub(crate) const MAX_INTERVAL: Duration = Duration::from_secs(86_400);
-
-/// What the interval overrides accept, for the warning.
-const SECONDS_FORM: &str = "a number of seconds from 0.001 to 86400";
-
-/// An interval in seconds within [`MIN_INTERVAL`, `MAX_INTERVAL`]; `None` for anything
-/// else (not a number, NaN, infinite, negative, zero, too small, too large).
-fn parse_interval(text: &str) -> Option<Duration> {
-    let seconds = text.trim().parse::<f64>().ok()?;
-    let in_range = seconds.is_finite()
-        && seconds >= MIN_INTERVAL.as_secs_f64()
-        && seconds <= MAX_INTERVAL.as_secs_f64();
-    // In range, the conversion cannot fail; `try_` keeps a mistake here from panicking.
-    in_range
-        .then(|| Duration::try_from_secs_f64(seconds).ok())
-        .flatten()
-}
-
-/// `1`/`true`/`yes`/`on` and `0`/`false`/`no`/`off`; `None` for anything else.
-fn parse_flag(text: &str) -> Option<bool> {
-    match text.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "yes" | "on" => Some(true),
-        "0" | "false" | "no" | "off" => Some(false),
-        _ => None,
-    }
-}
-
 /// The environment as [`resolve`] sees it: a lookup and a place for warnings, so that
 /// the overrides can be tested without touching the process's environment.
 struct Overrides<'a> {
@@ -65,85 +50,85 @@ struct Overrides<'a> {
 }
 
 impl Overrides<'_> {
-    /// The UTF-8 value of `name`; a value that is not UTF-8 is warned about and skipped.
-    fn text(&mut self, name: &str) -> Option<String> {
-        match (self.lookup)(name)?.into_string() {
-            Ok(text) => Some(text),
+    /// `setting`'s variable parsed by the table; a bad value (or one that is not UTF-8)
+    /// is warned about and skipped.
+    fn value(&mut self, setting: &Setting) -> Option<Value> {
+        let name = setting.env?;
+        let text = match (self.lookup)(name)?.into_string() {
+            Ok(text) => text,
             Err(raw) => {
                 self.bad(name, &raw.to_string_lossy(), "text in UTF-8");
+                return None;
+            }
+        };
+        match setting.parse(&text) {
+            Ok(value) => Some(value),
+            Err(expected) => {
+                self.warnings.push(warning(name, &text, &expected));
                 None
             }
         }
     }
 
     fn bad(&mut self, name: &str, value: &str, expected: &str) {
-        self.warnings.push(format!(
-            "ignoring {name}={value:?}: expected {expected}; the program's own setting stands"
-        ));
+        self.warnings
+            .push(warning(name, value, &format!("expected {expected}")));
     }
 
-    /// `STEMMON_DISABLE`: set to a true value, no monitor at all.
+    /// `STEMMON_DISABLE`: set to a true value, no monitor at all (empty: unset).
     fn disabled(&mut self) -> bool {
-        let name = "STEMMON_DISABLE";
-        let Some(text) = self.text(name) else {
-            return false;
-        };
-        if text.trim().is_empty() {
-            return false;
-        }
-        parse_flag(&text).unwrap_or_else(|| {
-            self.bad(name, &text, "1 or 0");
-            false
-        })
+        let set = (self.lookup)("STEMMON_DISABLE")
+            .is_some_and(|v| !v.to_string_lossy().trim().is_empty());
+        set && matches!(self.value(&settings::DISABLE), Some(Value::Flag(true)))
     }
 
-    fn interval(&mut self, name: &str) -> Option<Duration> {
-        let text = self.text(name)?;
-        let every = parse_interval(&text);
-        if every.is_none() {
-            self.bad(name, &text, SECONDS_FORM);
+    fn interval(&mut self, setting: &Setting) -> Option<Option<Duration>> {
+        match self.value(setting)? {
+            Value::Interval(every) => Some(Some(every)),
+            Value::Off => Some(None),
+            _ => None,
         }
-        every
-    }
-
-    /// `Some(None)` for `none`: the live log off.
-    fn log_interval(&mut self) -> Option<Option<Duration>> {
-        let name = "STEMMON_LOG_INTERVAL";
-        let text = self.text(name)?;
-        if text.trim().eq_ignore_ascii_case("none") {
-            return Some(None);
-        }
-        let every = parse_interval(&text);
-        if every.is_none() {
-            self.bad(name, &text, &format!("{SECONDS_FORM}, or none"));
-        }
-        every.map(Some)
     }
 
     fn output(&mut self) -> Option<PathBuf> {
-        let name = "STEMMON_OUTPUT";
-        let text = self.text(name)?;
-        if text.is_empty() {
-            self.bad(name, &text, "the path of the report file");
-            return None;
+        match self.value(&settings::OUTPUT)? {
+            Value::Text(text) if PathBuf::from(&text).file_name().is_some() => {
+                Some(PathBuf::from(text))
+            }
+            Value::Text(text) => {
+                let expected = settings::OUTPUT.expected();
+                self.warnings
+                    .push(warning("STEMMON_OUTPUT", &text, &expected));
+                None
+            }
+            _ => None,
         }
-        let path = PathBuf::from(&text);
-        if text.ends_with('/') || path.file_name().is_none() {
-            self.bad(name, &text, "the path of a file, not of a directory");
-            return None;
-        }
-        Some(path)
     }
 
-    fn high_water_marks(&mut self) -> Option<bool> {
-        let name = "STEMMON_HIGH_WATER_MARKS";
-        let text = self.text(name)?;
-        let on = parse_flag(&text);
-        if on.is_none() {
-            self.bad(name, &text, "1 or 0");
+    fn flag(&mut self, setting: &Setting) -> Option<bool> {
+        match self.value(setting)? {
+            Value::Flag(on) => Some(on),
+            _ => None,
         }
-        on
     }
+}
+
+/// The one form of the warning for a bad variable.
+pub(crate) fn warning(name: &str, value: &str, expected: &str) -> String {
+    format!("ignoring {name}={value:?}: {expected}; the program's own setting stands")
+}
+
+/// `STEMMON_HIGH_WATER_MARKS` under `lookup`, for [`MonitorBuilder::start`]: the flag, or
+/// the warning for a bad value.
+pub(crate) fn marks_override(
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> (Option<bool>, Vec<String>) {
+    let mut overrides = Overrides {
+        lookup,
+        warnings: Vec::new(),
+    };
+    let on = overrides.flag(&settings::HIGH_WATER_MARKS);
+    (on, overrides.warnings)
 }
 
 /// The attribute's settings with the environment's overrides on top, or `None` when
@@ -154,7 +139,7 @@ fn builder_for(config: &MainConfig, overrides: &mut Overrides<'_>) -> Option<Mon
         return None;
     }
     let mut builder = Monitor::builder();
-    // The macro checked the attribute's values against the same bounds.
+    // The macro checked the attribute's values against the same table.
     let seconds = |s: f64| Duration::try_from_secs_f64(s).ok();
     if let Some(every) = config.sample_interval.and_then(seconds) {
         builder = builder.sample_interval(every);
@@ -177,13 +162,13 @@ fn builder_for(config: &MainConfig, overrides: &mut Overrides<'_>) -> Option<Mon
     if let Some(path) = overrides.output() {
         builder = builder.output(path);
     }
-    if let Some(every) = overrides.interval("STEMMON_SAMPLE_INTERVAL") {
+    if let Some(Some(every)) = overrides.interval(&settings::SAMPLE_INTERVAL) {
         builder = builder.sample_interval(every);
     }
-    if let Some(log) = overrides.log_interval() {
+    if let Some(log) = overrides.interval(&settings::LOG_INTERVAL) {
         builder = builder.log_interval(log);
     }
-    if let Some(on) = overrides.high_water_marks() {
+    if let Some(on) = overrides.flag(&settings::HIGH_WATER_MARKS) {
         builder = builder.high_water_marks(on);
     }
     // Read and warned about here: `start` does not read the variable again.
@@ -230,6 +215,13 @@ mod tests {
             log_interval: Some(Some(0.1)),
             high_water_marks: Some(false),
             ..MainConfig::default()
+        }
+    }
+
+    fn parse_interval(text: &str) -> Option<Duration> {
+        match settings::SAMPLE_INTERVAL.parse(text) {
+            Ok(Value::Interval(every)) => Some(every),
+            _ => None,
         }
     }
 
@@ -358,7 +350,8 @@ mod tests {
         assert!(config.is_some());
         assert_eq!(
             warnings,
-            ["ignoring STEMMON_DISABLE=\"maybe\": expected 1 or 0; the program's own setting stands"]
+            ["ignoring STEMMON_DISABLE=\"maybe\": expected 1 or 0 (true or false); the program's own \
+              setting stands"]
         );
     }
 }

@@ -29,10 +29,11 @@ const FROM_ENVIRONMENT: [(&str, &[&str]); 3] = [
 /// `STEMMON_OUTPUT` does). A bad builder label is an `Error::InvalidConfig`; a bad
 /// label from the environment is dropped with a one-line warning on stderr.
 pub(crate) fn collect(config: &Config) -> Result<(String, BTreeMap<String, String>), Error> {
-    collect_from(config, |name| std::env::var(name).ok(), &mut |message| {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
-    })
+    collect_from(
+        config,
+        |name| crate::env::var(name).and_then(|v| v.into_string().ok()),
+        &mut |message| crate::warn::warn(message),
+    )
 }
 
 /// [`collect`] with the environment and the warning sink given, for tests.

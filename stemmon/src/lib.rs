@@ -125,6 +125,7 @@ mod sources;
 mod stage;
 #[cfg(feature = "tracing")]
 mod tracing_layer;
+mod warn;
 
 #[doc(hidden)]
 #[path = "private.rs"]

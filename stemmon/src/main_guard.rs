@@ -40,11 +40,6 @@ impl Drop for MainGuard {
     }
 }
 
-fn warn(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
-}
-
 /// Starts the monitor of a `#[monitor_main]` function, with the environment's overrides.
 /// A monitor that cannot start is a warning, never the program's failure.
 ///
@@ -55,9 +50,9 @@ pub fn main_start(config: MainConfig) -> MainGuard {
         monitor: None,
         error: Cell::new(None),
     };
-    let (builder, warnings) = env::resolve(&config, &|name: &str| std::env::var_os(name));
+    let (builder, warnings) = env::resolve(&config, &env::var);
     for warning in &warnings {
-        warn(warning);
+        crate::warn::warn(warning);
     }
     let Some(builder) = builder else {
         return inert;
@@ -73,7 +68,7 @@ pub fn main_start(config: MainConfig) -> MainGuard {
             }
         }
         Err(error) => {
-            warn(&format!("running without a monitor: {error}"));
+            crate::warn::warn(&format!("running without a monitor: {error}"));
             inert
         }
     }

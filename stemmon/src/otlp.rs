@@ -65,7 +65,7 @@ impl std::error::Error for SendError {}
 /// `OTEL_SDK_DISABLED` is not (sending is what was asked for). The resource is the
 /// report's own identity: its run id, host, pid, command and labels.
 pub fn send(report: &Report, endpoint: Option<&str>) -> Result<Sent, SendError> {
-    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let env = crate::env::text;
     otlp::send_report(report, endpoint, &env, TIMEOUT)
         .map(|(settings, counts)| Sent {
             metrics_url: settings.metrics_url,

@@ -152,7 +152,6 @@ fn libc_edquot() -> i32 {
 /// print is ignored.
 fn warn_once(warned: &AtomicBool, message: &str) {
     if !warned.swap(true, Ordering::Relaxed) {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
+        crate::warn::warn(message);
     }
 }

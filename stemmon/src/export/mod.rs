@@ -49,13 +49,9 @@ impl Exporter {
         host: &str,
         labels: &BTreeMap<String, String>,
     ) -> Result<Option<Exporter>, Error> {
-        Exporter::from_parts(
-            config,
-            host,
-            labels,
-            |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()),
-            &mut |message| warn(message),
-        )
+        Exporter::from_parts(config, host, labels, crate::env::text, &mut |message| {
+            warn(message)
+        })
     }
 
     fn from_parts(
@@ -214,11 +210,7 @@ pub(crate) fn check_url(url: &str, rules: UrlRules) -> Result<(), String> {
     Ok(())
 }
 
-/// One warning line on stderr; a failure to print is ignored.
-pub(crate) fn warn(message: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "[stemmon] warning: {message}");
-}
+pub(crate) use crate::warn::warn;
 
 #[cfg(test)]
 mod tests {
