@@ -153,7 +153,9 @@ impl Monitor {
 
     /// A snapshot of the report so far; the monitor keeps running.
     pub fn summary(&self) -> Report {
-        self.recorder.snapshot()
+        let mut report = self.recorder.snapshot();
+        self.publisher.stamp(&mut report);
+        report
     }
 
     /// Takes a last sample, logs `finished`, writes the report and returns it.
@@ -221,16 +223,16 @@ impl Monitor {
             None => None,
         }
         .unwrap_or_else(|| self.spare.tree_reader());
-        self.publisher.sample(&self.recorder, &mut *reader);
-        let event = match &error {
-            None => "finished".to_owned(),
-            Some(error) => format!("failed ({error})"),
-        };
-        self.recorder.end_with(error, exit_code);
+        let report = finish_run(
+            &self.recorder,
+            &self.publisher,
+            &mut *reader,
+            error,
+            exit_code,
+        );
         context::uninstall(&self.recorder);
-        let _endings = endings;
-        let last = [(Line::Text(event), OpenStage::OwnerNow)];
-        self.publisher.publish(&self.recorder, &last, Moment::Final)
+        drop(endings);
+        report
     }
 }
 
@@ -286,15 +288,35 @@ pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
         // The sampler still holds its reader: another on the same ledger continues
         // from its last sample, so the final interval keeps its reaped peaks.
         let mut reader = spare.tree_reader();
-        publisher.sample(&recorder, &mut *reader);
-        let line = match error {
-            Some(error) => format!("failed ({error})"),
-            None => "finished".to_owned(),
-        };
-        recorder.end(error.map(str::to_owned));
-        let last = [(Line::Text(line), OpenStage::OwnerNow)];
-        publisher.publish(&recorder, &last, Moment::Final);
+        finish_run(
+            &recorder,
+            &publisher,
+            &mut *reader,
+            error.map(str::to_owned),
+            None,
+        );
     }
+}
+
+/// Ends a run, whatever ends it (`finish`, a drop, a signal, `process::exit`, `stemmon
+/// run`'s command exiting): a last sample with `reader`, the end of recording with the
+/// run's `error` and the command's `exit_code`, the `finished` or `failed` line, and the
+/// final report written and returned.
+fn finish_run(
+    recorder: &Recorder,
+    publisher: &Publisher,
+    reader: &mut dyn TreeReader,
+    error: Option<String>,
+    exit_code: Option<i32>,
+) -> Report {
+    publisher.sample(recorder, reader);
+    let line = match &error {
+        Some(error) => format!("failed ({error})"),
+        None => "finished".to_owned(),
+    };
+    recorder.end_with(error, exit_code);
+    let last = [(Line::Text(line), OpenStage::OwnerNow)];
+    publisher.publish(recorder, &last, Moment::Final)
 }
 
 impl Drop for Monitor {

@@ -42,8 +42,18 @@ pub(crate) struct Publisher {
     output: Option<Result<Output, String>>,
     /// Metrics for Prometheus and OTLP (and OTLP's trace).
     exporter: Mutex<Option<Exporter>>,
+    /// The failures this publisher produced, for every report it hands out.
+    failures: Mutex<Failures>,
     warned_sampling: AtomicBool,
     warned_output: AtomicBool,
+}
+
+/// The publisher's own failures (SPEC §4): the first failed report write (later writes
+/// retry, and the cause is kept), and the latest failed export.
+#[derive(Debug, Default)]
+struct Failures {
+    output: Option<String>,
+    export: Option<String>,
 }
 
 impl Publisher {
@@ -56,6 +66,7 @@ impl Publisher {
                     .map_err(|e| format!("could not write the report to {}: {e}", path.display()))
             }),
             exporter: Mutex::new(exporter),
+            failures: Mutex::new(Failures::default()),
             warned_sampling: AtomicBool::new(false),
             warned_output: AtomicBool::new(false),
         }
@@ -83,11 +94,16 @@ impl Publisher {
             let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);
             if let Some(exporter) = exporter.as_mut() {
                 let last = moment == Moment::Final;
-                report.export_error = recorder.exported(exporter.export(&report, last));
+                if let Err(error) = exporter.export(&report, last) {
+                    self.failures().export = Some(error);
+                }
             }
         }
+        self.stamp(&mut report);
         if let Err(message) = self.write(&report, moment.durable()) {
-            recorder.output_failed(&message);
+            self.failures()
+                .output
+                .get_or_insert_with(|| message.clone());
             report.output_error.get_or_insert(message.clone());
             warn_once(&self.warned_output, &message);
         }
@@ -103,6 +119,17 @@ impl Publisher {
             }
         }
         report
+    }
+
+    /// Puts this publisher's failures into `report` (a snapshot of the engine's).
+    pub(crate) fn stamp(&self, report: &mut Report) {
+        let failures = self.failures();
+        report.output_error.clone_from(&failures.output);
+        report.export_error.clone_from(&failures.export);
+    }
+
+    fn failures(&self) -> std::sync::MutexGuard<'_, Failures> {
+        self.failures.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn write(&self, report: &Report, durable: bool) -> Result<(), String> {

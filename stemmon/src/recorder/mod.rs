@@ -81,16 +81,12 @@ pub(crate) struct RunInfo {
     pub(crate) start_unix_seconds: f64,
 }
 
-/// The monitor's own failures, kept as data for the report (SPEC §4): the publisher
-/// warns about them, once each.
+/// The engine's own failures, kept as data for the report (SPEC §4): the publisher
+/// warns about them once, and keeps its own (writes, exports).
 #[derive(Debug, Default)]
 pub(crate) struct Failures {
     /// The latest failed tree sample.
     pub(crate) sampling: Option<String>,
-    /// The first failed report write.
-    pub(crate) output: Option<String>,
-    /// The latest failed export.
-    pub(crate) export: Option<String>,
 }
 
 /// How recording ended.
@@ -493,23 +489,6 @@ impl Recorder {
             Some(record) if (record as usize) < records.list.len() => Some(record),
             _ => None,
         }
-    }
-
-    /// Records a failed report write (the first one is kept).
-    pub(crate) fn output_failed(&self, message: &str) {
-        self.lock()
-            .failures
-            .output
-            .get_or_insert_with(|| message.to_owned());
-    }
-
-    /// Records the outcome of an export; returns the export error now on record.
-    pub(crate) fn exported(&self, outcome: Result<(), String>) -> Option<String> {
-        let mut state = self.lock();
-        if let Err(error) = outcome {
-            state.failures.export = Some(error);
-        }
-        state.failures.export.clone()
     }
 
     /// Ends recording: merges every thread, freezes the clock, sets the run's error.

@@ -160,8 +160,6 @@ impl Recorder {
             built.max_sampling_seconds = health.max_seconds;
             built.max_sample_gap_seconds = health.max_gap_seconds;
             built.sampling_error = state.failures.sampling.clone();
-            built.output_error = state.failures.output.clone();
-            built.export_error = state.failures.export.clone();
             built.host = self.info.host.clone();
             built.labels = self.info.labels.clone();
             built.samples = total.stats.samples;
