@@ -108,14 +108,13 @@ mod future;
 mod heap;
 mod identity;
 mod log;
+mod main_config;
 mod main_guard;
 mod memory;
 mod monitor;
 #[cfg(feature = "otlp")]
 pub mod otlp;
 mod output;
-#[cfg(target_os = "linux")]
-mod own_mark;
 mod publish;
 mod recorder;
 pub mod report;
@@ -123,6 +122,7 @@ mod sampler;
 mod signals;
 mod sources;
 mod stage;
+mod sys;
 #[cfg(feature = "tracing")]
 mod tracing_layer;
 mod warn;

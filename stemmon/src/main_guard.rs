@@ -2,7 +2,8 @@
 //! environment's overrides ([`crate::env`]), finalized when [`MainGuard`] drops, on a
 //! return, an `Err` or a panic alike, and on the endings `signals` catches.
 
-use crate::env::{self, MainConfig};
+use crate::env;
+use crate::main_config::{self, MainConfig};
 use crate::monitor::Monitor;
 use crate::recorder::short_type_name;
 use std::cell::Cell;
@@ -50,7 +51,7 @@ pub fn main_start(config: MainConfig) -> MainGuard {
         monitor: None,
         error: Cell::new(None),
     };
-    let (builder, warnings) = env::resolve(&config, &env::var);
+    let (builder, warnings) = main_config::resolve(&config, &env::var);
     for warning in &warnings {
         crate::warn::warn(warning);
     }

@@ -53,7 +53,7 @@ pub struct Monitor {
     publisher: Arc<Publisher>,
     /// Makes a tree reader on this monitor's ledger for a last sample without the
     /// sampler's own.
-    spare: memory::ReaderHandle,
+    spare: crate::sys::ReaderHandle,
     sampler: Option<SamplerThread>,
     finished: bool,
     _not_send: PhantomData<*const ()>,
@@ -75,14 +75,14 @@ impl std::fmt::Debug for Monitor {
 
 impl Monitor {
     pub(crate) fn start(config: Config) -> Result<Monitor, Error> {
-        let readers = memory::Readers::new(memory::ReaderSettings::of(&config));
+        let readers = crate::sys::Readers::new(memory::ReaderSettings::of(&config));
         Monitor::start_with(config, readers)
     }
 
-    fn start_with(config: Config, readers: memory::Readers) -> Result<Monitor, Error> {
+    fn start_with(config: Config, readers: crate::sys::Readers) -> Result<Monitor, Error> {
         let (host, labels) = crate::identity::collect(&config)?;
         let exporter = crate::export::Exporter::from_config(&config, &host, &labels)?;
-        let memory::Readers {
+        let crate::sys::Readers {
             tree: mut reader,
             boundary,
             marks,
@@ -174,7 +174,7 @@ impl Monitor {
     /// orphan `stemmon run` adopted as a subreaper): its exit code and final CPU go to
     /// the report's `processes`, even if no sample ever saw it. Call it before the reap.
     pub fn note_exited_child(&self, pid: u32) {
-        if let Some(child) = memory::exited_child(pid) {
+        if let Some(child) = crate::sys::exited_child(pid) {
             self.recorder.child_exited(&child);
         }
     }
@@ -255,7 +255,7 @@ struct Ending {
     recorder: Arc<Recorder>,
     publisher: Arc<Publisher>,
     /// Makes a tree reader on the monitor's ledger (the sampler still holds its own).
-    spare: memory::ReaderHandle,
+    spare: crate::sys::ReaderHandle,
 }
 
 /// The monitor `#[monitor_main]` started, until it finishes.
@@ -354,7 +354,7 @@ mod tests {
             .log_interval(None)
             .current_thread_only()
             .sample_interval(Duration::from_millis(5));
-        let mut readers = memory::Readers::new(memory::ReaderSettings::of(&builder.config));
+        let mut readers = crate::sys::Readers::new(memory::ReaderSettings::of(&builder.config));
         readers.tree = Box::new(Denied);
         let monitor = Monitor::start_with(builder.config, readers)
             .expect("a failing reader does not stop the start");

@@ -3,8 +3,8 @@
 
 use std::future::Future;
 
-pub use crate::env::MainConfig;
 pub use crate::future::{instrument, AsyncStage, Instrumented};
+pub use crate::main_config::MainConfig;
 pub use crate::main_guard::{main_start, MainGuard};
 pub use crate::stage::enter;
 pub use crate::stage::Stage;

@@ -3,7 +3,7 @@
 //! feature `unstable-readers`, off by default: not a stable API (a monitor's reader is
 //! chosen with `MonitorBuilder::reader`).
 
-pub use crate::memory::{default_reader, Descendant, TreeReader, TreeReading};
+pub use crate::memory::{Descendant, TreeReader, TreeReading};
 #[cfg(feature = "gpu")]
 pub use crate::sources::gpu::{
     DeviceInfo, DeviceReading, GpuInfo, GpuReading, GpuSource, ProcessGpu, Reason,
@@ -13,14 +13,13 @@ pub use crate::sources::gpu::{
 /// monitor's reader reads them at most every 10 ms per process): what a full sample
 /// costs, for the benchmark of a tree sample against its floor.
 pub fn full_reader(detailed: bool) -> Box<dyn TreeReader> {
-    #[cfg(target_os = "linux")]
-    {
-        Box::new(crate::memory::linux::ProcReader::new(detailed).reading_usage_every_sample())
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        default_reader(detailed)
-    }
+    crate::sys::full_reader(detailed)
+}
+
+/// The best reader for this platform (with high-water marks where it has them), on a
+/// ledger of its own.
+pub fn default_reader(detailed: bool) -> Box<dyn TreeReader> {
+    crate::sys::default_reader(detailed)
 }
 
 /// The stage-boundary reading of this process, as the engine takes it, for the
@@ -30,11 +29,8 @@ pub struct BoundaryReader(Box<dyn crate::memory::SelfReader>);
 impl BoundaryReader {
     /// A boundary reader on a ledger of its own; `marks` reads and resets the
     /// high-water mark, `cpu` reads CPU and I/O (`getrusage`).
-    #[cfg(target_os = "linux")]
     pub fn new(marks: bool, cpu: bool) -> BoundaryReader {
-        let ledger = std::sync::Arc::new(crate::memory::linux::Ledger::new());
-        let reader = crate::memory::linux::ProcSelfReader::new(ledger, marks, marks);
-        BoundaryReader(Box::new(if cpu { reader } else { reader.without_cpu() }))
+        BoundaryReader(crate::sys::boundary_reader_alone(marks, cpu))
     }
 
     /// One reading: this process's RSS, and its CPU microseconds where read.
@@ -47,5 +43,5 @@ impl BoundaryReader {
 /// The calling thread's CPU time in microseconds, as a call's exit reads it
 /// (`getrusage(RUSAGE_THREAD)`).
 pub fn thread_cpu_micros() -> Option<u64> {
-    crate::memory::thread_cpu_micros()
+    crate::sys::thread_cpu_micros()
 }

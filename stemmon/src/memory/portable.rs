@@ -71,47 +71,6 @@ impl TreeReader for SysinfoReader {
     }
 }
 
-/// The monitored process alone, through sysinfo.
-#[cfg(not(target_os = "linux"))]
-pub(crate) struct SysinfoSelf {
-    system: Option<System>,
-    pid: Pid,
-}
-
-#[cfg(not(target_os = "linux"))]
-impl SysinfoSelf {
-    pub(crate) fn new() -> SysinfoSelf {
-        SysinfoSelf {
-            system: System::new().ok(),
-            pid: Pid::from_u32(std::process::id()),
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-impl super::SelfReader for SysinfoSelf {
-    fn read(&mut self) -> Option<super::SelfReading> {
-        let system = self.system.as_mut()?;
-        system.refresh_processes_specifics(
-            ProcessesToUpdate::Some(&[self.pid]),
-            false,
-            ProcessRefreshKind::nothing().with_memory(),
-        );
-        Some(super::SelfReading {
-            rss: system.process(self.pid)?.memory(),
-            ..super::SelfReading::default()
-        })
-    }
-
-    fn live_children(
-        &mut self,
-        descendants: &[super::Descendant],
-        gone: &mut Vec<bool>,
-    ) -> super::LiveChildren {
-        super::live_children_rss(descendants, gone, |_| {})
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

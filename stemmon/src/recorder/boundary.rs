@@ -25,7 +25,7 @@ pub(super) enum Edge {
 impl Edge {
     /// The exit of a call that lasted `nanos`.
     pub(super) fn exit_after(nanos: u64) -> Edge {
-        if nanos as f64 >= crate::memory::start_tick_seconds() * 1e9 {
+        if nanos as f64 >= crate::sys::start_tick_seconds() * 1e9 {
             Edge::LongExit
         } else {
             Edge::Exit
@@ -118,7 +118,7 @@ impl Boundary {
         self.last_tree = reading;
         if raced && !self.last_tree.descendants.is_empty() {
             let live =
-                crate::memory::live_children_rss(&self.last_tree.descendants, &mut self.gone, drop);
+                crate::sys::live_children_rss(&self.last_tree.descendants, &mut self.gone, drop);
             self.children = Some(live.rss);
         }
     }

@@ -190,7 +190,7 @@ impl Recorder {
         let ticks = |nanos: u64| (nanos as f64 * probe as f64 / nanos_per_probe) as u64;
         let reuse_ticks = ticks(BOUNDARY_REUSE_NANOS);
         let origin = clock.raw();
-        let boot_origin = crate::memory::boot_seconds();
+        let boot_origin = crate::sys::boot_seconds();
         Recorder {
             epoch: NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
             info,
@@ -203,7 +203,7 @@ impl Recorder {
             boundary_at: Padded(AtomicU64::new(origin.wrapping_sub(reuse_ticks))),
             owner_top: Padded(AtomicU32::new(0)),
             cpu_now: cpu::Published::default(),
-            thread_cpu: crate::memory::thread_cpu_micros,
+            thread_cpu: crate::sys::thread_cpu_micros,
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),

@@ -38,47 +38,7 @@ fn this_thread() -> usize {
 /// Whether the expedited barrier works here (registered once, at the first use).
 fn barrier_available() -> bool {
     static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(register_barrier)
-}
-
-#[cfg(target_os = "linux")]
-fn register_barrier() -> bool {
-    const QUERY: libc::c_long = 0;
-    const PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-    const REGISTER_PRIVATE_EXPEDITED: libc::c_long = 1 << 4;
-    // SAFETY: membarrier takes two integers and touches no memory of ours.
-    let supported = unsafe { libc::syscall(libc::SYS_membarrier, QUERY, 0 as libc::c_long) };
-    if supported < 0 || supported & PRIVATE_EXPEDITED == 0 {
-        return false;
-    }
-    // SAFETY: as above.
-    let registered = unsafe {
-        libc::syscall(
-            libc::SYS_membarrier,
-            REGISTER_PRIVATE_EXPEDITED,
-            0 as libc::c_long,
-        )
-    };
-    registered == 0
-}
-
-#[cfg(not(target_os = "linux"))]
-fn register_barrier() -> bool {
-    false
-}
-
-/// A full memory barrier on every CPU running a thread of this process; false if the
-/// kernel refused (then the caller must not rely on it).
-#[cfg(target_os = "linux")]
-fn heavy_barrier() -> bool {
-    const PRIVATE_EXPEDITED: libc::c_long = 1 << 3;
-    // SAFETY: membarrier takes two integers and touches no memory of ours.
-    unsafe { libc::syscall(libc::SYS_membarrier, PRIVATE_EXPEDITED, 0 as libc::c_long) == 0 }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn heavy_barrier() -> bool {
-    false
+    *AVAILABLE.get_or_init(crate::sys::register_barrier)
 }
 
 /// A `T` its owner thread takes without a lock; see the module's text.
@@ -258,7 +218,7 @@ impl<T> Owned<T> {
 /// The heavy barrier; if the kernel refuses it (it does not once registered), a pause
 /// long enough for any store of the owner's to become visible.
 fn barrier_or_pause() {
-    if !heavy_barrier() {
+    if !crate::sys::heavy_barrier() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }

@@ -141,7 +141,7 @@ impl Stats {
                     .filter(|part| match (part.started, until) {
                         (Some(started), Some(until)) => {
                             started <= until
-                                && (started + crate::memory::start_tick_seconds() <= until
+                                && (started + crate::sys::start_tick_seconds() <= until
                                     || self.pending_last_pid.is_none_or(|last| part.pid <= last))
                         }
                         _ => true,

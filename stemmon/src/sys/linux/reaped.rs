@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn a_zombie_childs_peak_is_read_without_reaping_it() {
-        let _mark = crate::memory::linux::tests::self_mark();
+        let _mark = crate::sys::linux::tests::self_mark();
         let mut child = std::process::Command::new("python3")
             .args([
                 "-c",

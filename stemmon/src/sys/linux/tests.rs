@@ -191,7 +191,7 @@ fn samples_survive_a_low_descriptor_limit() {
         .arg(&exe)
         .args([
             "--exact",
-            "memory::linux::tests::fd_limit_probe",
+            "sys::linux::tests::fd_limit_probe",
             "--ignored",
             "--nocapture",
             "--test-threads=1",
@@ -582,7 +582,8 @@ fn the_exited_set_is_emptied_by_every_sample_and_filled_only_with_marks() {
 #[ignore = "a measurement: cargo test --release -p stemmon --lib boundary_reading_cost \
             -- --ignored --nocapture"]
 fn boundary_reading_cost() {
-    use crate::memory::{live_children_rss, SelfReader};
+    use crate::memory::SelfReader;
+    use crate::sys::live_children_rss;
     use std::hint::black_box;
     use std::time::Instant;
     let _mark = self_mark();

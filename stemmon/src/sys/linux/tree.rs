@@ -30,9 +30,8 @@ use std::time::{Duration, Instant};
 /// A process's `stat` and `io` are read at most this often (see the module docs).
 pub(crate) const USAGE_EVERY: Duration = Duration::from_millis(10);
 
-/// The thread list of a process of several threads is read again at least every this
-/// many samples, whatever its `Threads:` count says (staggered by pid). See
-/// [`ProcTable::children_of`] for why that is safe.
+/// A process of several threads has its thread list read at least every this many
+/// samples, whatever `Threads:` says (by pid; why: [`ProcTable::children_of`]).
 pub(crate) const RELIST_EVERY: u64 = 8;
 
 /// One process of a sample, as the walk found it.
@@ -72,7 +71,7 @@ struct Proc {
     command: Option<Arc<str>>,
     /// `cmdline` was read (or tried) for this process.
     command_read: bool,
-    /// Its `Name:` when `command` was read: a change means it `exec`ed another program.
+    /// Its `Name:` when `command` was read (a change: it `exec`ed another program).
     comm: Comm,
     /// Its threads as last listed.
     tasks: Vec<Task>,

@@ -8,8 +8,11 @@
 //! files ([`proc_files`]: those it keeps open, and what it reads through them), [`self_reading`] reads this process at stage boundaries, [`reaped`] reads the
 //! children that exited, and [`ledger`] holds what one monitor's readers share.
 
+pub(crate) mod cgroup;
 mod exits;
 pub(crate) mod ledger;
+pub(crate) mod own_mark;
+pub(crate) mod platform;
 pub(crate) mod proc_files;
 pub(crate) mod procfs;
 pub(crate) mod reaped;
@@ -18,12 +21,11 @@ pub(crate) mod stat_scan;
 pub(crate) mod tree;
 
 pub(crate) use ledger::Ledger;
-pub(crate) use reaped::has_exited;
 pub(crate) use self_reading::ProcSelfReader;
 
-use super::cgroup::CgroupReader;
-use super::{Descendant, TreeReader, TreeReading, Usage};
+use crate::memory::{Descendant, TreeReader, TreeReading, Usage};
 use crate::report::HighWaterMarks;
+use cgroup::CgroupReader;
 use ledger::{Known, TreeLedger};
 use procfs::{clock_ticks, parse_smaps_rollup, Buf, ProcPath};
 use reaped::{rusage, usage_of, zombie, ChildUsage};

@@ -6,7 +6,8 @@
 use super::ledger::Ledger;
 use super::procfs::{page_size, parse_statm_resident, parse_status, Buf, Status};
 use super::reaped::{any_zombie_child, rusage, usage_of, ChildUsage};
-use crate::memory::{live_children_rss, Descendant, LiveChildren, SelfReader, SelfReading};
+use crate::memory::{Descendant, LiveChildren, SelfReader, SelfReading};
+use crate::sys::live_children_rss;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::sync::Arc;
@@ -19,7 +20,7 @@ pub(crate) struct SelfFiles {
     statm: Option<File>,
     buf: Buf,
     /// This monitor's place in the exchange of the process's one mark.
-    exchange: crate::own_mark::Mailbox,
+    exchange: crate::sys::linux::own_mark::Mailbox,
 }
 
 impl SelfFiles {
@@ -34,7 +35,7 @@ impl SelfFiles {
                 .ok(),
             statm: None,
             buf: Buf::new(4096),
-            exchange: crate::own_mark::Mailbox::join(),
+            exchange: crate::sys::linux::own_mark::Mailbox::join(),
         })
     }
 

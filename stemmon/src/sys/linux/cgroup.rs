@@ -7,7 +7,7 @@
 //! give `cgroup.procs`. An unlimited limit is `None`. Nothing is ever written: the
 //! kernel's peak belongs to the job.
 
-use super::linux::procfs::{page_size, parse_pid_list, parse_u64, Buf};
+use super::procfs::{page_size, parse_pid_list, parse_u64, Buf};
 use crate::report::CgroupReport;
 use std::fs::{self, File};
 use std::io;
