@@ -24,6 +24,10 @@
 #[cfg(feature = "report")]
 mod bounds;
 #[cfg(feature = "report")]
+pub mod fields;
+#[cfg(feature = "report")]
+mod figures;
+#[cfg(feature = "report")]
 pub mod read;
 #[cfg(feature = "report")]
 mod report;
@@ -39,6 +43,10 @@ pub mod version;
 
 #[cfg(feature = "report")]
 pub use bounds::violations as bound_violations;
+#[cfg(feature = "report")]
+pub use fields::{Field, FIELDS};
+#[cfg(feature = "report")]
+pub use figures::Figures;
 #[cfg(feature = "report")]
 pub use read::{check, read, read_checked, read_file, Checked, ReadError};
 #[cfg(feature = "report")]

@@ -6,6 +6,7 @@ use crate::sections::{
     TimelinePoint,
 };
 use crate::stage::{CpuIo, HighWater, Peaks, StageReport};
+use crate::Figures;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -124,6 +125,10 @@ pub struct Report {
     pub timeline: Vec<TimelinePoint>,
     /// Stage calls kept for traces: at most 10 000, every call of 100 ms or more.
     pub spans: Vec<Span>,
+    /// The sections and figures of the sources added since 0.4 (`gpu`,
+    /// `peak_tree_gpu_bytes`), by key.
+    #[serde(flatten)]
+    pub figures: Figures,
 }
 
 impl Report {

@@ -2,6 +2,7 @@
 //! cgroup, the heap, the processes, the samples, the timeline, the kept calls, the
 //! threads.
 
+use crate::Figures;
 use serde::{Deserialize, Serialize};
 
 /// Which high-water marks were read, and why any were not.
@@ -99,6 +100,9 @@ pub struct ProcessReport {
     pub cpu_seconds: Option<f64>,
     /// Its exit code where stemmon saw the exit (128 + N for signal N), else `null`.
     pub exit_code: Option<i32>,
+    /// The figures of the sources added since 0.4 (`peak_gpu_bytes`), by key.
+    #[serde(flatten)]
+    pub figures: Figures,
 }
 
 /// One reading of the process tree.
@@ -159,6 +163,9 @@ pub struct TimelinePoint {
     pub cpu_cores: Option<f64>,
     /// How many samples the point stands for.
     pub samples: u32,
+    /// The highest figures of the sources added since 0.4 (`tree_gpu_bytes`), by key.
+    #[serde(flatten)]
+    pub figures: Figures,
 }
 
 /// One kept stage call of [`Report::spans`](crate::Report::spans), for traces.

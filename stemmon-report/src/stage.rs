@@ -1,6 +1,7 @@
 //! A stage's record and the figures every record shares with the whole run: sampled
 //! peaks, the kernel's exact figures, heap, CPU and I/O.
 
+use crate::Figures;
 use serde::{Deserialize, Serialize};
 
 /// Peaks of the six memory fields over the samples a record saw.
@@ -145,4 +146,7 @@ pub struct StageReport {
     /// The tree's CPU and I/O while the stage was open (SPEC §12).
     #[serde(flatten)]
     pub cpu_io: CpuIo,
+    /// The figures of the sources added since 0.4 (the GPU's), by key.
+    #[serde(flatten)]
+    pub figures: Figures,
 }

@@ -1,0 +1,52 @@
+//! The figures a record holds beyond the typed fields: those of the sources added since
+//! 0.4 (the GPU's), kept by key so that a new source adds keys without a new field in
+//! every type. In the JSON they are keys like any other (the map is flattened); a key a
+//! reader does not know is kept, not lost.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Figures by report key (see the module docs).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Figures(BTreeMap<String, serde_json::Value>);
+
+impl Figures {
+    /// The figure `key` as a number, `None` where absent, `null` or not a number.
+    pub fn number(&self, key: &str) -> Option<f64> {
+        self.0.get(key).and_then(serde_json::Value::as_f64)
+    }
+
+    /// The figure `key` as a whole number of bytes or a count.
+    pub fn count(&self, key: &str) -> Option<u64> {
+        self.0.get(key).and_then(serde_json::Value::as_u64)
+    }
+
+    /// The value at `key` as it is (an object for a section such as `gpu`).
+    pub fn value(&self, key: &str) -> Option<&serde_json::Value> {
+        self.0.get(key)
+    }
+
+    /// Sets `key` to a whole number, or to `null` for `None`.
+    pub fn set_count(&mut self, key: &str, value: Option<u64>) {
+        self.0.insert(
+            key.to_owned(),
+            value.map_or(serde_json::Value::Null, Into::into),
+        );
+    }
+
+    /// Sets `key` to `value` (a section, an array).
+    pub fn set_value(&mut self, key: &str, value: serde_json::Value) {
+        self.0.insert(key.to_owned(), value);
+    }
+
+    /// Whether no figure is held.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The keys held, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
+}
