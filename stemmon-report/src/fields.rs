@@ -180,6 +180,14 @@ macro_rules! figure {
     };
 }
 
+/// How a field is read on a stage and on the run, and written on a stage.
+type Access = (
+    fn(&StageReport) -> Option<f64>,
+    fn(&Report) -> Option<f64>,
+    Option<fn(&mut StageReport, Option<f64>)>,
+);
+
+#[allow(clippy::too_many_arguments)] // One declaration: every column of the table.
 const fn declare(
     key: &'static str,
     source: Source,
@@ -188,11 +196,7 @@ const fn declare(
     words: (&'static str, &'static str),
     metrics: &'static [Metric],
     export: Option<Export>,
-    access: (
-        fn(&StageReport) -> Option<f64>,
-        fn(&Report) -> Option<f64>,
-        Option<fn(&mut StageReport, Option<f64>)>,
-    ),
+    access: Access,
 ) -> Field {
     Field {
         key,
