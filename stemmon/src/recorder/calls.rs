@@ -8,6 +8,8 @@
 //! is not quiet). A close on another thread takes the shared state.
 
 use super::owned::OwnedGuard;
+use super::tally::OpenCall;
+
 use super::thread::{ThreadSlot, ThreadState, NO_PARENT, POLL};
 use super::{seconds, OpenStage, Recorder, StageName};
 use std::borrow::Cow;
@@ -30,19 +32,6 @@ pub(crate) enum Parent {
 /// `OpenCall::seq` of a call folded into its directly recursive parent, or opened after
 /// the end: real calls count from 1, and `close_async` ignores this one.
 const FOLDED: u64 = 0;
-
-/// An async call started and not yet closed.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct OpenCall {
-    /// The record the call counts toward.
-    pub(crate) record: u32,
-    /// Numbers the calls its thread opened, so each closes its own.
-    pub(crate) seq: u64,
-    /// Clock ticks at the open.
-    pub(crate) started: u64,
-    /// The slot id of the thread that opened it and keeps it.
-    pub(crate) thread: u32,
-}
 
 /// A call open now, on a thread's stack or apart from it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 mod marks;
 
-pub(crate) use marks::{Clock, ThreadCpu};
+pub(crate) use super::tally::{CallCpu, Clock};
 
 /// The tree's counters as last read, for every call's entry and exit to read without
 /// a lock. Written under the state lock, at most about once a millisecond; the fields
@@ -84,39 +84,6 @@ impl Published {
     #[inline]
     fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
-    }
-}
-
-/// The figures of some calls: the tree's growth while they were open, and their
-/// threads' CPU.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct CallCpu {
-    pub(crate) tree: Usage,
-    pub(crate) thread_micros: u64,
-    /// Some call's thread CPU was read at both ends.
-    pub(crate) thread_read: bool,
-}
-
-impl CallCpu {
-    /// Nothing counted.
-    pub(crate) const ZERO: CallCpu = CallCpu {
-        tree: Usage::ZERO,
-        thread_micros: 0,
-        thread_read: false,
-    };
-
-    /// Adds `other`'s figures.
-    #[inline]
-    pub(crate) fn add(&mut self, other: &CallCpu) {
-        self.tree = self.tree.plus(other.tree);
-        self.thread_micros = self.thread_micros.wrapping_add(other.thread_micros);
-        self.thread_read |= other.thread_read;
-    }
-}
-
-impl Default for CallCpu {
-    fn default() -> CallCpu {
-        CallCpu::ZERO
     }
 }
 

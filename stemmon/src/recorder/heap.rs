@@ -26,105 +26,14 @@
 
 use super::owned::OwnedGuard;
 use super::records::Records;
+use super::tally::{HeapDelta, HeapMark, NONE};
 use super::thread::{Frame, ThreadState};
 use super::{Recorder, State};
 use crate::heap::slots::{self, Counts, Slot};
-use crate::report::{HeapReport, StageHeap, StageReport, TimelinePoint};
-
-/// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
-const NONE: u32 = u32::MAX;
+use crate::report::{HeapReport, StageReport, TimelinePoint};
 
 /// The reason the heap figures are `null`.
 const MISSING: &str = "stemmon::Alloc is not the global allocator";
-
-/// A frame's thread's heap counters at its entry.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HeapMark {
-    /// The thread's heap slot (`None`: not counted) and its index: the exit on the
-    /// same thread needs no thread-local lookup.
-    slot: Option<&'static Slot>,
-    index: u32,
-    at: Counts,
-    /// The thread's peak before the frame lowered it.
-    saved_peak: i64,
-    /// The frame is its thread's outermost, on a thread sweeps read (not the
-    /// monitor's own): it tells them so at entry and exit.
-    tells_sweeps: bool,
-}
-
-impl HeapMark {
-    /// Nothing noted.
-    pub(crate) const NONE: HeapMark = HeapMark {
-        slot: None,
-        index: NONE,
-        at: Counts {
-            allocations: 0,
-            allocated: 0,
-            freed: 0,
-        },
-        saved_peak: 0,
-        tells_sweeps: false,
-    };
-}
-
-/// A stage's heap counts on one thread, not yet merged into its record.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct HeapDelta {
-    slot: u32,
-    counts: Counts,
-    /// The highest call peak.
-    peak: u64,
-    /// The calls were the thread's outermost frames: their record's ancestors (open
-    /// on other threads) count them too. (A record is outermost on a thread, or
-    /// nested there under its parent, nearly always the same way each time; where it
-    /// is both, its ancestors get all of the calls.)
-    outermost: bool,
-}
-
-impl HeapDelta {
-    /// Nothing counted.
-    pub(crate) const CLEAN: HeapDelta = HeapDelta {
-        slot: NONE,
-        counts: HeapMark::NONE.at,
-        peak: 0,
-        outermost: false,
-    };
-}
-
-/// A record's heap counts, over every call and thread.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct HeapStats {
-    counts: Counts,
-    /// Per heap slot (thread), its highest peak in this stage.
-    peaks: Vec<(u32, u64)>,
-}
-
-impl HeapStats {
-    fn add(&mut self, counts: &Counts, slot: u32, peak: u64) {
-        self.counts = self.counts.plus(counts);
-        match self.peaks.iter_mut().find(|(s, _)| *s == slot) {
-            Some((_, highest)) => *highest = (*highest).max(peak),
-            None => self.peaks.push((slot, peak)),
-        }
-    }
-
-    /// The stage's report fields (`null` without `stemmon::Alloc`).
-    pub(crate) fn report(&self) -> StageHeap {
-        if !slots::installed() {
-            return StageHeap::default();
-        }
-        let c = &self.counts;
-        {
-            let mut built = StageHeap::default();
-            built.heap_allocations = Some(c.allocations);
-            built.heap_allocated_bytes = Some(c.allocated);
-            built.heap_freed_bytes = Some(c.freed);
-            built.heap_retained_bytes = Some(c.net());
-            built.peak_heap_bytes = Some(self.peaks.iter().map(|(_, p)| p).sum());
-            built
-        }
-    }
-}
 
 /// Notes the heap counters at the entry of the frame now on top of `thread`'s stack;
 /// `swept` tells whether sweeps read the thread (all but the monitor's own).
@@ -450,6 +359,7 @@ impl Recorder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::recorder::tally::HeapStats;
     use std::borrow::Cow;
 
     fn counts(allocations: u64, allocated: u64, freed: u64) -> Counts {

@@ -27,12 +27,14 @@ mod records;
 mod sample;
 mod snapshot;
 mod spans;
+mod tally;
 mod thread;
 mod timeline;
 
-pub(crate) use calls::{OpenCall, Parent};
+pub(crate) use calls::Parent;
 pub(crate) use events::{Event, Line, OpenStage};
 pub(crate) use records::{short_type_name, StageName};
+pub(crate) use tally::OpenCall;
 pub(crate) use thread::ThreadSlot;
 
 use crate::config::Config;

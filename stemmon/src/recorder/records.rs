@@ -236,9 +236,9 @@ pub(crate) struct Record {
     pub(crate) logged: bool,
     pub(crate) stats: Stats,
     /// What the stage allocated and freed (SPEC §11).
-    pub(crate) heap: super::heap::HeapStats,
+    pub(crate) heap: super::tally::HeapStats,
     /// CPU and I/O of its completed calls (SPEC §12).
-    pub(crate) cpu: super::cpu::CallCpu,
+    pub(crate) cpu: super::tally::CallCpu,
     /// The measurement sources' figures, one slot per key (empty before its first sample).
     pub(crate) extra: Vec<Option<u64>>,
 }
@@ -282,7 +282,7 @@ impl Records {
             logged: false,
             stats: Stats::default(),
             heap: Default::default(),
-            cpu: super::cpu::CallCpu::ZERO,
+            cpu: super::tally::CallCpu::ZERO,
             extra: Vec::new(),
         });
         self.index.insert((parent, name.clone()), id);

@@ -3,10 +3,9 @@
 //! (`owned.rs`); nobody else takes it but the sampler and summaries, a few times a
 //! second, so a call writes no cache line that another thread writes.
 
-use super::calls::OpenCall;
-use super::heap::{HeapDelta, HeapMark};
 use super::owned::{Owned, OwnedGuard};
 use super::records::StageName;
+use super::tally::{CallCpu, HeapDelta, HeapMark, OpenCall, ThreadCpu};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -66,7 +65,7 @@ pub(crate) struct Delta {
     /// Heap counts (SPEC §11).
     pub(crate) heap: HeapDelta,
     /// The CPU and I/O of the calls completed since the last merge.
-    pub(crate) cpu: super::cpu::CallCpu,
+    pub(crate) cpu: CallCpu,
     dirty: bool,
 }
 
@@ -79,7 +78,7 @@ impl Delta {
         max_ticks: 0,
         saw_boundary: false,
         heap: HeapDelta::CLEAN,
-        cpu: super::cpu::CallCpu::ZERO,
+        cpu: CallCpu::ZERO,
         dirty: false,
     };
 }
@@ -149,7 +148,7 @@ pub(crate) struct ThreadState {
     /// Calls merged so far.
     pub(crate) calls: u64,
     /// This thread's CPU clock and its open calls' entry figures.
-    pub(crate) cpu: super::cpu::ThreadCpu,
+    pub(crate) cpu: ThreadCpu,
 }
 
 impl ThreadState {

@@ -2,102 +2,15 @@
 //! exit: the tree's growth (from [`Published`](super::Published)) and its thread's CPU.
 
 use super::super::owned::OwnedGuard;
+use super::super::tally::{CallCpu, CallMark, Clock, Mark, UNREAD};
 use super::super::thread::{take_at, Frame, ThreadState, NO_MARK};
 use super::super::Recorder;
-use super::CallCpu;
 use crate::memory::Usage;
 use std::sync::atomic::Ordering;
 
 /// At most this many calls per thread note their entry figures (each kind, sync and
 /// async); deeper ones (only a runaway stack reaches this) count nothing.
 const MAX_OPEN_MARKS: usize = NO_MARK as usize;
-
-/// The figures a call noted at its entry.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Mark {
-    /// [`Published`](super::Published)'s generation when `tree` was read (read before it).
-    generation: u64,
-    /// Its thread's CPU clock, [`UNREAD`] where it cannot be read.
-    thread: u64,
-    tree: Usage,
-}
-
-/// The entry figures of an async call (its `OpenCall::seq`) of `record`.
-#[derive(Clone, Copy, Debug)]
-struct CallMark {
-    seq: u64,
-    record: u32,
-    mark: Mark,
-}
-
-/// A thread clock that could not be read (another platform).
-const UNREAD: u64 = u64::MAX;
-
-/// One thread's CPU clock as last read, and the entry figures of its open calls.
-#[derive(Debug, Default)]
-pub(crate) struct ThreadCpu {
-    /// Clock ticks of the last `RUSAGE_THREAD` reading (0: never read).
-    at: u64,
-    /// That reading, in microseconds ([`UNREAD`] where it cannot be read).
-    micros: u64,
-    /// The distinct entry figures of the sync calls open on this thread, oldest first.
-    /// A call entering with the top one's generation and clock shares it (most calls
-    /// do: nothing was read since their caller entered), so only a call that saw a new
-    /// reading pushes one; its frame says which is its own. A mark is live while some
-    /// frame has it; frames up the stack have the same or later ones.
-    pub(super) marks: Vec<Mark>,
-    /// How many of `marks` are live; the rest are kept: a call entering with the
-    /// figures of the one at `live` (a call after a call at the same depth, with no
-    /// reading between) takes it up again, and loads nothing.
-    pub(super) live: usize,
-    /// The entry figures of the async calls this thread opened and nobody closed yet.
-    calls: Vec<CallMark>,
-}
-
-impl ThreadCpu {
-    /// The live mark at `index`.
-    #[inline(always)]
-    fn live_mark(&self, index: u16) -> Option<&Mark> {
-        let index = usize::from(index);
-        if index < self.live {
-            self.marks.get(index)
-        } else {
-            None
-        }
-    }
-
-    /// The clock for a call's entry or exit at `now`, read anew when `clock` says so or
-    /// when the last reading is older than `window` ticks.
-    #[inline(always)]
-    fn clock(&mut self, now: u64, clock: Clock, window: u64, read: fn() -> Option<u64>) -> u64 {
-        let stale = match clock {
-            Clock::Kept => false,
-            Clock::Fresh => true,
-            Clock::Window => now.wrapping_sub(self.at) >= window,
-        };
-        if stale {
-            self.refresh(now, read);
-        }
-        self.micros
-    }
-
-    #[cold]
-    fn refresh(&mut self, now: u64, read: fn() -> Option<u64>) {
-        self.micros = read().unwrap_or(UNREAD);
-        self.at = now;
-    }
-}
-
-/// How an exit gets its thread's CPU clock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Clock {
-    /// Read now (the exit takes the shared state anyway).
-    Fresh,
-    /// Reused when read within the reuse window.
-    Window,
-    /// Never read: the call closes on another thread than its own.
-    Kept,
-}
 
 impl Recorder {
     /// The figures at the entry of a call now, with the generation read first.

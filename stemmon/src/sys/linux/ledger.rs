@@ -10,7 +10,7 @@
 //! intervals of it. Their reaped children and exited descendants stay apart.)
 
 use super::reaped::{ChildUsage, Reaped};
-use super::self_reading::SelfFiles;
+use super::self_files::SelfFiles;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io;

@@ -16,6 +16,7 @@ pub(crate) mod platform;
 pub(crate) mod proc_files;
 pub(crate) mod procfs;
 pub(crate) mod reaped;
+pub(crate) mod self_files;
 pub(crate) mod self_reading;
 pub(crate) mod stat_scan;
 pub(crate) mod tree;

@@ -1,0 +1,240 @@
+//! The figures one call or one thread tallies on the call path, below everything that
+//! moves them: a frame's heap mark and a stage's heap delta, a record's heap counts, the
+//! CPU figures of calls and the entry figures of a thread's open calls, an open async
+//! call. The modules that update them (`heap`, `cpu`, `calls`) and the thread's state
+//! that holds them (`thread`) all depend on this one, and it on none of them.
+
+use crate::heap::slots::{self, Counts, Slot};
+use crate::memory::Usage;
+use crate::report::StageHeap;
+
+/// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
+pub(super) const NONE: u32 = u32::MAX;
+
+/// A frame's thread's heap counters at its entry.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeapMark {
+    /// The thread's heap slot (`None`: not counted) and its index: the exit on the
+    /// same thread needs no thread-local lookup.
+    pub(super) slot: Option<&'static Slot>,
+    pub(super) index: u32,
+    pub(super) at: Counts,
+    /// The thread's peak before the frame lowered it.
+    pub(super) saved_peak: i64,
+    /// The frame is its thread's outermost, on a thread sweeps read (not the
+    /// monitor's own): it tells them so at entry and exit.
+    pub(super) tells_sweeps: bool,
+}
+
+impl HeapMark {
+    /// Nothing noted.
+    pub(crate) const NONE: HeapMark = HeapMark {
+        slot: None,
+        index: NONE,
+        at: Counts {
+            allocations: 0,
+            allocated: 0,
+            freed: 0,
+        },
+        saved_peak: 0,
+        tells_sweeps: false,
+    };
+}
+
+/// A stage's heap counts on one thread, not yet merged into its record.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeapDelta {
+    pub(super) slot: u32,
+    pub(super) counts: Counts,
+    /// The highest call peak.
+    pub(super) peak: u64,
+    /// The calls were the thread's outermost frames: their record's ancestors (open
+    /// on other threads) count them too. (A record is outermost on a thread, or
+    /// nested there under its parent, nearly always the same way each time; where it
+    /// is both, its ancestors get all of the calls.)
+    pub(super) outermost: bool,
+}
+
+impl HeapDelta {
+    /// Nothing counted.
+    pub(crate) const CLEAN: HeapDelta = HeapDelta {
+        slot: NONE,
+        counts: HeapMark::NONE.at,
+        peak: 0,
+        outermost: false,
+    };
+}
+
+/// A record's heap counts, over every call and thread.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct HeapStats {
+    pub(super) counts: Counts,
+    /// Per heap slot (thread), its highest peak in this stage.
+    pub(super) peaks: Vec<(u32, u64)>,
+}
+
+impl HeapStats {
+    pub(super) fn add(&mut self, counts: &Counts, slot: u32, peak: u64) {
+        self.counts = self.counts.plus(counts);
+        match self.peaks.iter_mut().find(|(s, _)| *s == slot) {
+            Some((_, highest)) => *highest = (*highest).max(peak),
+            None => self.peaks.push((slot, peak)),
+        }
+    }
+
+    /// The stage's report fields (`null` without `stemmon::Alloc`).
+    pub(crate) fn report(&self) -> StageHeap {
+        if !slots::installed() {
+            return StageHeap::default();
+        }
+        let c = &self.counts;
+        {
+            let mut built = StageHeap::default();
+            built.heap_allocations = Some(c.allocations);
+            built.heap_allocated_bytes = Some(c.allocated);
+            built.heap_freed_bytes = Some(c.freed);
+            built.heap_retained_bytes = Some(c.net());
+            built.peak_heap_bytes = Some(self.peaks.iter().map(|(_, p)| p).sum());
+            built
+        }
+    }
+}
+
+/// The figures of some calls: the tree's growth while they were open, and their
+/// threads' CPU.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CallCpu {
+    pub(crate) tree: Usage,
+    pub(crate) thread_micros: u64,
+    /// Some call's thread CPU was read at both ends.
+    pub(crate) thread_read: bool,
+}
+
+impl CallCpu {
+    /// Nothing counted.
+    pub(crate) const ZERO: CallCpu = CallCpu {
+        tree: Usage::ZERO,
+        thread_micros: 0,
+        thread_read: false,
+    };
+
+    /// Adds `other`'s figures.
+    #[inline]
+    pub(crate) fn add(&mut self, other: &CallCpu) {
+        self.tree = self.tree.plus(other.tree);
+        self.thread_micros = self.thread_micros.wrapping_add(other.thread_micros);
+        self.thread_read |= other.thread_read;
+    }
+}
+
+impl Default for CallCpu {
+    fn default() -> CallCpu {
+        CallCpu::ZERO
+    }
+}
+
+/// The figures a call noted at its entry.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Mark {
+    /// [`Published`](super::Published)'s generation when `tree` was read (read before it).
+    pub(super) generation: u64,
+    /// Its thread's CPU clock, [`UNREAD`] where it cannot be read.
+    pub(super) thread: u64,
+    pub(super) tree: Usage,
+}
+
+/// The entry figures of an async call (its `OpenCall::seq`) of `record`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct CallMark {
+    pub(super) seq: u64,
+    pub(super) record: u32,
+    pub(super) mark: Mark,
+}
+
+/// A thread clock that could not be read (another platform).
+pub(super) const UNREAD: u64 = u64::MAX;
+
+/// One thread's CPU clock as last read, and the entry figures of its open calls.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadCpu {
+    /// Clock ticks of the last `RUSAGE_THREAD` reading (0: never read).
+    pub(super) at: u64,
+    /// That reading, in microseconds ([`UNREAD`] where it cannot be read).
+    pub(super) micros: u64,
+    /// The distinct entry figures of the sync calls open on this thread, oldest first.
+    /// A call entering with the top one's generation and clock shares it (most calls
+    /// do: nothing was read since their caller entered), so only a call that saw a new
+    /// reading pushes one; its frame says which is its own. A mark is live while some
+    /// frame has it; frames up the stack have the same or later ones.
+    pub(super) marks: Vec<Mark>,
+    /// How many of `marks` are live; the rest are kept: a call entering with the
+    /// figures of the one at `live` (a call after a call at the same depth, with no
+    /// reading between) takes it up again, and loads nothing.
+    pub(super) live: usize,
+    /// The entry figures of the async calls this thread opened and nobody closed yet.
+    pub(super) calls: Vec<CallMark>,
+}
+
+impl ThreadCpu {
+    /// The live mark at `index`.
+    #[inline(always)]
+    pub(super) fn live_mark(&self, index: u16) -> Option<&Mark> {
+        let index = usize::from(index);
+        if index < self.live {
+            self.marks.get(index)
+        } else {
+            None
+        }
+    }
+
+    /// The clock for a call's entry or exit at `now`, read anew when `clock` says so or
+    /// when the last reading is older than `window` ticks.
+    #[inline(always)]
+    pub(super) fn clock(
+        &mut self,
+        now: u64,
+        clock: Clock,
+        window: u64,
+        read: fn() -> Option<u64>,
+    ) -> u64 {
+        let stale = match clock {
+            Clock::Kept => false,
+            Clock::Fresh => true,
+            Clock::Window => now.wrapping_sub(self.at) >= window,
+        };
+        if stale {
+            self.refresh(now, read);
+        }
+        self.micros
+    }
+
+    #[cold]
+    pub(super) fn refresh(&mut self, now: u64, read: fn() -> Option<u64>) {
+        self.micros = read().unwrap_or(UNREAD);
+        self.at = now;
+    }
+}
+
+/// How an exit gets its thread's CPU clock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Clock {
+    /// Read now (the exit takes the shared state anyway).
+    Fresh,
+    /// Reused when read within the reuse window.
+    Window,
+    /// Never read: the call closes on another thread than its own.
+    Kept,
+}
+
+/// An async call started and not yet closed.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct OpenCall {
+    /// The record the call counts toward.
+    pub(crate) record: u32,
+    /// Numbers the calls its thread opened, so each closes its own.
+    pub(crate) seq: u64,
+    /// Clock ticks at the open.
+    pub(crate) started: u64,
+    /// The slot id of the thread that opened it and keeps it.
+    pub(crate) thread: u32,
+}
