@@ -1,4 +1,4 @@
-//! A tokio pipeline instrumented with `tracing` alone: `cargo run --example tracing`.
+//! A tokio pipeline instrumented with `tracing` alone: `cargo run --example tracing --features tracing`.
 //!
 //! `stemmon::TracingLayer` turns every span into a stage: `#[instrument]` functions and
 //! the span each task runs in. The task spans' parent is `pipeline`, so on whichever
@@ -8,9 +8,19 @@
 //! peak RSS while it was open.
 
 use stemmon::TracingLayer;
-use stemmon_suite::{touched_mib, MIB};
 use tracing::{info_span, instrument, Instrument as _};
 use tracing_subscriber::prelude::*;
+
+const MIB: usize = 1 << 20;
+
+/// `mib` MiB, every page written, so really resident.
+fn touched_mib(mib: usize) -> Vec<u8> {
+    let mut block = vec![0u8; mib * MIB];
+    for page in block.chunks_mut(4096) {
+        page[0] = 1;
+    }
+    std::hint::black_box(block)
+}
 
 /// Reads one part of the input: here, 16 MiB of memory really resident.
 #[instrument]
