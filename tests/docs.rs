@@ -654,33 +654,46 @@ fn target_and_profile() -> (PathBuf, String) {
     (profile_dir.parent().unwrap().to_owned(), profile)
 }
 
-/// Builds the command and the examples the docs run, as `cargo test --workspace`
-/// builds them (the same packages, so the same features: nothing is built twice).
+/// Builds the command and the examples the docs run: what `bash .ci/test` builds
+/// (`cargo test --workspace --exclude stemmon-bench`, whose examples and `stemmon` binary
+/// these are), so that under it nothing is built twice: the same packages, the same
+/// features. Run alone, this test builds the workspace's tests once.
 fn build(target: &Path, profile: &str) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace())
         .args([
-            "build",
+            "test",
+            "--no-run",
             "--quiet",
             "--workspace",
             "--exclude",
             "stemmon-bench",
         ])
-        .args(["--bin", "stemmon"])
-        .args(["--example", "quickstart", "--example", "heap"])
-        .args(["--example", "tracing"])
         .arg("--target-dir")
         .arg(target);
     if profile == "release" {
         command.arg("--release");
     }
-    let status = command.status().expect("run cargo build");
+    let status = command.status().expect("run cargo test --no-run");
     assert!(
         status.success(),
-        "cargo build of the command and examples failed"
+        "building the workspace's tests and examples failed"
     );
+    for built in [
+        "stemmon",
+        "examples/quickstart",
+        "examples/heap",
+        "examples/tracing",
+    ] {
+        let path = target.join(profile).join(built);
+        assert!(
+            path.exists(),
+            "cargo test --no-run built no {}",
+            path.display()
+        );
+    }
 }
 
 /// The runs the docs show, made in `dir` with a clean environment and `bin` on the
