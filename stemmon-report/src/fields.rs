@@ -70,9 +70,12 @@ pub enum Metric {
 /// A figure's exported metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Export {
-    /// The metric of a stage: Prometheus `stemmon_stage_<name>` (counters end in
-    /// `_total`), OTLP `stemmon.stage.<name>`.
+    /// The Prometheus metric of a stage: `stemmon_stage_<name>` (counters end in
+    /// `_total`); of the run, `stemmon_<name>`.
     pub name: &'static str,
+    /// The OpenTelemetry metric of a stage: `stemmon.stage.<otlp>` (units are metadata,
+    /// not part of the name); of the run, `stemmon.<otlp>`.
+    pub otlp: &'static str,
     /// A counter (a sum over calls) or a gauge (a peak).
     pub counter: bool,
 }
@@ -213,16 +216,18 @@ const fn declare(
     }
 }
 
-const fn gauge(name: &'static str) -> Option<Export> {
+const fn gauge(name: &'static str, otlp: &'static str) -> Option<Export> {
     Some(Export {
         name,
+        otlp,
         counter: false,
     })
 }
 
-const fn counter(name: &'static str) -> Option<Export> {
+const fn counter(name: &'static str, otlp: &'static str) -> Option<Export> {
     Some(Export {
         name,
+        otlp,
         counter: true,
     })
 }
@@ -247,7 +252,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("calls", "calls of the stage, open ones included"),
         &[],
-        counter("calls"),
+        counter("calls", "calls"),
         (
             |s| Some(s.calls as f64),
             |r| {
@@ -272,7 +277,7 @@ pub const FIELDS: &[Field] = &[
             "calls that failed (panicked, returned Err, were cancelled)",
         ),
         &[],
-        counter("errors"),
+        counter("errors", "errors"),
         (
             |s| Some(s.errors as f64),
             |r| Some(r.stages.iter().map(|s| s.errors as f64).sum()),
@@ -286,7 +291,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("wall", "wall time over all calls, summed over threads"),
         &[],
-        counter("wall_seconds"),
+        counter("wall_seconds", "wall_time"),
         (
             |s| Some(s.wall_seconds),
             |r| Some(r.wall_seconds),
@@ -316,7 +321,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("sampled peak", "the sampled peak tree RSS"),
         &[Exact, Sampled],
-        gauge("peak_tree_rss_bytes"),
+        gauge("peak_tree_rss_bytes", "peak_tree_rss"),
         both!(peaks.peak_tree_rss_bytes, bytes),
     ),
     declare(
@@ -385,7 +390,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("bound", "the high-water bound of the tree's peak"),
         &[Exact],
-        gauge("peak_tree_rss_bound_bytes"),
+        gauge("peak_tree_rss_bound_bytes", "peak_tree_rss_bound"),
         both!(high_water.peak_tree_rss_bound_bytes, bytes),
     ),
     declare(
@@ -395,7 +400,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("parent exact", "the parent's exact peak"),
         &[Exact],
-        gauge("peak_parent_hwm_bytes"),
+        gauge("peak_parent_hwm_bytes", "peak_parent_hwm"),
         both!(high_water.peak_parent_hwm_bytes, bytes),
     ),
     declare(
@@ -418,7 +423,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("cgroup", "the highest charge of the job's cgroup"),
         &[],
-        gauge("peak_cgroup_memory_bytes"),
+        gauge("peak_cgroup_memory_bytes", "peak_cgroup_memory"),
         both!(high_water.peak_cgroup_memory_bytes, bytes),
     ),
     declare(
@@ -428,7 +433,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("OOM kills", "OOM kills in the job's cgroup"),
         &[],
-        counter("oom_kills"),
+        counter("oom_kills", "oom_kills"),
         both!(high_water.oom_kills, bytes),
     ),
     declare(
@@ -452,7 +457,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("heap allocated", "the bytes allocated on the heap"),
         &[HeapMetric],
-        counter("heap_allocated_bytes"),
+        counter("heap_allocated_bytes", "heap.allocated"),
         (
             |s| bytes(s.heap.heap_allocated_bytes),
             |r| bytes(r.heap.allocated_bytes),
@@ -497,7 +502,7 @@ pub const FIELDS: &[Field] = &[
             "the peak heap (of the whole run: the peak live heap)",
         ),
         &[HeapMetric],
-        gauge("peak_heap_bytes"),
+        gauge("peak_heap_bytes", "heap.peak"),
         (
             |s| bytes(s.heap.peak_heap_bytes),
             |r| bytes(r.heap.peak_live_bytes),
@@ -531,7 +536,7 @@ pub const FIELDS: &[Field] = &[
         Derived,
         ("CPU", "the tree's CPU seconds, user plus system"),
         &[CpuMetric],
-        counter("cpu_seconds"),
+        counter("cpu_seconds", "cpu.time"),
         (
             |s| cpu_seconds(s.cpu_io.cpu_user_seconds, s.cpu_io.cpu_system_seconds),
             |r| cpu_seconds(r.cpu_io.cpu_user_seconds, r.cpu_io.cpu_system_seconds),
@@ -568,7 +573,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("read", "bytes the tree read from storage"),
         &[],
-        counter("io_read_bytes"),
+        counter("io_read_bytes", "disk.read"),
         both!(cpu_io.io_read_bytes, bytes),
     ),
     declare(
@@ -578,7 +583,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("written", "bytes the tree wrote to storage"),
         &[],
-        counter("io_write_bytes"),
+        counter("io_write_bytes", "disk.write"),
         both!(cpu_io.io_write_bytes, bytes),
     ),
     declare(
@@ -598,7 +603,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("GPU", "the highest GPU memory the tree's processes held"),
         &[GpuMetric],
-        gauge("peak_tree_gpu_bytes"),
+        gauge("peak_tree_gpu_bytes", "peak_tree_gpu"),
         figure!("peak_tree_gpu_bytes"),
     ),
     declare(
@@ -611,7 +616,7 @@ pub const FIELDS: &[Field] = &[
             "the busiest GPU's highest used memory, whoever used it",
         ),
         &[GpuMetric],
-        gauge("peak_device_gpu_bytes"),
+        gauge("peak_device_gpu_bytes", "peak_device_gpu"),
         figure!("peak_device_gpu_bytes"),
     ),
 ];
