@@ -192,8 +192,8 @@ fn metric_words(metric: Metric) -> &'static str {
 
 fn render_fields() -> String {
     let mut out = String::from(
-        "| key | what it is | source | unit | combines as | metric | column |\n\
-         | --- | --- | --- | --- | --- | --- | --- |\n",
+        "| key | what it is | source | unit | combines as | metric | column | Prometheus |\n\
+         | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for field in FIELDS {
         let key = if field.is_key() {
@@ -202,8 +202,12 @@ fn render_fields() -> String {
             format!("`{}` (computed, not a key)", field.key)
         };
         let metrics: Vec<&str> = field.metrics.iter().map(|m| metric_words(*m)).collect();
+        let exported = field.export.map_or(String::new(), |export| {
+            let total = if export.counter { "_total" } else { "" };
+            format!("`stemmon_stage_{}{total}`", export.name)
+        });
         out.push_str(&format!(
-            "| {key} | {} | {} | {} | {} | {} | {} |\n",
+            "| {key} | {} | {} | {} | {} | {} | {} | {exported} |\n",
             field.meaning,
             source_words(field.source),
             unit_words(field.unit),
