@@ -388,6 +388,9 @@ struct Output {
     /// The body the block should have: the commands (`$ ...`) and what they printed.
     text: String,
     mode: Mode,
+    /// What an excerpt asked of the run's JSON that it did not have (`merged.format`):
+    /// the output's shape changed, and the excerpt's keys here with it.
+    lost: Vec<String>,
 }
 
 /// Lines whose presence depends on the machine (a cgroup, missing marks, a GPU), left
@@ -700,8 +703,9 @@ fn build(target: &Path, profile: &str) {
     }
 }
 
-/// The runs the docs show, made in `dir` with a clean environment and `bin` on the
-/// path, and their outputs with this machine's paths and host name taken out.
+/// The runs the docs show, made in `dir` with a clean environment (no GPU driver) and
+/// `bin` on the path, and their outputs with this machine's paths and host name taken
+/// out.
 struct Runs<'a> {
     dir: &'a Path,
     bin: PathBuf,
@@ -719,6 +723,12 @@ impl Runs<'_> {
             .env("PATH", format!("{}:{path}", self.bin.display()))
             .env("HOME", self.dir)
             .env("LANG", "C.UTF-8")
+            // No GPU driver: the docs show a machine without a GPU, whatever this one has
+            // (`; gpu=` and a GPU column would otherwise come and go with the machine).
+            .env(
+                "STEMMON_NVML_LIBRARY",
+                self.dir.join("no-gpu-driver").join("libnvidia-ml.so.1"),
+            )
             .current_dir(self.dir);
         command
     }
@@ -803,36 +813,43 @@ fn python3() -> bool {
 
 /// The excerpt of a report or a merged document the docs show: `keys` of the top
 /// level in that order, and for an array named in `items`, its item whose `field` is
-/// `wanted`, with the keys `inner`.
+/// `wanted`, with the keys `inner`. What the run's JSON lacks is left out of the
+/// excerpt and named in `lost` (`stages[path=workers].calls`), so that a changed
+/// shape fails the check with its name and write mode still writes what there is.
 fn excerpt(
     value: &serde_json::Value,
     keys: &[&str],
     items: &[(&str, &str, &str, &[&str])],
+    lost: &mut Vec<String>,
 ) -> String {
-    let pick = |value: &serde_json::Value, key: &str| -> serde_json::Value {
-        value
-            .get(key)
-            .unwrap_or_else(|| panic!("no key {key} in the run's JSON"))
-            .clone()
-    };
     let mut pairs = Vec::new();
     for key in keys {
+        let Some(top) = value.get(key) else {
+            lost.push((*key).to_owned());
+            continue;
+        };
         let shown = match items.iter().find(|i| i.0 == *key) {
             Some((array, field, wanted, inner)) => {
-                let item = pick(value, array)
+                let Some(item) = top
                     .as_array()
-                    .expect("an array")
-                    .iter()
-                    .find(|item| item[*field] == *wanted)
-                    .unwrap_or_else(|| panic!("no {array} item with {field} {wanted}"))
-                    .clone();
+                    .and_then(|items| items.iter().find(|item| item[*field] == *wanted))
+                else {
+                    lost.push(format!("{array}[{field}={wanted}]"));
+                    continue;
+                };
                 let fields: Vec<(String, serde_json::Value)> = inner
                     .iter()
-                    .map(|k| ((*k).to_owned(), pick(&item, k)))
+                    .filter_map(|k| match item.get(k) {
+                        Some(v) => Some(((*k).to_owned(), v.clone())),
+                        None => {
+                            lost.push(format!("{array}[{field}={wanted}].{k}"));
+                            None
+                        }
+                    })
                     .collect();
                 format!("[\n    {}\n  ]", object(&fields, "    "))
             }
-            None => indented(&pick(value, key), "  "),
+            None => indented(top, "  "),
         };
         pairs.push(format!("  \"{key}\": {shown}"));
     }
@@ -861,8 +878,15 @@ const RANKS_COMMAND: &str = "for rank in 0 1; do stemmon run --log-interval none
 
 fn real_outputs(runs: &Runs) -> Vec<Output> {
     let mut outputs = Vec::new();
+    // What each JSON excerpt asked for and the run lacked, by output.
+    let mut lost: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
     let mut add = |name: &'static str, text: String, mode: Mode| {
-        outputs.push(Output { name, text, mode });
+        outputs.push(Output {
+            name,
+            text,
+            mode,
+            lost: Vec::new(),
+        });
     };
 
     // The quickstart, with a Prometheus textfile beside its report.
@@ -927,6 +951,7 @@ fn real_outputs(runs: &Runs) -> Vec<Output> {
                     "cpu_cores",
                 ],
             )],
+            lost.entry("quickstart report").or_default(),
         )),
         Mode::Json,
     );
@@ -1034,6 +1059,7 @@ fn real_outputs(runs: &Runs) -> Vec<Output> {
             &merged,
             &["format", "version", "reports", "peak_tree_rss_bytes"],
             &[],
+            lost.entry("merged excerpt").or_default(),
         )),
         Mode::Json,
     );
@@ -1061,6 +1087,9 @@ fn real_outputs(runs: &Runs) -> Vec<Output> {
         )]),
         Mode::Log,
     );
+    for output in &mut outputs {
+        output.lost = lost.remove(output.name).unwrap_or_default();
+    }
     outputs
 }
 
@@ -1115,6 +1144,13 @@ fn every_output_the_docs_show_is_a_real_one() {
                 continue;
             };
             used.insert(output.name);
+            if !output.lost.is_empty() {
+                failures.push(format!(
+                    "{at}: `{name}`: the run's JSON has no {}: the output changed shape; \
+                     choose the excerpt's keys again in tests/docs.rs (real_outputs)",
+                    output.lost.join(", ")
+                ));
+            }
             if let Some(why) = mismatch(&block.body, output) {
                 failures.push(format!("{at}: `{name}`: {why}"));
             }
