@@ -454,3 +454,61 @@ fn a_soak_stays_flat_once_the_timeline_and_spans_are_full() {
         assert!(growth < 256 * 1024, "RSS grew {growth} bytes");
     }
 }
+
+/// Issue 25's soak: 60 s of `#[monitored]` calls in a tight loop (over a million a second
+/// in a release build), sampling every 10 ms and logging every 0.1 s, in a process of its
+/// own (`fixture-soak`). Once the timeline is full (2 000 points, about 20 s in), the
+/// process's own memory (`RssAnon`: its binary's pages, which new code paths fault in,
+/// left out) stays within 256 KiB of what it was then.
+#[test]
+fn a_60_second_soak_at_10_ms_samples_stays_within_256_kib_once_the_timeline_is_full() {
+    let _serial = serial();
+    let output = Command::new(env!("CARGO_BIN_EXE_fixture-soak"))
+        .args(["60", "10", "100"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8(output.stdout).unwrap();
+    // `<elapsed s> <RSS KiB> <timeline points> <samples> <calls> anon=<KiB> ...`
+    let lines: Vec<(f64, u64, usize, u64, u64)> = text
+        .lines()
+        .map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let anon = fields[5].strip_prefix("anon=").unwrap();
+            (
+                fields[0].parse().unwrap(),
+                fields[1].parse().unwrap(),
+                fields[2].parse().unwrap(),
+                fields[4].parse().unwrap(),
+                anon.parse().unwrap(),
+            )
+        })
+        .collect();
+    let full = lines
+        .iter()
+        .position(|&(_, _, points, _, _)| points == 2_000)
+        .unwrap_or_else(|| panic!("the timeline never filled:\n{text}"));
+    let at_full = lines[full].4;
+    let highest = lines[full..].iter().map(|l| l.4).max().unwrap();
+    let (end, _, _, calls, _) = *lines.last().unwrap();
+    println!(
+        "soak: {:.1} M calls/s; timeline full at {:.0} s with {at_full} KiB anonymous; \
+         highest after {highest} KiB ({:+} KiB); RSS {} -> {} KiB",
+        calls as f64 / end / 1e6,
+        lines[full].0,
+        highest as i64 - at_full as i64,
+        lines[full].1,
+        lines.last().unwrap().1,
+    );
+    assert!(end >= 59.0, "the soak ended early:\n{text}");
+    assert!(
+        lines.len() >= 50 && lines[full].0 < 40.0,
+        "too few samples for a soak:\n{text}"
+    );
+    assert!(
+        highest <= at_full + 256,
+        "grew {} KiB after the timeline was full:\n{text}",
+        highest - at_full
+    );
+}

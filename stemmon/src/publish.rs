@@ -88,7 +88,17 @@ impl Publisher {
         events: &[(Line, OpenStage)],
         moment: Moment,
     ) -> Report {
-        let mut report = recorder.snapshot();
+        // Whoever reads this report whole (the file, the exporters, the caller at the
+        // end) gets its series; a live line alone does not need them.
+        let series = moment == Moment::Final
+            || self.output.is_some()
+            || (moment.exports()
+                && self
+                    .exporter
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some());
+        let mut report = recorder.snapshot_with(series);
         if moment.exports() {
             // A failure shows in the report written now (the exporter warns once).
             let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);

@@ -37,6 +37,13 @@ impl Open {
 impl Recorder {
     /// The report as of now: every thread's counters merged first.
     pub(crate) fn snapshot(&self) -> Report {
+        self.snapshot_with(true)
+    }
+
+    /// The report as of now, with its series (`timeline`, `spans`) when `series`: a
+    /// live line alone needs neither, and copying 2 000 points at every line would be
+    /// the largest allocation of a long run.
+    pub(crate) fn snapshot_with(&self, series: bool) -> Report {
         let slots = self.lock_threads().clone();
         // Every thread once, with one barrier: merged, then its open calls read, in
         // one view. The threads are let go before the state is taken again below.
@@ -176,8 +183,10 @@ impl Recorder {
             built.stages = stages;
             built.latest_sample = latest_sample;
             built.recent_samples = recent_samples;
-            built.spans = state.spans.list.clone();
-            built.timeline = state.samples.timeline.points();
+            if series {
+                built.spans = state.spans.list.clone();
+                built.timeline = state.samples.timeline.points();
+            }
             built.heap = self.heap_report(&state);
             state.extra.run(&mut built);
             built
