@@ -143,7 +143,7 @@ mod tests {
             parent: None,
             children: None,
             bound: None,
-            heap: None,
+            lines: [None; crate::plot::series::LINES.len()],
             cpu,
         }
     }

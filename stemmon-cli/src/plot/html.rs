@@ -81,7 +81,7 @@ mod tests {
                 parent: None,
                 children: None,
                 bound: None,
-                heap: None,
+                lines: [None; crate::plot::series::LINES.len()],
                 cpu: None,
             }],
             vec![Band {

@@ -6,7 +6,8 @@
 //! series is drawn as steps, each holding one point's maximum flat over the time it
 //! covers, never as a ramp between two points:
 //!
-//! - **Sampled figures** (tree, parent and children RSS, live heap) are maxima of
+//! - **Sampled figures** (tree, parent and children RSS, the [`LINES`]: live heap, the
+//!   tree's GPU memory) are maxima of
 //!   instantaneous readings taken within the point's span, the one that gave the maximum
 //!   anywhere in it. A point's maximum is drawn flat over its span, and nowhere else:
 //!   between one point's end and the next one's start nothing was read, and the line
@@ -21,8 +22,43 @@
 //!   which has none, is where CPU is first read).
 
 use super::model::Point;
+use super::svg::{GPU_COLOUR, HEAP_COLOUR};
 use serde::ser::{SerializeTuple, Serializer};
 use serde::Serialize;
+use stemmon::report::TimelinePoint;
+
+/// A line of the memory panel beside the tree's RSS: a sampled figure of the timeline,
+/// drawn (in the picture, its legend and the read-out) when some point has it.
+pub(crate) struct Line {
+    /// The SVG element's `id`.
+    pub(crate) id: &'static str,
+    /// Its name in the legend, the read-out and the caption.
+    pub(crate) name: &'static str,
+    pub(crate) colour: &'static str,
+    /// Its figure at a timeline point.
+    pub(crate) of_point: fn(&TimelinePoint) -> Option<u64>,
+    /// The field (`stemmon_report::fields`) whose whole-run figure the caption gives as
+    /// its peak.
+    pub(crate) peak: &'static str,
+}
+
+/// The memory panel's lines, in the order they are drawn: a new one is one entry.
+pub(crate) const LINES: [Line; 2] = [
+    Line {
+        id: "heap",
+        name: "live heap",
+        colour: HEAP_COLOUR,
+        of_point: |p| p.heap_live_bytes,
+        peak: "peak_heap_bytes",
+    },
+    Line {
+        id: "gpu",
+        name: "tree GPU memory",
+        colour: GPU_COLOUR,
+        of_point: |p| p.figures.count("tree_gpu_bytes"),
+        peak: "peak_tree_gpu_bytes",
+    },
+];
 
 /// One step of a drawn series: `value` held flat from `from` to `to` seconds, taken from
 /// `points[point]`. Written to the page's JSON as `[from, to, value, point]`.
@@ -106,6 +142,16 @@ pub(crate) fn interval<T: Copy>(
     out
 }
 
+/// One of the [`LINES`] as drawn: written to the page's JSON as `{id, name, steps}`.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Drawn {
+    pub(crate) id: &'static str,
+    pub(crate) name: &'static str,
+    #[serde(skip)]
+    pub(crate) colour: &'static str,
+    pub(crate) steps: Vec<Step<u64>>,
+}
+
 /// Every series as drawn, by the rules of the module docs.
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct Series {
@@ -118,8 +164,8 @@ pub(crate) struct Series {
     pub(crate) stacked: Vec<Step<u64>>,
     /// The high-water bound (an interval figure).
     pub(crate) bound: Vec<Step<u64>>,
-    /// The live heap (sampled).
-    pub(crate) heap: Vec<Step<u64>>,
+    /// The [`LINES`], in their order (sampled); a line no point has holds no step.
+    pub(crate) lines: Vec<Drawn>,
     /// CPU in cores (an interval figure).
     pub(crate) cpu: Vec<Step<f64>>,
 }
@@ -133,7 +179,16 @@ impl Series {
             parent: sampled(points, |p| p.stacked().map(|_| p.parent.unwrap_or(0))),
             stacked: sampled(points, Point::stacked),
             bound: interval(points, |p| p.bound, 0.0),
-            heap: sampled(points, |p| p.heap),
+            lines: LINES
+                .iter()
+                .enumerate()
+                .map(|(i, line)| Drawn {
+                    id: line.id,
+                    name: line.name,
+                    colour: line.colour,
+                    steps: sampled(points, |p| p.lines[i]),
+                })
+                .collect(),
             cpu: interval(points, |p| p.cpu, cpu_origin),
         }
     }
@@ -210,7 +265,7 @@ mod tests {
             parent: Some(tree * MIB),
             children: Some(0),
             bound: Some(bound * MIB),
-            heap: None,
+            lines: [None; LINES.len()],
             cpu: None,
         };
         let points = vec![

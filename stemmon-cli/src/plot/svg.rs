@@ -1,8 +1,9 @@
 //! The picture, drawn from a [`Chart`]: tree RSS over the run as parent and children
 //! stacked, the tree line, the dashed high-water bound, stage bands and lanes with their
 //! names, the peak marked and labelled (a circle at an instant, a bar over an interval);
-//! every series in steps over the times [`super::model`] says it covers; with stemmon 0.3's figures the live heap as a
-//! line on the memory panel and, under it, the CPU panel ([`super::cpu`]).
+//! every series in steps over the times [`super::model`] says it covers; the memory
+//! panel's [`LINES`](super::series::LINES) where the timeline has them (the live heap,
+//! the tree's GPU memory) and, under it, the CPU panel ([`super::cpu`]).
 //!
 //! Elements are written by [`Writer`](super::xml::Writer), which escapes every attribute
 //! value and text: nothing from a report reaches the SVG raw.
@@ -28,6 +29,7 @@ pub(crate) const PARENT_COLOUR: &str = "#4c72b0";
 pub(crate) const CHILDREN_COLOUR: &str = "#dd8452";
 const TREE_COLOUR: &str = "#222222";
 pub(crate) const HEAP_COLOUR: &str = "#2ca02c";
+pub(crate) const GPU_COLOUR: &str = "#17becf";
 pub(super) const BOUND_COLOUR: &str = "#c44e52";
 pub(super) const PEAK_COLOUR: &str = "#8b0000";
 pub(super) const BAND_COLOURS: [&str; 2] = ["#eef1f6", "#f7f3ea"];
@@ -182,8 +184,8 @@ fn legend(w: &mut Writer, chart: &Chart) {
         ("tree RSS", TREE_COLOUR, Some("")),
         ("high-water bound", BOUND_COLOUR, Some("6 4")),
     ];
-    if chart.has_heap() {
-        items.push(("live heap", HEAP_COLOUR, Some("")));
+    for line in chart.series.lines.iter().filter(|l| !l.steps.is_empty()) {
+        items.push((line.name, line.colour, Some("")));
     }
     let mut x = LEFT;
     for (name, colour, line) in items {
@@ -427,14 +429,16 @@ fn series(w: &mut Writer, chart: &Chart, frame: &Frame) {
         "6 4",
         "bound",
     );
-    line(
-        w,
-        frame,
-        &byte_corners(&series.heap),
-        HEAP_COLOUR,
-        "none",
-        "heap",
-    );
+    for drawn in &series.lines {
+        line(
+            w,
+            frame,
+            &byte_corners(&drawn.steps),
+            drawn.colour,
+            "none",
+            drawn.id,
+        );
+    }
 }
 
 /// The area between `upper` and `lower` (the floor, unless they pair up point for point).
@@ -511,7 +515,7 @@ pub(crate) mod tests {
                 parent: Some(2 << 20),
                 children: Some(1 << 20),
                 bound: Some(4 << 20),
-                heap: Some(1 << 20),
+                lines: [Some(1 << 20), Some(2 << 20)],
                 cpu: Some(2.0),
             }],
             vec![Band {
@@ -545,7 +549,7 @@ pub(crate) mod tests {
             parent: Some(mib * MIB),
             children: Some(0),
             bound: Some(bound_mib * MIB),
-            heap: Some(heap_mib * MIB),
+            lines: [Some(heap_mib * MIB), None],
             cpu: None,
         }
     }
