@@ -2,7 +2,7 @@
 //! memory that is really resident, and child processes that hold a known amount of it.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 
@@ -132,6 +132,7 @@ pub fn fixture_command(binary: &str) -> Command {
         "STEMMON_LABELS",
         "STEMMON_PROMETHEUS_TEXTFILE_DIR",
         "STEMMON_PUSHGATEWAY_URL",
+        "STEMMON_NVML_LIBRARY",
     ] {
         command.env_remove(name);
     }
@@ -192,4 +193,54 @@ pub fn cannot_run(test: &str, why: &str) {
     // Straight to the process's stderr: the test harness captures `eprintln!` of a test
     // that passes.
     let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+}
+
+/// A fake NVIDIA driver (`stemmon/tests/support/fake_nvml.c`, built with the C
+/// compiler) in a directory of its own, serving what its state file says; the GPU
+/// tests point `STEMMON_NVML_LIBRARY` at [`FakeNvml::library`].
+pub struct FakeNvml {
+    dir: TempDir,
+}
+
+impl FakeNvml {
+    /// Builds the fake into `name`'s temp dir, serving `state`; `None` (after
+    /// [`cannot_run`]) where no C compiler builds it.
+    pub fn new(name: &str, state: &str) -> Option<FakeNvml> {
+        let dir = temp_dir(name);
+        let source = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/stemmon/tests/support/fake_nvml.c"
+        );
+        let compiler = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+        let built = Command::new(&compiler)
+            .args(["-shared", "-fPIC", "-O2", "-o"])
+            .arg(dir.path().join("libnvidia-ml.so.1"))
+            .arg(source)
+            .output();
+        match built {
+            Ok(output) if output.status.success() => {}
+            other => {
+                cannot_run(
+                    name,
+                    &format!("the fake NVML library does not build: {other:?}"),
+                );
+                return None;
+            }
+        }
+        let fake = FakeNvml { dir };
+        fake.set(state);
+        Some(fake)
+    }
+
+    /// The library's path.
+    pub fn library(&self) -> PathBuf {
+        self.dir.path().join("libnvidia-ml.so.1")
+    }
+
+    /// Replaces what the fake serves, in one rename: it sees the old state or the new.
+    pub fn set(&self, state: &str) {
+        let next = self.dir.path().join("fake-nvml-state.next");
+        std::fs::write(&next, state).unwrap();
+        std::fs::rename(next, self.dir.path().join("fake-nvml-state")).unwrap();
+    }
 }

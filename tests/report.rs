@@ -114,6 +114,8 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "run_id",
         "start_unix_seconds",
         "spawn_floor_bytes",
+        // The GPU source's section (feature `gpu`, on by default): here without a driver.
+        "gpu",
     ];
     let expected = sorted(
         report_keys

@@ -70,9 +70,12 @@ pub enum Metric {
 /// A figure's exported metric.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Export {
-    /// The metric of a stage: Prometheus `stemmon_stage_<name>` (counters end in
-    /// `_total`), OTLP `stemmon.stage.<name>`.
+    /// The Prometheus metric of a stage: `stemmon_stage_<name>` (counters end in
+    /// `_total`); of the run, `stemmon_<name>`.
     pub name: &'static str,
+    /// The OpenTelemetry metric of a stage: `stemmon.stage.<otlp>` (units are metadata,
+    /// not part of the name); of the run, `stemmon.<otlp>`.
+    pub otlp: &'static str,
     /// A counter (a sum over calls) or a gauge (a peak).
     pub counter: bool,
 }
@@ -227,16 +230,18 @@ const fn declare(
     }
 }
 
-const fn gauge(name: &'static str) -> Option<Export> {
+const fn gauge(name: &'static str, otlp: &'static str) -> Option<Export> {
     Some(Export {
         name,
+        otlp,
         counter: false,
     })
 }
 
-const fn counter(name: &'static str) -> Option<Export> {
+const fn counter(name: &'static str, otlp: &'static str) -> Option<Export> {
     Some(Export {
         name,
+        otlp,
         counter: true,
     })
 }
@@ -261,7 +266,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("calls", "calls of the stage, open ones included"),
         &[],
-        counter("calls"),
+        counter("calls", "calls"),
         (
             |s| Some(s.calls as f64),
             |r| {
@@ -286,7 +291,7 @@ pub const FIELDS: &[Field] = &[
             "calls that failed (panicked, returned Err, were cancelled)",
         ),
         &[],
-        counter("errors"),
+        counter("errors", "errors"),
         (
             |s| Some(s.errors as f64),
             |r| Some(r.stages.iter().map(|s| s.errors as f64).sum()),
@@ -300,7 +305,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("wall", "wall time over all calls, summed over threads"),
         &[],
-        counter("wall_seconds"),
+        counter("wall_seconds", "wall_time"),
         (
             |s| Some(s.wall_seconds),
             |r| Some(r.wall_seconds),
@@ -330,7 +335,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("sampled peak", "the sampled peak tree RSS"),
         &[Exact, Sampled],
-        gauge("peak_tree_rss_bytes"),
+        gauge("peak_tree_rss_bytes", "peak_tree_rss"),
         both!(peaks.peak_tree_rss_bytes, bytes),
     ),
     declare(
@@ -399,7 +404,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("bound", "the high-water bound of the tree's peak"),
         &[Exact],
-        gauge("peak_tree_rss_bound_bytes"),
+        gauge("peak_tree_rss_bound_bytes", "peak_tree_rss_bound"),
         both!(high_water.peak_tree_rss_bound_bytes, bytes),
     ),
     declare(
@@ -409,7 +414,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("parent exact", "the parent's exact peak"),
         &[Exact],
-        gauge("peak_parent_hwm_bytes"),
+        gauge("peak_parent_hwm_bytes", "peak_parent_hwm"),
         both!(high_water.peak_parent_hwm_bytes, bytes),
     ),
     declare(
@@ -432,7 +437,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("cgroup", "the highest charge of the job's cgroup"),
         &[],
-        gauge("peak_cgroup_memory_bytes"),
+        gauge("peak_cgroup_memory_bytes", "peak_cgroup_memory"),
         both!(high_water.peak_cgroup_memory_bytes, bytes),
     )
     .in_column(),
@@ -443,7 +448,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("OOM kills", "OOM kills in the job's cgroup"),
         &[],
-        counter("oom_kills"),
+        counter("oom_kills", "oom_kills"),
         both!(high_water.oom_kills, bytes),
     ),
     declare(
@@ -467,7 +472,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("heap allocated", "the bytes allocated on the heap"),
         &[HeapMetric],
-        counter("heap_allocated_bytes"),
+        counter("heap_allocated_bytes", "heap.allocated"),
         (
             |s| bytes(s.heap.heap_allocated_bytes),
             |r| bytes(r.heap.allocated_bytes),
@@ -514,7 +519,7 @@ pub const FIELDS: &[Field] = &[
             "the peak heap (of the whole run: the peak live heap)",
         ),
         &[HeapMetric],
-        gauge("peak_heap_bytes"),
+        gauge("peak_heap_bytes", "heap.peak"),
         (
             |s| bytes(s.heap.peak_heap_bytes),
             |r| bytes(r.heap.peak_live_bytes),
@@ -549,7 +554,7 @@ pub const FIELDS: &[Field] = &[
         Derived,
         ("CPU", "the tree's CPU seconds, user plus system"),
         &[CpuMetric],
-        counter("cpu_seconds"),
+        counter("cpu_seconds", "cpu.time"),
         (
             |s| cpu_seconds(s.cpu_io.cpu_user_seconds, s.cpu_io.cpu_system_seconds),
             |r| cpu_seconds(r.cpu_io.cpu_user_seconds, r.cpu_io.cpu_system_seconds),
@@ -589,7 +594,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("read", "bytes the tree read from storage"),
         &[],
-        counter("io_read_bytes"),
+        counter("io_read_bytes", "disk.read"),
         both!(cpu_io.io_read_bytes, bytes),
     )
     .in_column(),
@@ -600,7 +605,7 @@ pub const FIELDS: &[Field] = &[
         Sum,
         ("written", "bytes the tree wrote to storage"),
         &[],
-        counter("io_write_bytes"),
+        counter("io_write_bytes", "disk.write"),
         both!(cpu_io.io_write_bytes, bytes),
     )
     .in_column(),
@@ -621,7 +626,7 @@ pub const FIELDS: &[Field] = &[
         Max,
         ("GPU", "the highest GPU memory the tree's processes held"),
         &[GpuMetric],
-        gauge("peak_tree_gpu_bytes"),
+        gauge("peak_tree_gpu_bytes", "peak_tree_gpu"),
         figure!("peak_tree_gpu_bytes"),
     )
     .in_column(),
@@ -635,7 +640,7 @@ pub const FIELDS: &[Field] = &[
             "the busiest GPU's highest used memory, whoever used it",
         ),
         &[GpuMetric],
-        gauge("peak_device_gpu_bytes"),
+        gauge("peak_device_gpu_bytes", "peak_device_gpu"),
         figure!("peak_device_gpu_bytes"),
     )
     .in_column(),

@@ -47,6 +47,14 @@ pub(crate) fn format_line(event: &str, stage: &str, heap: Option<u64>, report: &
     if let Some(cores) = latest_cores(report) {
         let _ = write!(line, "; cpu={cores:.1} cores");
     }
+    // The GPU memory of the tree at the newest point (SPEC §15), where a GPU is read.
+    if let Some(gpu) = report
+        .timeline
+        .last()
+        .and_then(|p| p.figures.count("tree_gpu_bytes"))
+    {
+        let _ = write!(line, "; gpu={}", human_bytes(Some(gpu)));
+    }
     let run_peak = report.high_water.peak_cgroup_memory_bytes;
     if let Some(headroom) = report.cgroup.as_ref().and_then(|c| headroom(c, run_peak)) {
         let _ = write!(line, "; {headroom}");
@@ -191,6 +199,12 @@ mod tests {
             "the newest point wins: {line}"
         );
         assert_eq!(line.lines().count(), 1);
+        // A GPU read: the tree's GPU memory at the newest point.
+        if let Some(point) = report.timeline.last_mut() {
+            point.figures.set_count("tree_gpu_bytes", Some(3 << 30));
+        }
+        let line = format_line("running", "fit", None, &report);
+        assert!(line.ends_with("; cpu=3.8 cores; gpu=3.0 GiB"), "{line}");
     }
 
     #[test]

@@ -3,11 +3,12 @@
 use crate::config::Config;
 use crate::context;
 use crate::error::Error;
-use crate::memory::{self, TreeReader};
+use crate::memory;
 use crate::publish::{Moment, Publisher};
 use crate::recorder::{Event, Line, OpenStage, Recorder, RunInfo, StageName};
 use crate::report::Report;
 use crate::sampler;
+use crate::sources::SampleReaders;
 use crate::stage::Stage;
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -16,7 +17,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 /// The sampler's channel and its thread, which hands back its reader.
-type SamplerThread = (Sender<Event>, JoinHandle<Box<dyn TreeReader>>);
+type SamplerThread = (Sender<Event>, JoinHandle<SampleReaders>);
 
 /// A running monitor: samples the process tree in the background, records stages from
 /// every thread of the process, and writes the report.
@@ -83,7 +84,7 @@ impl Monitor {
         let (host, labels) = crate::identity::collect(&config)?;
         let exporter = crate::export::Exporter::from_config(&config, &host, &labels)?;
         let crate::sys::Readers {
-            tree: mut reader,
+            tree: reader,
             boundary,
             marks,
             spare,
@@ -101,9 +102,15 @@ impl Monitor {
         };
         let publisher = Arc::new(Publisher::new(&config, exporter));
         let clock = quanta::Clock::new();
+        let sources = crate::sources::open(&config);
         let recorder = Arc::new(Recorder::new(config, info, boundary, clock));
+        recorder.set_sources(&sources);
         context::install(&recorder)?;
-        publisher.sample(&recorder, &mut *reader);
+        let mut reader = SampleReaders {
+            tree: reader,
+            sources,
+        };
+        publisher.sample(&recorder, &mut reader);
         let (events, received) = mpsc::channel();
         recorder.connect(events.clone());
         let thread = {
@@ -222,11 +229,14 @@ impl Monitor {
             }
             None => None,
         }
-        .unwrap_or_else(|| self.spare.tree_reader());
+        .unwrap_or_else(|| SampleReaders {
+            tree: self.spare.tree_reader(),
+            sources: Vec::new(),
+        });
         let report = finish_run(
             &self.recorder,
             &self.publisher,
-            &mut *reader,
+            &mut reader,
             error,
             exit_code,
         );
@@ -287,11 +297,14 @@ pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
     {
         // The sampler still holds its reader: another on the same ledger continues
         // from its last sample, so the final interval keeps its reaped peaks.
-        let mut reader = spare.tree_reader();
+        let mut reader = SampleReaders {
+            tree: spare.tree_reader(),
+            sources: Vec::new(),
+        };
         finish_run(
             &recorder,
             &publisher,
-            &mut *reader,
+            &mut reader,
             error.map(str::to_owned),
             None,
         );
@@ -305,7 +318,7 @@ pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
 fn finish_run(
     recorder: &Recorder,
     publisher: &Publisher,
-    reader: &mut dyn TreeReader,
+    reader: &mut SampleReaders,
     error: Option<String>,
     exit_code: Option<i32>,
 ) -> Report {
@@ -331,6 +344,7 @@ impl Drop for Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory::TreeReader;
     use crate::memory::TreeReading;
     use std::io;
     use std::time::Duration;

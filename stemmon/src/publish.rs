@@ -8,10 +8,10 @@
 use crate::config::Config;
 use crate::export::Exporter;
 use crate::log;
-use crate::memory::TreeReader;
 use crate::output::Output;
 use crate::recorder::{Line, OpenStage, Recorder};
 use crate::report::Report;
+use crate::sources::SampleReaders;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
@@ -73,8 +73,8 @@ impl Publisher {
     }
 
     /// Takes a full sample; the first failure is warned about.
-    pub(crate) fn sample(&self, recorder: &Recorder, reader: &mut dyn TreeReader) {
-        if let Err(message) = recorder.take_sample(reader) {
+    pub(crate) fn sample(&self, recorder: &Recorder, readers: &mut SampleReaders) {
+        if let Err(message) = recorder.take_sample(&mut *readers.tree, &mut readers.sources) {
             warn_once(&self.warned_sampling, &message);
         }
     }

@@ -4,9 +4,9 @@
 //! [`Publisher`].
 
 use crate::cadence::{earliest, Grid};
-use crate::memory::TreeReader;
 use crate::publish::{Moment, Publisher};
 use crate::recorder::{Event, Line, OpenStage, Recorder};
+use crate::sources::SampleReaders;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
@@ -24,13 +24,13 @@ fn rested(began: Instant, ended: Instant) -> Instant {
     ended + ended.saturating_duration_since(began) * 3 / 2
 }
 
-/// Runs until told to stop; hands the reader back for the last sample.
+/// Runs until told to stop; hands the readers back for the last sample.
 pub(crate) fn run(
     recorder: &Recorder,
     publisher: &Publisher,
-    mut reader: Box<dyn TreeReader>,
+    mut reader: SampleReaders,
     events: &Receiver<Event>,
-) -> Box<dyn TreeReader> {
+) -> SampleReaders {
     // What this thread allocates is the monitor's, no stage's (SPEC §11).
     crate::heap::slots::mark_own_thread();
     // Samples and `running` lines on fixed grids: neither drifts nor waits for the other.
@@ -76,7 +76,7 @@ pub(crate) fn run(
         }
         let now = Instant::now();
         if now >= rest_until && samples.due(now) {
-            publisher.sample(recorder, &mut *reader);
+            publisher.sample(recorder, &mut reader);
             rest_until = rested(now, Instant::now());
         }
         if logs.as_mut().is_some_and(|logs| logs.due(now)) {

@@ -8,11 +8,13 @@
 
 #[cfg(feature = "otlp")]
 pub(crate) mod otlp;
+#[cfg(feature = "prometheus")]
 mod prometheus;
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::report::Report;
+#[cfg(feature = "prometheus")]
 use prometheus::Pushgateway;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,7 +30,9 @@ pub(crate) struct Exporter {
     host: String,
     labels: BTreeMap<String, String>,
     /// The `.prom` file of this job's identity, which this process replaces.
+    #[cfg(feature = "prometheus")]
     textfile: Option<PathBuf>,
+    #[cfg(feature = "prometheus")]
     pushgateway: Option<Pushgateway>,
     #[cfg(feature = "otlp")]
     otlp: Option<otlp::Exporter>,
@@ -89,6 +93,8 @@ impl Exporter {
                 reason,
             })?;
         }
+        #[cfg(not(feature = "prometheus"))]
+        let (dir, url) = without_prometheus(dir, url, config, warn)?;
         #[cfg(feature = "otlp")]
         let otlp = otlp::Exporter::from_parts(config, &env, warn)?;
         #[cfg(feature = "otlp")]
@@ -99,7 +105,9 @@ impl Exporter {
             return Ok(None);
         }
         Ok(Some(Exporter {
+            #[cfg(feature = "prometheus")]
             textfile: dir.map(|dir| prometheus::textfile_path(&dir, host, labels)),
+            #[cfg(feature = "prometheus")]
             pushgateway: url.map(|url| Pushgateway::new(&url, host, labels)),
             #[cfg(feature = "otlp")]
             otlp,
@@ -115,8 +123,15 @@ impl Exporter {
     /// metrics and trace are waited for, a bounded time. On failure returns what went
     /// wrong (every failure, joined by `; `), warning on stderr the first time only for
     /// Prometheus and for OTLP each.
+    #[cfg_attr(
+        not(any(feature = "prometheus", feature = "otlp")),
+        allow(unused_mut, unused_variables)
+    )]
     pub(crate) fn export(&mut self, report: &Report, last: bool) -> Result<(), String> {
-        let mut errors = Vec::new();
+        let mut errors: Vec<String> = Vec::new();
+        #[cfg(not(feature = "prometheus"))]
+        let _ = (&self.host, &self.labels, &mut self.warned);
+        #[cfg(feature = "prometheus")]
         if self.textfile.is_some() || self.pushgateway.is_some() {
             let text = prometheus::encode(report, &self.host, &self.labels);
             let mut failed = Vec::new();
@@ -150,16 +165,55 @@ impl Exporter {
     }
 
     /// The textfile this exporter replaces, if any.
+    #[cfg(feature = "prometheus")]
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn textfile(&self) -> Option<&std::path::Path> {
         self.textfile.as_deref()
     }
 
     /// The Pushgateway URL (with the grouping key) this exporter pushes to, if any.
+    #[cfg(feature = "prometheus")]
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn push_url(&self) -> Option<&str> {
         self.pushgateway.as_ref().map(Pushgateway::url)
     }
+}
+
+/// Without the `prometheus` feature: a textfile or Pushgateway asked for by the builder
+/// fails the start, one asked for by a variable is ignored with a warning.
+#[cfg(not(feature = "prometheus"))]
+fn without_prometheus(
+    dir: Option<PathBuf>,
+    url: Option<String>,
+    config: &Config,
+    warn: &mut dyn FnMut(&str),
+) -> Result<(Option<PathBuf>, Option<String>), Error> {
+    const WHY: &str = "this stemmon was built without its `prometheus` feature";
+    for (asked, setting, var, by_builder) in [
+        (
+            dir.is_some(),
+            "prometheus_textfile",
+            TEXTFILE_VAR,
+            config.prometheus_textfile.is_some(),
+        ),
+        (
+            url.is_some(),
+            "pushgateway",
+            PUSHGATEWAY_VAR,
+            config.pushgateway.is_some(),
+        ),
+    ] {
+        if asked && by_builder {
+            return Err(Error::InvalidConfig {
+                setting,
+                reason: WHY.into(),
+            });
+        }
+        if asked {
+            warn(&format!("ignoring {var}: {WHY}"));
+        }
+    }
+    Ok((None, None))
 }
 
 /// What an endpoint setting accepts.
@@ -212,7 +266,7 @@ pub(crate) fn check_url(url: &str, rules: UrlRules) -> Result<(), String> {
 
 pub(crate) use crate::warn::warn;
 
-#[cfg(test)]
+#[cfg(all(test, feature = "prometheus"))]
 mod tests {
     use super::*;
     use std::collections::HashMap;
@@ -325,5 +379,43 @@ mod tests {
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(all(test, not(feature = "prometheus")))]
+mod without_the_feature {
+    use super::*;
+
+    #[test]
+    fn the_builder_is_refused_and_a_variable_is_warned_about() {
+        let labels = BTreeMap::new();
+        let config = Config {
+            pushgateway: Some("http://gw:9091".into()),
+            ..Config::default()
+        };
+        let error = Exporter::from_parts(&config, "h", &labels, |_| None, &mut |_| {})
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "invalid `pushgateway`: this stemmon was built without its `prometheus` feature"
+        );
+        let mut warnings = Vec::new();
+        let exporter = Exporter::from_parts(
+            &Config::default(),
+            "h",
+            &labels,
+            |name| (name == TEXTFILE_VAR).then(|| "dir".to_owned()),
+            &mut |w| warnings.push(w.to_owned()),
+        )
+        .unwrap();
+        assert!(exporter.is_none());
+        assert_eq!(
+            warnings,
+            [
+                "ignoring STEMMON_PROMETHEUS_TEXTFILE_DIR: this stemmon was built without its \
+              `prometheus` feature"
+            ]
+        );
     }
 }

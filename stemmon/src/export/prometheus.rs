@@ -10,10 +10,12 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use stemmon_report::fields::{Field, Unit, FIELDS};
 
 /// The `Content-Type` of what [`encode`] returns.
 pub(crate) const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
@@ -36,8 +38,8 @@ enum Value {
 #[derive(Debug)]
 struct Family {
     /// Without `_total`: the encoder appends it to counters.
-    name: &'static str,
-    help: &'static str,
+    name: Cow<'static, str>,
+    help: Cow<'static, str>,
     counter: bool,
     series: Vec<(Vec<(String, String)>, Value)>,
 }
@@ -57,7 +59,7 @@ impl Collector for Snapshot {
             } else {
                 MetricType::Gauge
             };
-            let mut metric = encoder.encode_descriptor(family.name, family.help, None, kind)?;
+            let mut metric = encoder.encode_descriptor(&family.name, &family.help, None, kind)?;
             for (labels, value) in &family.series {
                 let series = metric.encode_family(labels)?;
                 match (family.counter, *value) {
@@ -83,7 +85,7 @@ impl Snapshot {
             labels.push(("stage".to_owned(), path.to_owned()));
             labels
         };
-        let run = |name, help, value: Option<Value>| Family {
+        let run = |name: Cow<'static, str>, help: Cow<'static, str>, value: Option<Value>| Family {
             name,
             help,
             counter: false,
@@ -92,37 +94,40 @@ impl Snapshot {
         let latest = report.latest_sample.as_ref();
         let mut families = vec![
             run(
-                "stemmon_running",
-                "1 while the monitor runs, 0 once it finished.",
+                "stemmon_running".into(),
+                "1 while the monitor runs, 0 once it finished.".into(),
                 Some(Value::Int(u64::from(report.running))),
             ),
             run(
-                "stemmon_wall_seconds",
-                "Seconds since the monitor started (until it finished).",
+                "stemmon_wall_seconds".into(),
+                "Seconds since the monitor started (until it finished).".into(),
                 Some(Value::Float(report.wall_seconds)),
             ),
             run(
-                "stemmon_tree_rss_bytes",
-                "RSS of the process tree at the latest sample.",
+                "stemmon_tree_rss_bytes".into(),
+                "RSS of the process tree at the latest sample.".into(),
                 latest.and_then(|s| s.tree_rss_bytes).map(Value::Int),
             ),
             run(
-                "stemmon_peak_tree_rss_bytes",
-                "Highest sampled RSS of the process tree.",
+                "stemmon_peak_tree_rss_bytes".into(),
+                "Highest sampled RSS of the process tree.".into(),
                 report.peaks.peak_tree_rss_bytes.map(Value::Int),
             ),
             run(
-                "stemmon_peak_tree_rss_bound_bytes",
-                "Upper bound of the tree's peak RSS from the kernel's high-water marks.",
+                "stemmon_peak_tree_rss_bound_bytes".into(),
+                "Upper bound of the tree's peak RSS from the kernel's high-water marks.".into(),
                 report.high_water.peak_tree_rss_bound_bytes.map(Value::Int),
             ),
             run(
-                "stemmon_processes",
-                "Processes in the tree at the latest sample.",
+                "stemmon_processes".into(),
+                "Processes in the tree at the latest sample.".into(),
                 latest.map(|s| Value::Int(u64::from(s.process_count))),
             ),
         ];
-        let per_stage = |name, help, counter, value: &dyn Fn(usize) -> Option<Value>| Family {
+        let per_stage = |name: Cow<'static, str>,
+                         help: Cow<'static, str>,
+                         counter,
+                         value: &dyn Fn(usize) -> Option<Value>| Family {
             name,
             help,
             counter,
@@ -133,56 +138,32 @@ impl Snapshot {
                 .filter_map(|(i, stage)| value(i).map(|v| (with_stage(&stage.path), v)))
                 .collect(),
         };
+        // The run's peaks beyond SPEC §10's families, and every stage figure with an
+        // exported metric, from the field table; CPU is exported by mode below.
+        for field in FIELDS.iter().filter(|f| f.key != "cpu_seconds") {
+            let Some(export) = field.export else {
+                continue;
+            };
+            let value = |v: Option<f64>| v.map(|v| value_of(field, v));
+            let run_name = format!("stemmon_{}", export.name);
+            if !export.counter && !families.iter().any(|f| f.name == run_name) {
+                families.push(run(
+                    owned(run_name),
+                    owned(format!("{} (the whole run).", capital(field.meaning))),
+                    value(field.of_run(report)),
+                ));
+            }
+            families.push(per_stage(
+                owned(format!("stemmon_stage_{}", export.name)),
+                owned(format!(
+                    "{} while the stage was open.",
+                    capital(field.meaning)
+                )),
+                export.counter,
+                &|i| value(field.of_stage(&report.stages[i])),
+            ));
+        }
         let stages = &report.stages;
-        families.extend([
-            per_stage(
-                "stemmon_stage_calls",
-                "Calls of the stage, open ones included.",
-                true,
-                &|i| Some(Value::Int(stages[i].calls)),
-            ),
-            per_stage(
-                "stemmon_stage_errors",
-                "Calls of the stage that failed.",
-                true,
-                &|i| Some(Value::Int(stages[i].errors)),
-            ),
-            per_stage(
-                "stemmon_stage_wall_seconds",
-                "Wall time of all calls of the stage, summed over threads.",
-                true,
-                &|i| Some(Value::Float(stages[i].wall_seconds)),
-            ),
-            per_stage(
-                "stemmon_stage_peak_tree_rss_bytes",
-                "Highest sampled RSS of the process tree while the stage was open.",
-                false,
-                &|i| stages[i].peaks.peak_tree_rss_bytes.map(Value::Int),
-            ),
-            per_stage(
-                "stemmon_stage_peak_tree_rss_bound_bytes",
-                "Upper bound of the tree's peak RSS while the stage was open.",
-                false,
-                &|i| {
-                    stages[i]
-                        .high_water
-                        .peak_tree_rss_bound_bytes
-                        .map(Value::Int)
-                },
-            ),
-            per_stage(
-                "stemmon_stage_heap_allocated_bytes",
-                "Bytes allocated on the heap while the stage was open (stemmon::Alloc).",
-                true,
-                &|i| stages[i].heap.heap_allocated_bytes.map(Value::Int),
-            ),
-            per_stage(
-                "stemmon_stage_peak_heap_bytes",
-                "Highest heap growth during a call of the stage (stemmon::Alloc).",
-                false,
-                &|i| stages[i].heap.peak_heap_bytes.map(Value::Int),
-            ),
-        ]);
         // CPU by `mode`, as node_exporter's `node_cpu_seconds_total`: their sum is the total.
         let mut cpu = Vec::new();
         for stage in stages {
@@ -198,13 +179,34 @@ impl Snapshot {
             }
         }
         families.push(Family {
-            name: "stemmon_stage_cpu_seconds",
-            help: "CPU seconds of the whole process tree while the stage was open, by mode.",
+            name: "stemmon_stage_cpu_seconds".into(),
+            help: "CPU seconds of the whole process tree while the stage was open, by mode.".into(),
             counter: true,
             series: cpu,
         });
         Snapshot { families }
     }
+}
+
+/// A figure as a sample value: whole numbers stay exact, seconds and cores are floats.
+fn value_of(field: &Field, value: f64) -> Value {
+    match field.unit {
+        Unit::Bytes | Unit::Count if value >= 0.0 => Value::Int(value.round() as u64),
+        _ => Value::Float(value),
+    }
+}
+
+/// `text` with its first letter upper case, for a help line.
+fn capital(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+}
+
+/// A name or help made from the field table: owned.
+fn owned(text: String) -> Cow<'static, str> {
+    Cow::Owned(text)
 }
 
 /// `report` in the Prometheus text format; every series carries `host` and `labels`,

@@ -149,7 +149,7 @@ impl Rig {
     /// Takes a full sample that reads `reading`.
     pub(super) fn sample(&self, reading: TreeReading) {
         self.recorder
-            .take_sample(&mut FakeTree(reading))
+            .take_sample(&mut FakeTree(reading), &mut [])
             .expect("a fake sample");
     }
 }

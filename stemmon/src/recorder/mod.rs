@@ -17,6 +17,7 @@ mod boundary;
 mod calls;
 mod cpu;
 mod events;
+mod extra;
 #[cfg(test)]
 mod fake;
 mod heap;
@@ -125,6 +126,8 @@ pub(crate) struct State {
     /// The start, in seconds since boot (the clock of the processes' start times),
     /// where the platform has it.
     boot_origin: Option<f64>,
+    /// The measurement sources' figures and sections.
+    extra: extra::Extra,
 }
 
 /// One monitor's engine, shared by its handle, the sampler and every thread it covers.
@@ -217,6 +220,7 @@ impl Recorder {
                 ended: None,
                 heap: heap::HeapSweep::new(),
                 boot_origin,
+                extra: extra::Extra::default(),
             }),
             events: Mutex::new(None),
             config,
@@ -245,6 +249,11 @@ impl Recorder {
 
     fn ticks_seconds(&self, ticks: u64) -> f64 {
         seconds(self.clock.delta_as_nanos(0, ticks))
+    }
+
+    /// Declares the measurement sources whose readings samples will bring.
+    pub(crate) fn set_sources(&self, sources: &[Box<dyn crate::sources::Source>]) {
+        self.lock().extra = extra::Extra::of(sources);
     }
 
     /// Registers the calling thread; the first one registered is the monitor's own.

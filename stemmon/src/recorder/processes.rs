@@ -26,6 +26,8 @@ struct Seen {
     exit_maxrss: Option<u64>,
     cpu_micros: Option<u64>,
     exit_code: Option<i32>,
+    /// The measurement sources' figures of it (`peak_gpu_bytes`), the highest seen.
+    figures: Vec<(&'static str, u64)>,
 }
 
 impl Seen {
@@ -70,6 +72,7 @@ impl Processes {
             exit_maxrss: None,
             cpu_micros: None,
             exit_code: None,
+            figures: Vec::new(),
         });
         if process.ppid != 0 {
             entry.ppid = process.ppid;
@@ -106,6 +109,16 @@ impl Processes {
         }
     }
 
+    /// Keeps the highest `value` of a source's figure `key` for `pid`, if it is seen.
+    pub(crate) fn figure(&mut self, pid: u32, key: &'static str, value: u64) {
+        if let Some(seen) = self.seen.get_mut(&pid) {
+            match seen.figures.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, high)) => *high = (*high).max(value),
+                None => seen.figures.push((key, value)),
+            }
+        }
+    }
+
     /// Records the exit code of `pid`, reaped by this process (`stemmon run`).
     pub(crate) fn exited(&mut self, pid: u32, exit_code: i32) {
         if let Some(seen) = self.seen.get_mut(&pid) {
@@ -129,6 +142,7 @@ impl Processes {
                 built.exit_maxrss_bytes = seen.exit_maxrss;
                 built.cpu_seconds = seen.cpu_micros.map(|c| c as f64 / 1e6);
                 built.exit_code = seen.exit_code;
+                super::extra::process_figures(&seen.figures, &mut built);
                 built
             })
             .collect();

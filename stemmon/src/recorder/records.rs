@@ -239,6 +239,8 @@ pub(crate) struct Record {
     pub(crate) heap: super::heap::HeapStats,
     /// CPU and I/O of its completed calls (SPEC §12).
     pub(crate) cpu: super::cpu::CallCpu,
+    /// The measurement sources' figures, one slot per key (empty before its first sample).
+    pub(crate) extra: Vec<Option<u64>>,
 }
 
 impl Record {
@@ -281,6 +283,7 @@ impl Records {
             stats: Stats::default(),
             heap: Default::default(),
             cpu: super::cpu::CallCpu::ZERO,
+            extra: Vec::new(),
         });
         self.index.insert((parent, name.clone()), id);
         id

@@ -13,6 +13,7 @@ use super::timeline::Timeline;
 use super::{seconds, Line, OpenStage, Recorder, State};
 use crate::memory::{TreeReader, TreeReading};
 use crate::report::{CgroupReport, SampleReport, TimelinePoint};
+use crate::sources::Source;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
@@ -49,6 +50,8 @@ pub(crate) struct Scratch {
     closed: Vec<u32>,
     /// Records entered only while the reading ran: the next interval is theirs.
     late: Vec<u32>,
+    /// The measurement sources' readings.
+    taken: super::extra::Taken,
 }
 
 /// What full samples leave for the report.
@@ -91,6 +94,7 @@ impl Samples {
         reading: &TreeReading,
         bound: Option<u64>,
         cpu_cores: Option<f64>,
+        taken: &super::extra::Taken,
     ) {
         let elapsed = sample.sample.elapsed_seconds;
         if let Some(latest) = &self.latest {
@@ -119,6 +123,7 @@ impl Samples {
             built.process_count = reading.process_count;
             built.cpu_cores = cpu_cores;
             built.samples = 1;
+            taken.series_into(&mut built);
             built
         });
         self.latest = Some(sample);
@@ -128,7 +133,11 @@ impl Samples {
 impl Recorder {
     /// Takes one full tree sample with `reader` and applies it. A failure is kept in
     /// `sampling_error` and returned, for the publisher to warn about.
-    pub(crate) fn take_sample(&self, reader: &mut dyn TreeReader) -> Result<(), String> {
+    pub(crate) fn take_sample(
+        &self,
+        reader: &mut dyn TreeReader,
+        sources: &mut [Box<dyn Source>],
+    ) -> Result<(), String> {
         let mut scratch = std::mem::take(&mut self.lock().samples.scratch);
         // The stages open when the reading starts overlap its interval too.
         self.open_calls_into(&mut scratch.before);
@@ -136,6 +145,10 @@ impl Recorder {
         let reading = reader.read_tree(self.pid);
         let done = self.clock.raw();
         let took = seconds(self.clock.delta_as_nanos(started, done));
+        // The sources (NVML) are read here, on the sampler thread, outside the lock.
+        if let Ok(tree) = &reading {
+            scratch.taken.take(sources, tree);
+        }
         self.open_calls_into(&mut scratch.open);
         let mut state = self.lock();
         let health = &mut state.samples.health;
@@ -205,6 +218,7 @@ impl State {
             seen,
             closed,
             late,
+            taken,
         } = scratch;
         // The run's bound for this interval, as the total is about to count it (its
         // boundary intervals widened by the descendants' marks, never below the
@@ -251,7 +265,12 @@ impl State {
         for &record in seen.iter() {
             if let Some(record) = self.records.list.get_mut(record as usize) {
                 record.stats.apply_sample(&reading);
+                self.extra.fold_into(&mut record.extra, taken);
             }
+        }
+        self.extra.sampled(taken);
+        for &(pid, key, value) in taken.processes() {
+            self.processes.figure(pid, key, value);
         }
         // Records that closed during this interval, or saw only a reused reading, get
         // the interval this sample closes; others only widen their pending bound.
@@ -303,7 +322,7 @@ impl State {
         };
         let cpu_cores = self.cpu.sampled(&reading, elapsed);
         self.processes.sampled(&reading, elapsed);
-        self.samples.push(kept, &reading, bound, cpu_cores);
+        self.samples.push(kept, &reading, bound, cpu_cores, taken);
         self.boundary.sampled(reading, started, done);
     }
 }
@@ -377,7 +396,7 @@ mod tests {
             }
         }
         let rig = Rig::new();
-        let error = rig.recorder.take_sample(&mut Failing).unwrap_err();
+        let error = rig.recorder.take_sample(&mut Failing, &mut []).unwrap_err();
         assert_eq!(error, "could not read the process tree: no /proc");
         let report = rig.recorder.snapshot();
         assert_eq!(report.sampling_error.as_deref(), Some(error.as_str()));

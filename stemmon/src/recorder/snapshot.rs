@@ -114,6 +114,7 @@ impl Recorder {
                 built.high_water = record.stats.high_water.clone();
                 built.heap = record.heap.report();
                 built.cpu_io = state.stage_cpu(id, open_cpu.get(id), wall_seconds);
+                state.extra.stage(&record.extra, &mut built);
                 built
             });
         }
@@ -178,6 +179,7 @@ impl Recorder {
             built.spans = state.spans.list.clone();
             built.timeline = state.samples.timeline.points();
             built.heap = self.heap_report(&state);
+            state.extra.run(&mut built);
             built
         }
     }

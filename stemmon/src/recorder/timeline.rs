@@ -115,6 +115,7 @@ fn merge_into(earlier: &mut TimelinePoint, later: TimelinePoint) {
         (a, b) => a.or(b),
     };
     earlier.samples = earlier.samples.saturating_add(later.samples);
+    super::extra::merge_figures(earlier, &later);
 }
 
 /// The larger reading; a missing reading does not hide a present one.

@@ -17,6 +17,7 @@ use std::fmt;
 use std::path::Path;
 
 mod pids;
+pub(crate) mod source;
 
 pub use pids::ProcessGpu;
 use pids::{Matcher, Procfs, StatusSource};

@@ -1,4 +1,4 @@
-//! The metrics of a report, as one list of entries ([`METRICS`]): name, report key,
+//! The metrics of a report, as one list of entries ([`metrics`]): name, report key,
 //! unit, instrument, description, and where the value comes from. The points and span
 //! attributes made from it are in [`points`](super::points).
 //!
@@ -10,6 +10,8 @@
 //! a stage to the run that holds it (stages are inclusive).
 
 use crate::report::{Report, StageReport};
+use std::sync::OnceLock;
+use stemmon_report::fields::{Field, Source as FieldSource, Unit, FIELDS};
 
 /// How an entry's points aggregate: the OpenTelemetry instrument it stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +38,116 @@ pub(crate) enum Source {
     Run(fn(&Report) -> Option<Figure>),
     /// Each stage: one point per stage that has the figure, with `stage.path`.
     Stage(fn(&StageReport) -> Option<Figure>),
+    /// A field of the table, of the whole run.
+    FieldRun(&'static Field),
+    /// A field of the table, of each stage.
+    FieldStage(&'static Field),
+}
+
+impl Source {
+    /// Whether it is the whole run's (else each stage's).
+    pub(crate) fn is_run(&self) -> bool {
+        matches!(self, Source::Run(_) | Source::FieldRun(_))
+    }
+
+    /// The value for the whole run, where the entry is the run's.
+    pub(crate) fn of_run(&self, report: &Report) -> Option<Figure> {
+        match self {
+            Source::Run(value) => value(report),
+            Source::FieldRun(field) => figure(field, field.of_run(report)?),
+            _ => None,
+        }
+    }
+
+    /// The value for `stage`, where the entry is the stages'.
+    pub(crate) fn of_stage(&self, stage: &StageReport) -> Option<Figure> {
+        match self {
+            Source::Stage(value) => value(stage),
+            Source::FieldStage(field) => figure(field, field.of_stage(stage)?),
+            _ => None,
+        }
+    }
+}
+
+/// A field's value as a figure: whole numbers exact.
+fn figure(field: &Field, value: f64) -> Option<Figure> {
+    match field.unit {
+        Unit::Bytes | Unit::Count => (value >= 0.0).then(|| Figure::Int(value.round() as u64)),
+        _ => Some(Figure::Float(value)),
+    }
+}
+
+/// The unit OpenTelemetry writes for `field` (UCUM).
+fn unit_of(field: &Field) -> &'static str {
+    match field.unit {
+        Unit::Bytes => "By",
+        Unit::Seconds => "s",
+        Unit::Cores => "1",
+        Unit::Count if field.source == FieldSource::Calls => "{call}",
+        Unit::Count => "1",
+    }
+}
+
+/// Every metric stemmon sends, in the order sent: [`WRITTEN`], then one per stage figure
+/// of the field table with an exported metric (but CPU and disk, split by mode above),
+/// and the run's peaks of the table (but the heap's, written above as the live heap).
+pub(crate) fn metrics() -> &'static [Entry] {
+    static ALL: OnceLock<Vec<Entry>> = OnceLock::new();
+    static NAMES: OnceLock<Vec<(String, String, String)>> = OnceLock::new();
+    ALL.get_or_init(|| {
+        let exported = || {
+            FIELDS
+                .iter()
+                .filter_map(|field| Some((field, field.export?)))
+                .filter(|(f, _)| {
+                    !matches!(f.key, "cpu_seconds" | "io_read_bytes" | "io_write_bytes")
+                })
+        };
+        let names = NAMES.get_or_init(|| {
+            exported()
+                .map(|(field, export)| {
+                    (
+                        format!("stemmon.stage.{}", export.otlp),
+                        format!("stemmon.{}", export.otlp),
+                        format!("{}.", capital(field.meaning)),
+                    )
+                })
+                .collect()
+        });
+        let mut all = WRITTEN.to_vec();
+        for ((field, export), (stage, run, description)) in exported().zip(names) {
+            let kind = if export.counter { Counter } else { Gauge };
+            if !export.counter && field.source != FieldSource::Heap {
+                all.push(Entry {
+                    name: run,
+                    key: field.key,
+                    unit: unit_of(field),
+                    kind,
+                    description,
+                    attribute: None,
+                    source: Source::FieldRun(field),
+                });
+            }
+            all.push(Entry {
+                name: stage,
+                key: field.key,
+                unit: unit_of(field),
+                kind,
+                description,
+                attribute: None,
+                source: Source::FieldStage(field),
+            });
+        }
+        all
+    })
+}
+
+/// `text` with its first letter upper case.
+fn capital(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 /// One figure of the report as an OTLP metric's data point (and a span attribute).
@@ -118,8 +230,10 @@ const DISK: &str = "Bytes the process tree read from and wrote to storage.";
 const STAGE_DISK: &str = "Bytes the process tree read from and wrote to storage while the \
                           stage was open.";
 
-/// Every metric stemmon sends, in the order sent.
-pub(crate) const METRICS: &[Entry] = &[
+/// The metrics written out here: the whole run's under the semantic conventions and
+/// the heap's, and the CPU and disk figures split by an attribute. The rest come from
+/// the field table ([`metrics`]).
+const WRITTEN: &[Entry] = &[
     run(
         "process.memory.usage",
         "tree_rss_bytes",
@@ -217,38 +331,6 @@ pub(crate) const METRICS: &[Entry] = &[
         },
     ),
     run(
-        "stemmon.peak_tree_rss",
-        "peak_tree_rss_bytes",
-        "By",
-        Gauge,
-        "Highest sampled RSS of the process tree.",
-        |r| int(r.peaks.peak_tree_rss_bytes),
-    ),
-    run(
-        "stemmon.peak_tree_rss_bound",
-        "peak_tree_rss_bound_bytes",
-        "By",
-        Gauge,
-        "Upper bound of the tree's peak RSS from the kernel's high-water marks.",
-        |r| int(r.high_water.peak_tree_rss_bound_bytes),
-    ),
-    run(
-        "stemmon.peak_parent_hwm",
-        "peak_parent_hwm_bytes",
-        "By",
-        Gauge,
-        "Exact peak RSS of the monitored process itself (its high-water mark).",
-        |r| int(r.high_water.peak_parent_hwm_bytes),
-    ),
-    run(
-        "stemmon.peak_cgroup_memory",
-        "peak_cgroup_memory_bytes",
-        "By",
-        Gauge,
-        "Highest memory charge of the job's cgroup seen during the run.",
-        |r| int(r.high_water.peak_cgroup_memory_bytes),
-    ),
-    run(
         "stemmon.heap.live",
         "heap.live_bytes",
         "By",
@@ -271,54 +353,6 @@ pub(crate) const METRICS: &[Entry] = &[
         Counter,
         "Heap bytes the process allocated since the start (stemmon::Alloc).",
         |r| int(r.heap.allocated_bytes),
-    ),
-    stage(
-        "stemmon.stage.calls",
-        "calls",
-        "{call}",
-        Counter,
-        "Calls of the stage, open ones included.",
-        |s| Some(Figure::Int(s.calls)),
-    ),
-    stage(
-        "stemmon.stage.errors",
-        "errors",
-        "{call}",
-        Counter,
-        "Calls of the stage that failed (panicked, returned Err, or were cancelled).",
-        |s| Some(Figure::Int(s.errors)),
-    ),
-    stage(
-        "stemmon.stage.wall_time",
-        "wall_seconds",
-        "s",
-        Counter,
-        "Wall time of all calls of the stage, summed over threads.",
-        |s| Some(Figure::Float(s.wall_seconds)),
-    ),
-    stage(
-        "stemmon.stage.peak_tree_rss",
-        "peak_tree_rss_bytes",
-        "By",
-        Gauge,
-        "Highest sampled RSS of the process tree while the stage was open.",
-        |s| int(s.peaks.peak_tree_rss_bytes),
-    ),
-    stage(
-        "stemmon.stage.peak_tree_rss_bound",
-        "peak_tree_rss_bound_bytes",
-        "By",
-        Gauge,
-        "Upper bound of the tree's peak RSS while the stage was open.",
-        |s| int(s.high_water.peak_tree_rss_bound_bytes),
-    ),
-    stage(
-        "stemmon.stage.peak_parent_hwm",
-        "peak_parent_hwm_bytes",
-        "By",
-        Gauge,
-        "Exact peak RSS of the monitored process itself while the stage was open.",
-        |s| int(s.high_water.peak_parent_hwm_bytes),
     ),
     with(
         stage(
@@ -368,22 +402,6 @@ pub(crate) const METRICS: &[Entry] = &[
         "disk.io.direction",
         "write",
     ),
-    stage(
-        "stemmon.stage.heap.allocated",
-        "heap_allocated_bytes",
-        "By",
-        Counter,
-        "Heap bytes allocated while the stage was open, all calls and threads (stemmon::Alloc).",
-        |s| int(s.heap.heap_allocated_bytes),
-    ),
-    stage(
-        "stemmon.stage.heap.peak",
-        "peak_heap_bytes",
-        "By",
-        Gauge,
-        "Highest heap growth during a call of the stage (stemmon::Alloc).",
-        |s| int(s.heap.peak_heap_bytes),
-    ),
 ];
 
 #[cfg(test)]
@@ -393,7 +411,7 @@ mod tests {
     #[test]
     fn entries_of_one_name_are_adjacent_and_agree() {
         let mut seen = std::collections::HashSet::new();
-        for pair in METRICS.windows(2) {
+        for pair in metrics().windows(2) {
             let (a, b) = (&pair[0], &pair[1]);
             if a.name == b.name {
                 assert_eq!(
@@ -405,17 +423,14 @@ mod tests {
                     "{}",
                     a.name
                 );
-                assert_eq!(
-                    matches!(a.source, Source::Run(_)),
-                    matches!(b.source, Source::Run(_))
-                );
+                assert_eq!(a.source.is_run(), b.source.is_run());
             } else {
                 assert!(seen.insert(a.name), "{} is not adjacent", a.name);
             }
         }
         // A stage's metric is never the run's (summing would count a stage twice).
-        for entry in METRICS {
-            let staged = matches!(entry.source, Source::Stage(_));
+        for entry in metrics() {
+            let staged = !entry.source.is_run();
             assert_eq!(
                 entry.name.starts_with("stemmon.stage."),
                 staged,

@@ -1,7 +1,7 @@
-//! [`METRICS`] made into OTLP: the metrics of a report, and its figures as span
+//! The metric entries made into OTLP: the metrics of a report, and its figures as span
 //! attributes.
 
-use super::metrics::{Figure, Kind, Source, METRICS};
+use super::metrics::{metrics as entries, Figure, Kind};
 use super::proto::{self, metric, number_data_point, KeyValue, Metric, NumberDataPoint};
 use crate::report::{Report, StageReport};
 
@@ -33,10 +33,10 @@ pub(crate) struct Times {
     pub(crate) now: u64,
 }
 
-/// The metrics of `report`, one per name of [`METRICS`] that has a point.
+/// The metrics of `report`, one per entry name that has a point.
 pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
     let mut metrics: Vec<Metric> = Vec::new();
-    for entry in METRICS {
+    for entry in entries() {
         let point = |value, mut attributes: Vec<KeyValue>| {
             attributes.extend(entry.attribute.map(|(k, v)| KeyValue::string(k, v)));
             NumberDataPoint {
@@ -50,20 +50,23 @@ pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
                 value: Some(value),
             }
         };
-        let points: Vec<NumberDataPoint> = match entry.source {
-            Source::Run(value) => value(report)
+        let points: Vec<NumberDataPoint> = if entry.source.is_run() {
+            entry
+                .source
+                .of_run(report)
                 .and_then(point_value)
                 .map(|v| point(v, Vec::new()))
                 .into_iter()
-                .collect(),
-            Source::Stage(value) => report
+                .collect()
+        } else {
+            report
                 .stages
                 .iter()
                 .filter_map(|s| {
-                    let v = point_value(value(s)?)?;
+                    let v = point_value(entry.source.of_stage(s)?)?;
                     Some(point(v, vec![KeyValue::string("stage.path", &s.path)]))
                 })
-                .collect(),
+                .collect()
         };
         if points.is_empty() {
             continue;
@@ -96,12 +99,9 @@ pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
 
 /// The figures of `stage` as span attributes, `stemmon.<key>`.
 pub(crate) fn stage_attributes(stage: &StageReport) -> Vec<KeyValue> {
-    METRICS
+    entries()
         .iter()
-        .filter_map(|entry| match entry.source {
-            Source::Stage(value) => Some((entry.key, value(stage)?)),
-            Source::Run(_) => None,
-        })
+        .filter_map(|entry| Some((entry.key, entry.source.of_stage(stage)?)))
         .filter_map(|(key, figure)| {
             Some(KeyValue::of(
                 &format!("stemmon.{key}"),
@@ -113,12 +113,9 @@ pub(crate) fn stage_attributes(stage: &StageReport) -> Vec<KeyValue> {
 
 /// The run's figures as the root span's attributes, `stemmon.<key>`.
 pub(crate) fn run_attributes(report: &Report) -> Vec<KeyValue> {
-    METRICS
+    entries()
         .iter()
-        .filter_map(|entry| match entry.source {
-            Source::Run(value) => Some((entry.key, value(report)?)),
-            Source::Stage(_) => None,
-        })
+        .filter_map(|entry| Some((entry.key, entry.source.of_run(report)?)))
         .filter_map(|(key, figure)| {
             Some(KeyValue::of(
                 &format!("stemmon.{key}"),
@@ -252,21 +249,18 @@ mod tests {
     fn span_attributes_are_the_figures_under_their_report_keys() {
         let report = report();
         let attributes = stage_attributes(&report.stages[0]);
-        let keys: Vec<&str> = attributes.iter().map(|kv| kv.key.as_str()).collect();
-        assert_eq!(
-            keys,
-            [
-                "stemmon.calls",
-                "stemmon.errors",
-                "stemmon.wall_seconds",
-                "stemmon.peak_tree_rss_bytes",
-                "stemmon.cpu_system_seconds"
-            ]
-        );
-        assert_eq!(
-            attributes[3],
-            KeyValue::int("stemmon.peak_tree_rss_bytes", 256 << 20)
-        );
+        let mut keys: Vec<&str> = attributes.iter().map(|kv| kv.key.as_str()).collect();
+        keys.sort_unstable();
+        let mut expected = [
+            "stemmon.calls",
+            "stemmon.errors",
+            "stemmon.wall_seconds",
+            "stemmon.peak_tree_rss_bytes",
+            "stemmon.cpu_system_seconds",
+        ];
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+        assert!(attributes.contains(&KeyValue::int("stemmon.peak_tree_rss_bytes", 256 << 20)));
         let run = run_attributes(&report);
         assert!(run.contains(&KeyValue::int("stemmon.running", 0)));
     }

@@ -1,0 +1,132 @@
+//! `stemmon run` of a command that a (fake) NVIDIA driver lists as a GPU process: the
+//! report has its GPU memory, and `show` says so (SPEC §15).
+
+mod common;
+
+use common::{read_report, stemmon, TempDir, MIB};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Builds the fake driver (`stemmon/tests/support/fake_nvml.c`) into `dir`; `None`
+/// where no C compiler does (a failure under CI).
+fn fake_driver(dir: &Path) -> Option<std::path::PathBuf> {
+    let source = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../stemmon/tests/support/fake_nvml.c"
+    );
+    let library = dir.join("libnvidia-ml.so.1");
+    let built = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
+        .args(["-shared", "-fPIC", "-O2", "-o"])
+        .arg(&library)
+        .arg(source)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI is set, but the fake NVML does not build"
+        );
+        eprintln!("\n*** SKIPPED: the fake NVML library does not build ***\n");
+        return None;
+    }
+    Some(library)
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Kills `stemmon run` if the test fails before it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists() {
+    let dir = TempDir::new("gpu-run");
+    let Some(library) = fake_driver(dir.path()) else {
+        return;
+    };
+    let (pid_file, go, report) = (
+        dir.path().join("pid"),
+        dir.path().join("go"),
+        dir.path().join("report.json"),
+    );
+    let script = format!(
+        "echo $$ > {pid}; while [ ! -e {go} ]; do sleep 0.01; done",
+        pid = pid_file.display(),
+        go = go.display()
+    );
+    // The driver lists the device from the start (NVML is opened once, when the run
+    // starts); the command's process appears once its pid is known.
+    let state = |compute: &str| {
+        let next = dir.path().join("fake-nvml-state.next");
+        std::fs::write(
+            &next,
+            format!(
+                "driver 555.1\ndevice\nname NVIDIA Fake\nuuid GPU-1\ntotal {}\nused {}\n{compute}",
+                16u64 << 30,
+                4u64 << 30,
+            ),
+        )
+        .unwrap();
+        std::fs::rename(next, dir.path().join("fake-nvml-state")).unwrap();
+    };
+    state("");
+    let run = stemmon()
+        .env("STEMMON_NVML_LIBRARY", &library)
+        .args([
+            "run",
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "0.05",
+            "-o",
+        ])
+        .arg(&report)
+        .args(["--", "sh", "-c", &script])
+        .spawn()
+        .unwrap();
+    let mut run = KillOnDrop(run);
+    wait_for("the command's pid", || {
+        std::fs::read_to_string(&pid_file).is_ok_and(|t| t.ends_with('\n'))
+    });
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    state(&format!("compute {pid} {}\n", 300 * MIB));
+    // Until a sample saw it: the report is rewritten at every log line.
+    wait_for("a sample of the GPU", || {
+        std::fs::read(&report)
+            .ok()
+            .and_then(|bytes| stemmon_report::read(&bytes).ok())
+            .is_some_and(|r| r.figures.count("peak_tree_gpu_bytes") == Some(300 * MIB))
+    });
+    std::fs::write(&go, "").unwrap();
+    assert!(run.0.wait().unwrap().success());
+    let report_read = read_report(&report);
+    assert_eq!(
+        report_read.figures.count("peak_tree_gpu_bytes"),
+        Some(300 * MIB)
+    );
+    assert_eq!(
+        report_read.figures.count("peak_device_gpu_bytes"),
+        Some(4 << 30),
+        "{:?}",
+        report_read.figures
+    );
+    let command = report_read.processes.iter().find(|p| p.pid == pid).unwrap();
+    assert_eq!(command.figures.count("peak_gpu_bytes"), Some(300 * MIB));
+}
