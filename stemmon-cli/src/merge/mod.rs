@@ -30,20 +30,26 @@
 //! A run is merged once: two inputs with the same identity (`run_id`, or before 0.4
 //! host, labels, pid and wall time) are refused, and so is a merged report beside one
 //! of the runs it holds. Sums of seconds stop at the largest time a report may hold
-//! ([`MAX_SECONDS`]), and a high-water bound is never below the figure it bounds, so
+//! ([`stemmon_report::read::MAX_SECONDS`]), and a high-water bound is never below the figure it bounds, so
 //! the merged report reads back.
 
 use crate::format::{bytes, seconds, short};
 use crate::input::Loaded;
 use crate::{input, Failure};
-use serde::ser::{SerializeStruct, Serializer};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use stemmon::report::StageReport;
 use stemmon::Report;
-use stemmon_report::fields::{field, Field, Fold, Unit, FIELDS};
-use stemmon_report::read::MAX_SECONDS;
+use stemmon_report::fields::{field, Unit};
+
+mod fold;
+mod section;
+mod stages;
+
+use fold::{agreed, fold_fields, keep_bounds, recompute, within};
+use section::{spreads, InputRun, Section};
+use stages::merged_stages;
 
 /// Combines the reports of one job's ranks or nodes into one report.
 #[derive(Debug, clap::Args)]
@@ -191,224 +197,6 @@ struct Written<'a> {
     #[serde(flatten)]
     report: &'a Report,
     merge: &'a Section,
-}
-
-/// The merged report's `merge` key (see the module docs).
-#[derive(Debug, Default, Serialize)]
-pub(crate) struct Section {
-    /// The reports merged, in the order given.
-    pub(crate) inputs: Vec<InputRun>,
-    /// Every run merged in: the inputs' identities, and those merged inputs held.
-    pub(crate) runs: Vec<String>,
-    /// The index in `inputs` of the report whose timeline, samples, spans and sections
-    /// the merged report holds.
-    pub(crate) timeline_from: usize,
-    /// The whole run's figures over the inputs, by field key (with two inputs or more).
-    pub(crate) run: BTreeMap<&'static str, Spread>,
-    /// Each stage's inputs, and its figures over them where two or more ran it, in the
-    /// order of `stages`.
-    pub(crate) stages: Vec<StageSpreads>,
-    /// For each of `processes`, the index in `inputs` of the report that saw it.
-    pub(crate) processes: Vec<usize>,
-}
-
-/// One merged report.
-#[derive(Debug, Default, Serialize)]
-pub(crate) struct InputRun {
-    /// The file it was read from, as given.
-    pub(crate) file: String,
-    /// Its identity: its `run_id`, else its host, labels, pid and wall time.
-    pub(crate) identity: String,
-    pub(crate) host: String,
-    /// Its `labels.rank`, if any.
-    pub(crate) rank: Option<String>,
-    pub(crate) pid: u32,
-    pub(crate) wall_seconds: f64,
-    /// Its `error`: why its run failed.
-    pub(crate) error: Option<String>,
-}
-
-/// One stage path's figures over the inputs that ran it.
-#[derive(Debug, Default, Serialize)]
-pub(crate) struct StageSpreads {
-    pub(crate) path: String,
-    /// How many of the inputs ran it.
-    pub(crate) reports: u32,
-    /// The index in `inputs` of the first that ran it (the only one, for one).
-    pub(crate) first_report: usize,
-    /// Its figures over the inputs that ran it, by field key: none for a stage one input
-    /// ran, whose figures are the stage's own (the section stays small beside the
-    /// stages however many a report holds).
-    #[serde(flatten)]
-    pub(crate) figures: BTreeMap<&'static str, Spread>,
-}
-
-/// A figure over the records that have it (at least one).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Spread {
-    unit: Unit,
-    pub(crate) count: u32,
-    pub(crate) min: f64,
-    pub(crate) max: f64,
-    pub(crate) sum: f64,
-    /// The index in `inputs` of the record with the max, the first on a tie.
-    pub(crate) max_report: usize,
-}
-
-impl Spread {
-    /// The spread of `(input index, value)` pairs, `None` for none.
-    fn of(unit: Unit, values: impl IntoIterator<Item = (usize, f64)>) -> Option<Spread> {
-        let mut values = values.into_iter();
-        let (at, first) = values.next()?;
-        let mut spread = Spread {
-            unit,
-            count: 1,
-            min: first,
-            max: first,
-            sum: first,
-            max_report: at,
-        };
-        for (at, value) in values {
-            spread.count += 1;
-            spread.min = spread.min.min(value);
-            if value > spread.max {
-                (spread.max, spread.max_report) = (value, at);
-            }
-            spread.sum += value;
-        }
-        Some(spread)
-    }
-}
-
-impl Serialize for Spread {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // Bytes and counts as whole numbers, as a report writes them.
-        let whole = matches!(self.unit, Unit::Bytes | Unit::Count);
-        let number = |value: f64| Number { value, whole };
-        let mut out = serializer.serialize_struct("Spread", 6)?;
-        out.serialize_field("count", &self.count)?;
-        out.serialize_field("min", &number(self.min))?;
-        out.serialize_field("mean", &(self.sum / f64::from(self.count)))?;
-        out.serialize_field("max", &number(self.max))?;
-        out.serialize_field("sum", &number(self.sum))?;
-        out.serialize_field("max_report", &self.max_report)?;
-        out.end()
-    }
-}
-
-/// A figure written as a whole number where its unit is one and it is whole.
-struct Number {
-    value: f64,
-    whole: bool,
-}
-
-impl Serialize for Number {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let v = self.value;
-        if self.whole && v.fract() == 0.0 && (0.0..u64::MAX as f64).contains(&v) {
-            serializer.serialize_u64(v as u64)
-        } else if self.whole && v.fract() == 0.0 && (i64::MIN as f64..0.0).contains(&v) {
-            serializer.serialize_i64(v as i64)
-        } else {
-            serializer.serialize_f64(v)
-        }
-    }
-}
-
-/// How `values` combine by `fold`; `None` without any (or for a figure recomputed).
-fn fold(fold: Fold, values: impl Iterator<Item = f64>) -> Option<f64> {
-    match fold {
-        Fold::Sum => values.reduce(|a, b| a + b),
-        Fold::Max => values.reduce(f64::max),
-        Fold::Derived => None,
-    }
-}
-
-/// A figure as a report may hold it: seconds and cores within `0..=MAX_SECONDS`.
-fn within(unit: Unit, value: f64) -> f64 {
-    match unit {
-        Unit::Seconds | Unit::Cores => value.clamp(0.0, MAX_SECONDS),
-        Unit::Bytes | Unit::Count => value,
-    }
-}
-
-/// Sets every field of `record` the table lets be set, folded from `of` over `records`
-/// (a figure computed from others is left for [`recompute`]).
-fn fold_fields<R>(
-    record: &mut StageReport,
-    records: &[(usize, &R)],
-    of: impl Fn(&Field, &R) -> Option<f64>,
-) {
-    for field in FIELDS
-        .iter()
-        .filter(|f| f.is_key() && f.fold != Fold::Derived)
-    {
-        let value = fold(field.fold, records.iter().filter_map(|(_, r)| of(field, r)));
-        if let Some(value) = value {
-            field.set(record, Some(within(field.unit, value)));
-        }
-    }
-}
-
-/// The spreads of every field over `records`, by key.
-fn spreads<R>(
-    records: &[(usize, &R)],
-    of: impl Fn(&Field, &R) -> Option<f64>,
-) -> BTreeMap<&'static str, Spread> {
-    FIELDS
-        .iter()
-        .filter_map(|field| {
-            let values = records
-                .iter()
-                .filter_map(|&(at, r)| of(field, r).map(|v| (at, v)));
-            Spread::of(field.unit, values).map(|spread| (field.key, spread))
-        })
-        .collect()
-}
-
-/// The figures computed from others, recomputed: `cpu_cores`, the CPU seconds of
-/// `record` over `wall`, the wall seconds of the records that had CPU figures.
-fn recompute(record: &mut StageReport, wall: f64) {
-    let (Some(cpu), Some(cores)) = (field("cpu_seconds"), field("cpu_cores")) else {
-        return;
-    };
-    let value = cpu
-        .of_stage(record)
-        .filter(|_| wall > 0.0)
-        .map(|cpu| within(Unit::Cores, cpu / wall));
-    cores.set(record, value);
-}
-
-/// The bounds of SPEC §8 in a merged record: where an input had the sampled figure but
-/// not its bound, the highest bound read may be below it, and the sampled one stands.
-fn keep_bounds(peaks: &stemmon::report::Peaks, high_water: &mut stemmon::report::HighWater) {
-    let raise = |bound: &mut Option<u64>, floor: Option<u64>| {
-        if let (Some(b), Some(f)) = (bound.as_mut(), floor) {
-            *b = (*b).max(f);
-        }
-    };
-    raise(
-        &mut high_water.peak_tree_rss_bound_bytes,
-        peaks.peak_tree_rss_bytes,
-    );
-    raise(
-        &mut high_water.peak_parent_hwm_bytes,
-        peaks.peak_parent_rss_bytes,
-    );
-}
-
-/// A stage path across the inputs: where it sits, and the input stages that have it.
-struct Slot<'a> {
-    name: &'a str,
-    path: &'a str,
-    parent: Option<u32>,
-    found: Vec<(usize, &'a StageReport)>,
-}
-
-/// The value all of `values` agree on, else `None`.
-fn agreed<T: PartialEq>(mut values: impl Iterator<Item = T>) -> Option<T> {
-    let first = values.next()?;
-    values.all(|v| v == first).then_some(first)
 }
 
 /// Merges `(file, report)` pairs: linear in the stages of all reports (one map of paths).
@@ -582,96 +370,6 @@ fn merged(reports: &[(String, Loaded)]) -> Merged {
         processes: process_inputs,
     };
     Merged { report, section }
-}
-
-/// The merged stages, their spreads, and for each input the merged id of each of its
-/// stages (to carry its spans over).
-fn merged_stages(
-    reports: &[(String, Loaded)],
-) -> (Vec<StageReport>, Vec<StageSpreads>, Vec<Vec<u32>>) {
-    let mut at: HashMap<&str, u32> = HashMap::new();
-    let mut slots: Vec<Slot> = Vec::new();
-    let mut ids: Vec<Vec<u32>> = Vec::with_capacity(reports.len());
-    for (index, (_, loaded)) in reports.iter().enumerate() {
-        let stages = &loaded.report.stages;
-        let mut id_of: Vec<Option<u32>> = vec![None; stages.len()];
-        let mut chain = Vec::new();
-        for start in 0..stages.len() {
-            // In order of index, each stage after its parent: where a (hand-made) report
-            // lists a child first, its ancestors not yet placed go before it. The tree is
-            // checked, so the walk up ends; each stage is placed once.
-            let mut at_stage = Some(start);
-            while let Some(i) = at_stage.filter(|&i| id_of[i].is_none()) {
-                chain.push(i);
-                at_stage = stages[i].parent_id.map(|p| p as usize);
-            }
-            while let Some(i) = chain.pop() {
-                let stage = &stages[i];
-                let slot = match at.get(stage.path.as_str()) {
-                    Some(&slot) => slot,
-                    None => {
-                        let slot = slots.len() as u32;
-                        slots.push(Slot {
-                            name: &stage.name,
-                            path: &stage.path,
-                            parent: stage.parent_id.and_then(|p| id_of[p as usize]),
-                            found: Vec::new(),
-                        });
-                        at.insert(&stage.path, slot);
-                        slot
-                    }
-                };
-                id_of[i] = Some(slot);
-                slots[slot as usize].found.push((index, stage));
-            }
-        }
-        ids.push(id_of.into_iter().map(|id| id.unwrap_or(0)).collect());
-    }
-    let mut stages = Vec::with_capacity(slots.len());
-    let mut spread_list = Vec::with_capacity(slots.len());
-    for (id, slot) in slots.into_iter().enumerate() {
-        let found = &slot.found;
-        let mut stage = StageReport::default();
-        stage.id = id as u32;
-        stage.name = slot.name.to_owned();
-        stage.path = slot.path.to_owned();
-        stage.parent_id = slot.parent;
-        fold_fields(&mut stage, found, |field, s| field.of_stage(s));
-        let with_cpu =
-            |s: &StageReport| field("cpu_seconds").is_some_and(|f| f.of_stage(s).is_some());
-        let cpu_wall: f64 = found
-            .iter()
-            .filter(|(_, s)| with_cpu(s))
-            .map(|(_, s)| s.wall_seconds)
-            .sum();
-        recompute(&mut stage, within(Unit::Seconds, cpu_wall));
-        let StageReport {
-            peaks, high_water, ..
-        } = &mut stage;
-        keep_bounds(peaks, high_water);
-        let each = || found.iter().map(|(_, s)| *s);
-        stage.threads = each().map(|s| s.threads).fold(0u32, u32::saturating_add);
-        stage.start_seconds = each().map(|s| s.start_seconds).fold(f64::MAX, f64::min);
-        stage.min_wall_seconds = each().map(|s| s.min_wall_seconds).fold(f64::MAX, f64::min);
-        stage.max_wall_seconds = each().map(|s| s.max_wall_seconds).fold(0.0, f64::max);
-        stage.error = each().find_map(|s| s.error.clone());
-        stage.samples = each().map(|s| s.samples).fold(0u64, u64::saturating_add);
-        stage.partial_rss_samples = each()
-            .map(|s| s.partial_rss_samples)
-            .fold(0u64, u64::saturating_add);
-        spread_list.push(StageSpreads {
-            path: stage.path.clone(),
-            reports: found.len() as u32,
-            first_report: found.first().map_or(0, |(at, _)| *at),
-            figures: if found.len() > 1 {
-                spreads(found, |field, s| field.of_stage(s))
-            } else {
-                BTreeMap::new()
-            },
-        });
-        stages.push(stage);
-    }
-    (stages, spread_list, ids)
 }
 
 /// The merged report's `run_id`: `merge-` and a hash of the runs it holds, the same for
