@@ -5,8 +5,10 @@
 //! A report may come from anyone: every time is made finite and non-negative here, sums
 //! saturate, and the work is linear in the report's size (no scan per span).
 
+use super::lines::LINES;
 use super::mark::{highest_bound, peak, BoundMark, Peak};
-use super::series::{Series, LINES};
+use super::point::{time, Point};
+use super::series::Series;
 use crate::format::{bytes, command_line, cut_middle, seconds};
 use crate::peak::{tree_peak, TreePeak};
 use serde::Serialize;
@@ -19,33 +21,6 @@ const TITLE: usize = 100;
 
 /// Stages drawn as lanes: the outermost and their children.
 const MAX_DEPTH: usize = 2;
-
-/// One point of the series: [start, end] seconds and the maxima over that interval.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub(crate) struct Point {
-    pub(crate) start: f64,
-    pub(crate) end: f64,
-    pub(crate) tree: Option<u64>,
-    pub(crate) parent: Option<u64>,
-    pub(crate) children: Option<u64>,
-    /// The kernel's high-water bound over the interval (stemmon 0.2 on).
-    pub(crate) bound: Option<u64>,
-    /// The figures of the memory panel's [`LINES`], in their order: the highest live
-    /// heap (stemmon 0.3 with `stemmon::Alloc`), the tree's GPU memory (0.4).
-    pub(crate) lines: [Option<u64>; LINES.len()],
-    /// The highest CPU use of the tree in cores (stemmon 0.3).
-    pub(crate) cpu: Option<f64>,
-}
-
-impl Point {
-    /// Parent and children stacked: their sum, or whichever was read.
-    pub(crate) fn stacked(&self) -> Option<u64> {
-        match (self.parent, self.children) {
-            (Some(a), Some(b)) => Some(a.saturating_add(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
 
 /// Calls of one stage path drawn as a band: its lane (depth), name and interval.
 #[derive(Clone, Debug, Serialize)]
@@ -70,15 +45,6 @@ pub(crate) struct Chart {
     pub(crate) peak: Option<Peak>,
     /// Marked where the peak is the sampled one and a bound was read.
     pub(crate) bound: Option<BoundMark>,
-}
-
-/// A time from a report: finite and at least zero.
-pub(super) fn time(seconds: f64) -> f64 {
-    if seconds.is_nan() {
-        0.0
-    } else {
-        seconds.clamp(0.0, f64::MAX)
-    }
 }
 
 impl Chart {

@@ -21,44 +21,10 @@
 //!   the start), the first CPU figure from the first point's start (the first sample,
 //!   which has none, is where CPU is first read).
 
-use super::model::Point;
-use super::svg::{GPU_COLOUR, HEAP_COLOUR};
+use super::lines::LINES;
+use super::point::Point;
 use serde::ser::{SerializeTuple, Serializer};
 use serde::Serialize;
-use stemmon::report::TimelinePoint;
-
-/// A line of the memory panel beside the tree's RSS: a sampled figure of the timeline,
-/// drawn (in the picture, its legend and the read-out) when some point has it.
-pub(crate) struct Line {
-    /// The SVG element's `id`.
-    pub(crate) id: &'static str,
-    /// Its name in the legend, the read-out and the caption.
-    pub(crate) name: &'static str,
-    pub(crate) colour: &'static str,
-    /// Its figure at a timeline point.
-    pub(crate) of_point: fn(&TimelinePoint) -> Option<u64>,
-    /// The field (`stemmon_report::fields`) whose whole-run figure the caption gives as
-    /// its peak.
-    pub(crate) peak: &'static str,
-}
-
-/// The memory panel's lines, in the order they are drawn: a new one is one entry.
-pub(crate) const LINES: [Line; 2] = [
-    Line {
-        id: "heap",
-        name: "live heap",
-        colour: HEAP_COLOUR,
-        of_point: |p| p.heap_live_bytes,
-        peak: "peak_heap_bytes",
-    },
-    Line {
-        id: "gpu",
-        name: "tree GPU memory",
-        colour: GPU_COLOUR,
-        of_point: |p| p.figures.count("tree_gpu_bytes"),
-        peak: "peak_tree_gpu_bytes",
-    },
-];
 
 /// One step of a drawn series: `value` held flat from `from` to `to` seconds, taken from
 /// `points[point]`. Written to the page's JSON as `[from, to, value, point]`.
