@@ -54,11 +54,8 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
     graph
 }
 
-#[test]
-fn the_runtime_modules_have_no_import_cycle() {
-    let graph = dependencies();
-    assert!(graph.contains_key("recorder") && graph.contains_key("monitor"));
-    // Depth-first search for a back edge.
+/// Panics on a cycle of `graph`'s edges (a depth-first search for a back edge).
+fn assert_acyclic(graph: &BTreeMap<String, BTreeSet<String>>) {
     fn visit<'a>(
         node: &'a str,
         graph: &'a BTreeMap<String, BTreeSet<String>>,
@@ -79,13 +76,86 @@ fn the_runtime_modules_have_no_import_cycle() {
     }
     let mut done = BTreeSet::new();
     for node in graph.keys() {
-        visit(node, &graph, &mut Vec::new(), &mut done);
+        visit(node, graph, &mut Vec::new(), &mut done);
     }
+}
+
+#[test]
+fn the_runtime_modules_have_no_import_cycle() {
+    let graph = dependencies();
+    assert!(graph.contains_key("recorder") && graph.contains_key("monitor"));
+    assert_acyclic(&graph);
     // The engine never reaches back to the lifecycle or the sampler.
     for low in ["recorder", "context", "stage", "memory", "report"] {
         for high in ["monitor", "builder", "sampler"] {
             assert!(!graph[low].contains(high), "{low} depends on {high}");
         }
+    }
+}
+
+/// For each folder of the command's modules (`stemmon-cli/src/plot`...), its files →
+/// the sibling files their non-test code names (`super::x`, `crate::<folder>::x`,
+/// `super::{x, y}`); the folder's `mod.rs` declares them all and is left out.
+fn command_dependencies() -> Vec<(String, BTreeMap<String, BTreeSet<String>>)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("stemmon-cli/src");
+    let mut folders = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let folder = entry.unwrap().path();
+        if !folder.is_dir() {
+            continue;
+        }
+        let dir = folder.file_name().unwrap().to_string_lossy().into_owned();
+        let files: BTreeMap<String, String> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+            .map(|p| {
+                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
+                let text = std::fs::read_to_string(&p).unwrap();
+                (name, text.split("#[cfg(test)]").next().unwrap().to_owned())
+            })
+            .filter(|(name, _)| name != "mod")
+            .collect();
+        let mut graph = BTreeMap::new();
+        for (name, code) in &files {
+            let mut deps = BTreeSet::new();
+            for line in code.lines() {
+                let line = line.split("//").next().unwrap();
+                let inside = format!("crate::{dir}::");
+                for prefix in ["super::", inside.as_str()] {
+                    for (i, _) in line.match_indices(prefix) {
+                        let rest = &line[i + prefix.len()..];
+                        let names: Vec<&str> = match rest.strip_prefix('{') {
+                            Some(group) => group.split([',', '}']).collect(),
+                            None => vec![rest],
+                        };
+                        for sibling in names {
+                            let sibling: String = sibling
+                                .trim()
+                                .chars()
+                                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
+                                .collect();
+                            if sibling != *name && files.contains_key(&sibling) {
+                                deps.insert(sibling);
+                            }
+                        }
+                    }
+                }
+            }
+            graph.insert(name.clone(), deps);
+        }
+        folders.push((dir, graph));
+    }
+    folders
+}
+
+#[test]
+fn the_command_modules_have_no_import_cycle() {
+    let folders = command_dependencies();
+    let plot = folders.iter().find(|(dir, _)| dir == "plot").unwrap();
+    assert!(plot.1["svg"].contains("frame"), "{:?}", plot.1);
+    for (_, graph) in &folders {
+        assert_acyclic(graph);
     }
 }
 

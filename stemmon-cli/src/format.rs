@@ -45,13 +45,20 @@ pub(crate) fn cpu_total(cpu_io: &stemmon_report::CpuIo) -> Option<f64> {
     }
 }
 
-/// Bytes that may be negative (`heap_retained_bytes` of a stage that freed what others
-/// made): `-12.0 MiB`, or `-` for a reading that was not taken.
-pub(crate) fn signed_bytes(value: Option<i64>) -> String {
-    match value {
-        None => "-".to_owned(),
-        Some(v) if v < 0 => format!("-{}", bytes(Some(v.unsigned_abs()))),
-        Some(v) => bytes(Some(v.unsigned_abs())),
+/// A figure of the field table as a person reads it, by its unit: bytes (`-` before
+/// those that went negative), seconds, cores, or a count; `-` for a reading not taken.
+pub(crate) fn figure(unit: stemmon_report::fields::Unit, value: Option<f64>) -> String {
+    use stemmon_report::fields::Unit;
+    let Some(value) = value.filter(|v| v.is_finite()) else {
+        return "-".to_owned();
+    };
+    // `as` saturates: a hostile 1e300 prints as the largest figure, not as garbage.
+    match unit {
+        Unit::Bytes if value < 0.0 => format!("-{}", bytes(Some(value.abs().round() as u64))),
+        Unit::Bytes => bytes(Some(value.round() as u64)),
+        Unit::Seconds => seconds(value),
+        Unit::Cores => cores(Some(value)),
+        Unit::Count => format!("{}", value.max(0.0).round() as u64),
     }
 }
 
@@ -204,9 +211,21 @@ mod tests {
         assert_eq!(percent(change(0.0, 2.5)), "-");
         assert_eq!(percent(change(100.0, 99.99)), "0.0 %");
         assert_eq!(clean("fit\n\u{1b}[2J"), "fit\\n\\u{1b}[2J");
-        assert_eq!(signed_bytes(Some(-(12 << 20))), "-12.0 MiB");
-        assert_eq!(signed_bytes(Some(i64::MIN)), "-8589934592.0 GiB");
         assert_eq!(cores(Some(3.8)), "3.80");
+        use stemmon_report::fields::Unit;
+        assert_eq!(
+            figure(Unit::Bytes, Some(-((12u64 << 20) as f64))),
+            "-12.0 MiB"
+        );
+        assert_eq!(
+            figure(Unit::Bytes, Some(i64::MIN as f64)),
+            "-8589934592.0 GiB"
+        );
+        assert_eq!(figure(Unit::Bytes, Some(1e300)), "17179869184.0 GiB");
+        assert_eq!(figure(Unit::Seconds, Some(0.0123)), "12.3ms");
+        assert_eq!(figure(Unit::Cores, Some(3.8)), "3.80");
+        assert_eq!(figure(Unit::Count, Some(12.0)), "12");
+        assert_eq!(figure(Unit::Count, None), "-");
         assert_eq!(middle("sh -c 'x\u{1b}'", 80), "sh -c 'x\\u{1b}'");
         assert_eq!(middle(&"y".repeat(1 << 20), 5), "yy…yy");
         assert_eq!(middle("ab\ncd", 3), "a…d");

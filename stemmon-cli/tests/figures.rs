@@ -168,16 +168,18 @@ fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
 fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
     let out = show(&with_figures(), &[]);
     let header = row(&out, "stage");
+    // The figure columns, from the field table: its labels, in its order.
     assert_eq!(
         header[9..],
         [
-            "heap alloc",
-            "peak heap",
+            "heap allocated",
             "retained",
+            "peak heap",
             "CPU",
-            "own CPU",
             "cores",
-            "I/O read / write"
+            "own CPU",
+            "read",
+            "written"
         ]
     );
     assert_eq!(
@@ -187,22 +189,15 @@ fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
             "500.0 MiB",
             "500.0 MiB",
             "3.000s",
-            "2.900s",
             "1.00",
+            "2.900s",
+            "-",
             "-"
         ]
     );
     assert_eq!(
         row(&out, "tiny_io")[9..],
-        [
-            "4 KiB",
-            "4 KiB",
-            "-4 KiB",
-            "30.0ms",
-            "-",
-            "0.03",
-            "0 B / 64.0 MiB"
-        ]
+        ["4 KiB", "-4 KiB", "4 KiB", "30.0ms", "0.03", "-", "0 B", "64.0 MiB"]
     );
     assert!(
         out.contains(
@@ -506,47 +501,68 @@ fn merge(reports: &[Report]) -> Value {
 fn merge_sums_counts_keeps_peaks_and_recomputes_cores() {
     let a = with_figures();
     let mut b = with_figures();
+    b.pid = 200; // Another rank: another run.
     b.host = "node-2".into();
     b.labels.insert("rank".into(), "1".into());
     b.stages[0].heap.peak_heap_bytes = Some(700 * MIB);
     b.stages[0].cpu_io.cpu_user_seconds = Some(8.7); // 9 s over 3 s: 3 cores.
     b.stages[0].cpu_io.cpu_cores = Some(3.0);
     b.processes[0].peak_rss_bytes = Some(900 * MIB);
-    let merged = merge(&[a, b, without_figures()]);
+    let mut old = without_figures();
+    old.pid = 300;
+    let merged = merge(&[a, b, old]);
+    // The stage holds the combined figures under the report's own keys.
     let big = &merged["stages"][0];
     assert_eq!(big["path"], "load_big");
+    assert_eq!(big["calls"], 3);
+    assert_eq!(big["wall_seconds"], 9.0, "summed, as threads sum");
     assert_eq!(
-        big["heap_allocated_bytes"]["count"], 2,
+        big["heap_allocated_bytes"],
+        1000 * MIB,
         "the 0.2 report has none"
     );
-    assert_eq!(big["heap_allocated_bytes"]["sum"], 1000 * MIB);
-    assert_eq!(big["heap_allocations"]["sum"], 2000);
-    assert_eq!(big["peak_heap_bytes"]["max"], 700 * MIB);
-    assert_eq!(big["peak_heap_bytes"]["max_rank"], "1");
-    assert_eq!(big["peak_heap_bytes"]["sum"], 1200 * MIB);
-    assert!((big["cpu_seconds"]["sum"].as_f64().unwrap() - 12.0).abs() < 1e-9);
+    assert_eq!(big["heap_allocations"], 2000);
+    assert_eq!(big["peak_heap_bytes"], 700 * MIB, "the highest");
+    assert!((big["cpu_user_seconds"].as_f64().unwrap() - 11.4).abs() < 1e-9);
     // 12 CPU seconds over the 6 wall seconds of the two reports with CPU.
     assert!(
         (big["cpu_cores"].as_f64().unwrap() - 2.0).abs() < 1e-9,
         "{big}"
     );
-    assert_eq!(merged["stages"][1]["io_write_bytes"]["sum"], 128 * MIB);
-    assert_eq!(merged["heap_allocated_bytes"]["sum"], 1200 * MIB);
-    assert_eq!(merged["peak_live_heap_bytes"]["max"], 502 * MIB);
-    assert!((merged["cpu_cores"].as_f64().unwrap() - 1.0).abs() < 1e-9);
+    assert_eq!(merged["stages"][1]["io_write_bytes"], 128 * MIB);
+    // The whole run: the longest wall, peaks the highest, sums summed, cores recomputed.
+    assert_eq!(merged["wall_seconds"], 4.0);
+    assert_eq!(merged["heap"]["allocated_bytes"], 1200 * MIB);
+    assert_eq!(merged["heap"]["peak_live_bytes"], 502 * MIB);
+    assert!(
+        (merged["cpu_cores"].as_f64().unwrap() - 2.0).abs() < 1e-9,
+        "8 CPU seconds over the longest 4 s: {}",
+        merged["cpu_cores"]
+    );
+    // What each report said is under `merge`.
+    let section = &merged["merge"];
+    assert_eq!(section["inputs"][1]["host"], "node-2");
+    assert_eq!(section["inputs"][1]["rank"], "1");
+    let spreads = &section["stages"][0];
+    assert_eq!(
+        (&spreads["path"], &spreads["reports"]),
+        (&"load_big".into(), &3.into())
+    );
+    assert_eq!(spreads["heap_allocated_bytes"]["count"], 2);
+    assert_eq!(spreads["heap_allocated_bytes"]["sum"], 1000 * MIB);
+    assert_eq!(spreads["peak_heap_bytes"]["max"], 700 * MIB);
+    assert_eq!(spreads["peak_heap_bytes"]["max_report"], 1);
+    assert_eq!(spreads["peak_heap_bytes"]["sum"], 1200 * MIB);
+    assert_eq!(spreads["peak_heap_bytes"]["mean"], 600.0 * MIB as f64);
+    assert!((spreads["cpu_seconds"]["sum"].as_f64().unwrap() - 12.0).abs() < 1e-9);
+    assert_eq!(section["run"]["wall_seconds"]["sum"], 12.0);
+    assert_eq!(section["run"]["peak_heap_bytes"]["max"], 502 * MIB);
     let processes = merged["processes"].as_array().unwrap();
     assert_eq!(processes.len(), 4);
-    assert_eq!(
-        (
-            &processes[0]["peak_rss_bytes"],
-            &processes[0]["report"],
-            &processes[0]["rank"]
-        ),
-        (&Value::from(900 * MIB), &Value::from(1), &Value::from("1"))
-    );
-    assert_eq!(processes[0]["host"], "node-2");
+    assert_eq!(processes[0]["peak_rss_bytes"], 900 * MIB);
+    assert_eq!(section["processes"][0], 1, "from rank 1's report");
     assert_eq!(processes[1]["pid"], 100);
-    assert_eq!(processes[1]["report"], 0);
+    assert_eq!(section["processes"][1], 0);
 }
 
 #[test]
@@ -561,6 +577,7 @@ fn merge_keeps_the_50_processes_with_the_highest_peak() {
         })
         .collect();
     let mut b = a.clone();
+    b.pid = 101;
     for p in &mut b.processes {
         p.peak_rss_bytes = p.peak_rss_bytes.map(|v| v + MIB / 2);
     }
@@ -574,6 +591,7 @@ fn merge_keeps_the_50_processes_with_the_highest_peak() {
     assert!(peaks.windows(2).all(|w| w[0] >= w[1]), "highest first");
     assert_eq!(peaks[0], 39 * MIB + MIB / 2);
     assert_eq!(peaks[49], 15 * MIB, "40 + 40, the 30 lowest dropped");
+    assert_eq!(merged["merge"]["processes"].as_array().unwrap().len(), 50);
 }
 
 #[test]
@@ -690,8 +708,11 @@ fn hostile_cpu_and_heap_figures_are_exit_2_or_print_bounded() {
     report.timeline[0].heap_live_bytes = Some(u64::MAX);
     let path = write(dir.path(), "heap.json", &report);
     let out = show(&report, &[]);
+    let header = row(&out, "stage");
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let big = row(&out, "load_big");
     assert_eq!(
-        row(&out, "load_big")[10..12],
+        [big[at("peak heap")], big[at("retained")]],
         ["17179869184.0 GiB", "-8589934592.0 GiB"]
     );
     let svg = dir.path().join("heap.svg");

@@ -70,7 +70,7 @@ fn the_heap_columns_of_a_real_run_match_what_its_stages_allocated() {
     let header = row(&text, "stage");
     let at = |name: &str| header.iter().position(|h| h == name).unwrap();
     let hold_row = row(&text, "hold");
-    assert_eq!(hold_row[at("heap alloc")], "64.0 MiB", "{text}");
+    assert_eq!(hold_row[at("heap allocated")], "64.0 MiB", "{text}");
     assert_eq!(hold_row[at("retained")], "64.0 MiB", "{text}");
     // `release` freed what `hold` made: it retains less than nothing.
     assert_eq!(row(&text, "release")[at("retained")], "-64.0 MiB", "{text}");

@@ -129,4 +129,18 @@ fn stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists() {
     );
     let command = report_read.processes.iter().find(|p| p.pid == pid).unwrap();
     assert_eq!(command.figures.count("peak_gpu_bytes"), Some(300 * MIB));
+    // `show` gives the run's GPU memory its header line, from the report's `gpu` section.
+    let shown = stemmon().arg("show").arg(&report).output().unwrap();
+    assert_eq!(shown.status.code(), Some(0), "{shown:?}");
+    let text = String::from_utf8(shown.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("gpu:"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert_eq!(
+        line,
+        "gpu:        the tree's peak 300.0 MiB; the busiest GPU's peak 4.0 GiB; driver 555.1; \
+         GPU 0 NVIDIA Fake: peak used 4.0 GiB of 16.0 GiB",
+        "{text}"
+    );
 }

@@ -138,9 +138,12 @@ fn control_characters() -> Value {
     report
 }
 
-/// A small good report to compare and merge with.
+/// A small good report to compare and merge with: another run than the hostile ones
+/// (another pid), which `merge` would refuse as the same run twice.
 fn good() -> Value {
-    report(vec![stage(0, "fit", "fit", None, 1.0)])
+    let mut good = report(vec![stage(0, "fit", "fit", None, 1.0)]);
+    good["pid"] = json!(2);
+    good
 }
 
 fn write(dir: &Path, name: &str, report: &Value) -> PathBuf {
@@ -212,6 +215,11 @@ fn every_subcommand(name: &str, hostile: &Value) -> Vec<(String, Duration, Optio
         dir.path().join("trace.json"),
         dir.path().join("merged.json"),
     );
+    let (alone, again, merged_svg) = (
+        dir.path().join("alone.json"),
+        dir.path().join("again.json"),
+        dir.path().join("merged.svg"),
+    );
     let os = |s: &'static str| std::ffi::OsStr::new(s);
     let cases: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
         ("show", vec![os("show"), bad.as_os_str()]),
@@ -262,6 +270,29 @@ fn every_subcommand(name: &str, hostile: &Value) -> Vec<(String, Duration, Optio
                 merged.as_os_str(),
             ],
         ),
+        (
+            "merge alone",
+            vec![os("merge"), bad.as_os_str(), os("-o"), alone.as_os_str()],
+        ),
+        // The merged report (where merge wrote one) is read like any other.
+        ("show merged", vec![os("show"), merged.as_os_str()]),
+        (
+            "plot merged",
+            vec![
+                os("plot"),
+                merged.as_os_str(),
+                os("-o"),
+                merged_svg.as_os_str(),
+            ],
+        ),
+        (
+            "compare merged",
+            vec![os("compare"), merged.as_os_str(), alone.as_os_str()],
+        ),
+        (
+            "merge merged",
+            vec![os("merge"), merged.as_os_str(), os("-o"), again.as_os_str()],
+        ),
     ];
     let mut times = Vec::new();
     for (what, args) in cases {
@@ -298,10 +329,27 @@ fn every_subcommand(name: &str, hostile: &Value) -> Vec<(String, Duration, Optio
         eprintln!("{name}: {what}: exit {:?} in {:?}", ran.code, ran.took);
         times.push((what.to_owned(), ran.took, ran.code));
     }
-    if svg.exists() {
-        let text = std::fs::read_to_string(&svg).unwrap();
-        roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{name}: SVG: {e}"));
-        assert_eq!(raw_control(&text), None, "{name}: SVG");
+    for svg in [&svg, &merged_svg] {
+        if svg.exists() {
+            let text = std::fs::read_to_string(svg).unwrap();
+            roxmltree::Document::parse(&text).unwrap_or_else(|e| panic!("{name}: SVG: {e}"));
+            assert_eq!(raw_control(&text), None, "{name}: SVG");
+        }
+    }
+    if merged.exists() {
+        // Every stage of both inputs, the hostile one's paths kept as they were.
+        let text = std::fs::read(&merged).unwrap();
+        let report = stemmon_report::read(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let paths: std::collections::HashSet<&str> =
+            report.stages.iter().map(|s| s.path.as_str()).collect();
+        let hostile_paths = hostile["stages"].as_array().unwrap();
+        assert!(
+            hostile_paths
+                .iter()
+                .all(|s| paths.contains(s["path"].as_str().unwrap())),
+            "{name}: a stage lost in the merge"
+        );
+        assert!(paths.contains("fit"), "{name}: the good report's stage");
     }
     times
 }

@@ -274,19 +274,23 @@ fn merge_sums_calls_and_spreads_walls_and_peaks_with_the_rank_of_the_max() {
         .unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let merged: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
-    assert_eq!(merged["format"], "stemmon-merged");
-    assert_eq!(merged["reports"].as_array().unwrap().len(), 3);
+    assert_eq!(merged["format_version"], stemmon_report::FORMAT_VERSION);
+    let inputs = merged["merge"]["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 3);
     let reports: Vec<Report> = paths.iter().map(|p| read_report(p)).collect();
     for (rank, report) in reports.iter().enumerate() {
         assert_eq!(report.labels["rank"], rank.to_string());
+        assert_eq!(inputs[rank]["rank"], rank.to_string());
     }
-    let peak = &merged["peak_tree_rss_bytes"];
-    assert_eq!(peak["max_rank"], "1");
-    assert_eq!(peak["max_host"], reports[1].host.as_str());
+    // The whole run's peak is the highest; its spread says which rank had it.
     let peaks: Vec<f64> = reports
         .iter()
         .map(|r| r.peaks.peak_tree_rss_bytes.unwrap() as f64)
         .collect();
+    assert_eq!(merged["peak_tree_rss_bytes"].as_f64().unwrap(), peaks[1]);
+    let peak = &merged["merge"]["run"]["peak_tree_rss_bytes"];
+    assert_eq!(peak["max_report"], 1);
+    assert_eq!(inputs[1]["host"], reports[1].host.as_str());
     assert_eq!(peak["max"].as_f64().unwrap(), peaks[1]);
     assert_eq!(peak["min"].as_f64().unwrap(), peaks[0]);
     assert_eq!(peak["sum"].as_f64().unwrap(), peaks.iter().sum::<f64>());
@@ -295,23 +299,28 @@ fn merge_sums_calls_and_spreads_walls_and_peaks_with_the_rank_of_the_max() {
         peaks[1] > (128 + 150) as f64 * MIB as f64,
         "rank 1 held 128 + 160 MiB"
     );
-    let stage = merged["stages"]
-        .as_array()
-        .unwrap()
+    let stages = merged["stages"].as_array().unwrap();
+    let at = stages
         .iter()
-        .find(|s| s["path"] == "fit/inner")
+        .position(|s| s["path"] == "fit/inner")
         .unwrap();
-    assert_eq!(stage["reports"], 3);
+    let (stage, spread) = (&stages[at], &merged["merge"]["stages"][at]);
+    assert_eq!(
+        (&spread["path"], &spread["reports"]),
+        (&stage["path"], &3.into())
+    );
     assert_eq!(stage["calls"], 3);
-    let walls = reports
+    let walls: Vec<f64> = reports
         .iter()
-        .map(|r| r.stage("fit/inner").unwrap().wall_seconds);
-    let shortest = walls.fold(f64::INFINITY, f64::min);
-    assert_eq!(stage["wall_seconds"]["min"].as_f64().unwrap(), shortest);
-    assert_eq!(stage["wall_seconds"]["count"], 3);
-    let chunk = merged["stages"]
-        .as_array()
-        .unwrap()
+        .map(|r| r.stage("fit/inner").unwrap().wall_seconds)
+        .collect();
+    let shortest = walls.iter().copied().fold(f64::INFINITY, f64::min);
+    assert!((stage["wall_seconds"].as_f64().unwrap() - walls.iter().sum::<f64>()).abs() < 1e-9);
+    assert_eq!(spread["wall_seconds"]["min"].as_f64().unwrap(), shortest);
+    assert_eq!(spread["wall_seconds"]["count"], 3);
+    let parent = stage["parent_id"].as_u64().unwrap() as usize;
+    assert_eq!(stages[parent]["path"], "fit");
+    let chunk = stages
         .iter()
         .find(|s| s["path"] == "predict/chunk")
         .unwrap();

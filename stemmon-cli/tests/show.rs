@@ -1,4 +1,4 @@
-//! `stemmon show`'s header says what each peak is, and `merge` needs two reports.
+//! `stemmon show`'s header says what each peak is, and its table fits the terminal.
 
 mod common;
 
@@ -111,25 +111,6 @@ fn a_deep_stage_shows_its_depth_past_32_levels() {
         row("s39").contains(&format!("{}[depth 39] s39", " ".repeat(65))),
         "{out}"
     );
-}
-
-#[test]
-fn merge_of_one_report_is_exit_2_with_one_line() {
-    let dir = TempDir::new("merge-one");
-    let path = dir.path().join("report.json");
-    std::fs::write(&path, report().to_string()).unwrap();
-    let output = stemmon()
-        .arg("merge")
-        .arg(&path)
-        .arg("-o")
-        .arg(dir.path().join("merged.json"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("two or more reports"), "{stderr}");
-    assert!(!dir.path().join("merged.json").exists());
 }
 
 /// `stemmon show` of `report` with `COLUMNS` set to `columns`.

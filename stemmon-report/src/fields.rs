@@ -99,6 +99,11 @@ pub struct Field {
     pub metrics: &'static [Metric],
     /// Its exported metric, where it has one.
     pub export: Option<Export>,
+    /// Whether `stemmon show` gives it a column of the stage table, shown when some
+    /// stage has the figure: the figures of the sources beyond the tree's (heap, CPU and
+    /// I/O, cgroup, GPU) that say most per stage. The stage's calls, times and tree peaks
+    /// have that table's own columns; the rest are in `show`'s header or the report.
+    pub column: bool,
     stage: fn(&StageReport) -> Option<f64>,
     run: fn(&Report) -> Option<f64>,
     set: Option<fn(&mut StageReport, Option<f64>)>,
@@ -133,6 +138,14 @@ impl Field {
     /// Whether it is a report key (not computed from others).
     pub fn is_key(&self) -> bool {
         self.set.is_some()
+    }
+
+    /// This field with a column in `stemmon show`'s stage table.
+    const fn in_column(self) -> Field {
+        Field {
+            column: true,
+            ..self
+        }
     }
 
     /// Whether `--max-peak` and the memory threshold apply: a peak in bytes.
@@ -210,6 +223,7 @@ const fn declare(
         meaning: words.1,
         metrics,
         export,
+        column: false,
         stage: access.0,
         run: access.1,
         set: access.2,
@@ -425,7 +439,8 @@ pub const FIELDS: &[Field] = &[
         &[],
         gauge("peak_cgroup_memory_bytes", "peak_cgroup_memory"),
         both!(high_water.peak_cgroup_memory_bytes, bytes),
-    ),
+    )
+    .in_column(),
     declare(
         "oom_kills",
         Source::Cgroup,
@@ -463,7 +478,8 @@ pub const FIELDS: &[Field] = &[
             |r| bytes(r.heap.allocated_bytes),
             Some(|s, v| s.heap.heap_allocated_bytes = whole(v)),
         ),
-    ),
+    )
+    .in_column(),
     declare(
         "heap_freed_bytes",
         Source::Heap,
@@ -491,7 +507,8 @@ pub const FIELDS: &[Field] = &[
             |_| None,
             Some(|s, v| s.heap.heap_retained_bytes = v.map(|v| v.round() as i64)),
         ),
-    ),
+    )
+    .in_column(),
     declare(
         "peak_heap_bytes",
         Source::Heap,
@@ -508,7 +525,8 @@ pub const FIELDS: &[Field] = &[
             |r| bytes(r.heap.peak_live_bytes),
             Some(|s, v| s.heap.peak_heap_bytes = whole(v)),
         ),
-    ),
+    )
+    .in_column(),
     declare(
         "cpu_user_seconds",
         Source::Cpu,
@@ -542,7 +560,8 @@ pub const FIELDS: &[Field] = &[
             |r| cpu_seconds(r.cpu_io.cpu_user_seconds, r.cpu_io.cpu_system_seconds),
             None,
         ),
-    ),
+    )
+    .in_column(),
     declare(
         "cpu_cores",
         Source::Cpu,
@@ -552,7 +571,8 @@ pub const FIELDS: &[Field] = &[
         &[],
         None,
         both!(cpu_io.cpu_cores, seconds),
-    ),
+    )
+    .in_column(),
     declare(
         "cpu_thread_seconds",
         Source::Cpu,
@@ -565,7 +585,8 @@ pub const FIELDS: &[Field] = &[
         &[],
         None,
         both!(cpu_io.cpu_thread_seconds, seconds),
-    ),
+    )
+    .in_column(),
     declare(
         "io_read_bytes",
         Source::Cpu,
@@ -575,7 +596,8 @@ pub const FIELDS: &[Field] = &[
         &[],
         counter("io_read_bytes", "disk.read"),
         both!(cpu_io.io_read_bytes, bytes),
-    ),
+    )
+    .in_column(),
     declare(
         "io_write_bytes",
         Source::Cpu,
@@ -585,7 +607,8 @@ pub const FIELDS: &[Field] = &[
         &[],
         counter("io_write_bytes", "disk.write"),
         both!(cpu_io.io_write_bytes, bytes),
-    ),
+    )
+    .in_column(),
     declare(
         "major_faults",
         Source::Cpu,
@@ -605,7 +628,8 @@ pub const FIELDS: &[Field] = &[
         &[GpuMetric],
         gauge("peak_tree_gpu_bytes", "peak_tree_gpu"),
         figure!("peak_tree_gpu_bytes"),
-    ),
+    )
+    .in_column(),
     declare(
         "peak_device_gpu_bytes",
         Source::Gpu,
@@ -618,7 +642,8 @@ pub const FIELDS: &[Field] = &[
         &[GpuMetric],
         gauge("peak_device_gpu_bytes", "peak_device_gpu"),
         figure!("peak_device_gpu_bytes"),
-    ),
+    )
+    .in_column(),
 ];
 
 #[cfg(test)]
@@ -651,5 +676,21 @@ mod tests {
         assert!(!field("cpu_seconds").unwrap().is_key());
         assert!(field("peak_tree_rss_bound_bytes").unwrap().is_peak());
         assert!(!field("heap_allocated_bytes").unwrap().is_peak());
+    }
+
+    #[test]
+    fn columns_are_figures_of_the_sources_beyond_the_tree() {
+        for field in FIELDS.iter().filter(|f| f.column) {
+            assert!(
+                matches!(
+                    field.source,
+                    Source::Heap | Source::Cpu | Source::Cgroup | Source::Gpu
+                ),
+                "{}: the calls, times and tree peaks have show's own columns",
+                field.key
+            );
+        }
+        assert!(field("peak_tree_gpu_bytes").unwrap().column);
+        assert!(!field("heap_freed_bytes").unwrap().column);
     }
 }

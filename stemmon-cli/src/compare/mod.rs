@@ -9,11 +9,12 @@ use crate::{input, Failure};
 use std::path::PathBuf;
 use stemmon::report::StageReport;
 use stemmon::Report;
+use stemmon_report::fields::{self, Source};
 
 mod figure;
 mod print;
 
-use figure::Figure;
+use figure::{judged_by, limit, same, show as show_figure, Figure};
 
 use print::{markdown, text};
 
@@ -27,12 +28,13 @@ pub(crate) struct Args {
     base: PathBuf,
     /// The report to check against it.
     new: PathBuf,
-    /// Which memory figures to compare. `exact`: the high-water bound of the tree's
-    /// peak and the parent's exact peak where both reports have them, the sampled peak
-    /// otherwise. `sampled`: the sampled peak tree RSS. `heap`: the bytes allocated and
-    /// the peak heap (reports of programs with `stemmon::Alloc`). `cpu`: CPU seconds,
-    /// user plus system, held to `--max-time-increase`. Without BASE's heap or CPU
-    /// figures the exit is 2; NEW without them fails.
+    /// Which figures to compare beside wall time. `exact`: the high-water bound of the
+    /// tree's peak and the parent's exact peak where both reports have them, the sampled
+    /// peak otherwise. `sampled`: the sampled peak tree RSS. `heap`: the bytes allocated
+    /// and the peak heap (reports of programs with `stemmon::Alloc`). `cpu`: CPU seconds,
+    /// user plus system, held to `--max-time-increase`. `gpu`: the tree's peak GPU
+    /// memory and the busiest GPU's (NVIDIA, through NVML). Without BASE's heap, CPU or
+    /// GPU figures the exit is 2; NEW without them fails.
     #[arg(long, value_enum, default_value = "exact")]
     metric: Metric,
     /// Fail when wall time grew by more than this many percent.
@@ -62,6 +64,31 @@ enum Metric {
     Sampled,
     Heap,
     Cpu,
+    Gpu,
+}
+
+impl Metric {
+    /// The field table's group of the same name.
+    fn group(self) -> fields::Metric {
+        match self {
+            Metric::Exact => fields::Metric::Exact,
+            Metric::Sampled => fields::Metric::Sampled,
+            Metric::Heap => fields::Metric::Heap,
+            Metric::Cpu => fields::Metric::Cpu,
+            Metric::Gpu => fields::Metric::Gpu,
+        }
+    }
+
+    /// What a source-bound metric's figures are called, `None` for the memory peaks
+    /// every report has.
+    fn source_name(self) -> Option<&'static str> {
+        match self {
+            Metric::Heap => Some("heap"),
+            Metric::Cpu => Some("CPU"),
+            Metric::Gpu => Some("GPU"),
+            Metric::Exact | Metric::Sampled => None,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -114,7 +141,7 @@ fn size(text: &str) -> Result<u64, String> {
 #[derive(Clone, Debug)]
 struct Side {
     wall: f64,
-    memory: Vec<Option<u64>>,
+    memory: Vec<Option<f64>>,
 }
 
 /// One compared line: a stage path, or the whole run.
@@ -168,18 +195,17 @@ struct Outcome {
 pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
     let base = input::load(&args.base)?;
     let new = input::load(&args.new)?;
-    if let Some((what, figure)) = match args.metric {
-        Metric::Heap => Some(("heap", Figure::HeapAllocated)),
-        Metric::Cpu => Some(("CPU", Figure::Cpu)),
-        Metric::Exact | Metric::Sampled => None,
-    } {
+    if let Some(what) = args.metric.source_name() {
         // Without BASE's figures there is nothing to hold NEW to: bad input, not a pass
-        // (SPEC §11, §12; NEW without them fails the gate, in `judge`).
-        if figure.of_run(&base.report).is_none() {
-            let why = match (args.metric, &base.report.heap.missing) {
-                (Metric::Heap, Some(missing)) => format!(": {}", short(missing)),
-                _ => String::new(),
-            };
+        // (SPEC §11, §12, §15; NEW without them fails the gate, in `judge`).
+        let group = args.metric.group();
+        if judged_by(group)
+            .iter()
+            .all(|figure| figure.of_run(&base.report).is_none())
+        {
+            let why = figure::missing(&base.report, group)
+                .map(|missing| format!(": {}", short(&missing)))
+                .unwrap_or_default();
             return Err(Failure::input(format!(
                 "{}: this report has no {what} figures (--metric {}){why}",
                 args.base.display(),
@@ -237,27 +263,27 @@ fn incomplete(report: &Report) -> Vec<String> {
     why
 }
 
-/// The memory figures to compare, and why when they are not the ones asked for.
+/// The figures to compare, and why when they are not the ones asked for. `exact`
+/// compares its group's kernel figures (source `Marks`) that both reports have, else
+/// the `sampled` group.
 fn figures(base: &Report, new: &Report, metric: Metric) -> (Vec<Figure>, Option<String>) {
-    match metric {
-        Metric::Sampled => return (vec![Figure::Sampled], None),
-        Metric::Heap => return (vec![Figure::HeapAllocated, Figure::PeakHeap], None),
-        Metric::Cpu => return (vec![Figure::Cpu], None),
-        Metric::Exact => {}
+    if metric != Metric::Exact {
+        return (judged_by(metric.group()), None);
     }
-    let both = |figure: Figure| figure.of_run(base).is_some() && figure.of_run(new).is_some();
-    let exact: Vec<Figure> = [Figure::Bound, Figure::ParentExact]
+    let marks: Vec<Figure> = judged_by(fields::Metric::Exact)
         .into_iter()
-        .filter(|&f| both(f))
+        .filter(|f| f.source == Source::Marks)
         .collect();
+    let both = |figure: &Figure| figure.of_run(base).is_some() && figure.of_run(new).is_some();
+    let exact: Vec<Figure> = marks.iter().copied().filter(both).collect();
     if exact.is_empty() {
-        let which = if Figure::Bound.of_run(base).is_none() {
+        let which = if marks.first().is_some_and(|f| f.of_run(base).is_none()) {
             "BASE"
         } else {
             "NEW"
         };
         let note = format!("{which} has no high-water marks, so the sampled peak is compared");
-        (vec![Figure::Sampled], Some(note))
+        (judged_by(fields::Metric::Sampled), Some(note))
     } else {
         (exact, None)
     }
@@ -277,21 +303,20 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
     }
     // A whole-run figure BASE has and NEW lacks: the exact ones too, so that turning the
     // marks off (or a hand-edited `null`) is not a way past the gate.
-    let checked: &[Figure] = match args.metric {
-        Metric::Sampled => &[Figure::Sampled],
-        Metric::Exact => &[Figure::Sampled, Figure::Bound, Figure::ParentExact],
+    let checked: Vec<Figure> = match args.metric {
+        Metric::Sampled | Metric::Exact => judged_by(args.metric.group()),
         // The whole-run row judges the compared figures themselves.
-        Metric::Heap | Metric::Cpu => &[],
+        Metric::Heap | Metric::Cpu | Metric::Gpu => Vec::new(),
     };
-    for &figure in checked {
+    for figure in checked {
         if figure.of_run(base_report).is_some() && figure.of_run(new_report).is_none() {
             reasons.push(format!(
                 "NEW is incomplete: `{}` of the whole run is null or missing; BASE has it",
-                figure.key()
+                figure.key
             ));
             // A compared figure says so in the row's own judgement.
-            if !figures.contains(&figure) {
-                run_fails.push(format!("`{}` missing", figure.key()));
+            if !figures.iter().any(|&f| same(f, figure)) {
+                run_fails.push(format!("`{}` missing", figure.key));
             }
         }
     }
@@ -379,11 +404,11 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
         for (at, row) in rows.iter_mut().enumerate() {
             let Some(new_side) = &row.new else { continue };
             let mut over = Vec::new();
-            for (figure, value) in figures.iter().zip(&new_side.memory) {
+            for (&figure, value) in figures.iter().zip(&new_side.memory) {
                 if !figure.is_peak() {
                     continue;
                 }
-                if let Some(value) = value.filter(|&v| v > limit) {
+                if let Some(value) = value.filter(|&v| v > limit as f64) {
                     let name = if at == 0 {
                         "the whole run".to_owned()
                     } else {
@@ -391,11 +416,11 @@ fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
                     };
                     reasons.push(format!(
                         "NEW's {} of {name}, {}, passes --max-peak {}",
-                        figure.column(),
-                        bytes(Some(value)),
+                        figure.label,
+                        show_figure(figure, Some(value)),
                         bytes(Some(limit))
                     ));
-                    over.push(format!("{} over --max-peak", figure.column()));
+                    over.push(format!("{} over --max-peak", figure.label));
                 }
             }
             for why in over {
@@ -433,32 +458,32 @@ fn judge_row(
             args.max_time_increase
         ));
     }
-    for ((figure, b), n) in figures.iter().zip(&base.memory).zip(&new.memory) {
+    for ((&figure, b), n) in figures.iter().zip(&base.memory).zip(&new.memory) {
         match (b, n) {
             (Some(_), None) => {
-                why.push(format!("{} missing", figure.column()));
+                why.push(format!("{} missing", figure.label));
                 reasons.push(format!(
                     "{name}: NEW is incomplete: `{}` is null or missing; BASE has it",
-                    figure.key()
+                    figure.key
                 ));
             }
             (Some(b), Some(n)) => {
-                let grew = change(*b as f64, *n as f64).filter(|c| *c > figure.limit(args));
+                let grew = change(*b, *n).filter(|c| *c > limit(figure, args));
                 // From nothing to something is growth too, whatever the percentage.
-                let grew = grew.or((*b == 0 && *n > 0).then_some(f64::INFINITY));
+                let grew = grew.or((*b == 0.0 && *n > 0.0).then_some(f64::INFINITY));
                 if let Some(grew) = grew {
                     let shown = if grew.is_finite() {
                         percent(Some(grew))
                     } else {
                         "from 0".to_owned()
                     };
-                    why.push(format!("{} {shown}", figure.column()));
+                    why.push(format!("{} {shown}", figure.label));
                     reasons.push(format!(
                         "{name}: {} {shown} ({} → {}), past +{} %",
-                        figure.column(),
-                        figure.show(Some(*b)),
-                        figure.show(Some(*n)),
-                        figure.limit(args)
+                        figure.label,
+                        show_figure(figure, Some(*b)),
+                        show_figure(figure, Some(*n)),
+                        limit(figure, args)
                     ));
                 }
             }

@@ -1,10 +1,12 @@
 //! How `compare` prints its outcome: an aligned table for a terminal, or Markdown for
 //! a pull-request comment, with the reasons NEW failed.
 
-use super::{Args, Figure, Outcome, Row, Side, Verdict, MAX_REASONS};
+use super::figure::{show as show_figure, Figure};
+use super::{Args, Outcome, Row, Side, Verdict, MAX_REASONS};
 use crate::format::{bytes, change, clean, percent, seconds};
 use crate::table::{Give, Table};
 use std::fmt::Write as _;
+use stemmon_report::fields::Source;
 
 /// The cells of a row after its name: times, then each figure, then the verdict.
 pub(super) fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
@@ -14,14 +16,12 @@ pub(super) fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
         (Some(b), Some(n)) => percent(change(b.wall, n.wall)),
         _ => "-".into(),
     });
-    for (index, figure) in figures.iter().enumerate() {
+    for (index, &figure) in figures.iter().enumerate() {
         let value = |side: &Option<Side>| side.as_ref().and_then(|s| s.memory[index]);
         let (b, n) = (value(&row.base), value(&row.new));
-        cells.push(figure.show(b));
-        cells.push(figure.show(n));
-        cells.push(percent(
-            b.zip(n).and_then(|(b, n)| change(b as f64, n as f64)),
-        ));
+        cells.push(show_figure(figure, b));
+        cells.push(show_figure(figure, n));
+        cells.push(percent(b.zip(n).and_then(|(b, n)| change(b, n))));
     }
     cells.push(match &row.verdict {
         Verdict::Ok => "ok".to_owned(),
@@ -38,7 +38,7 @@ pub(super) fn header(figures: &[Figure]) -> Vec<String> {
         .map(String::from)
         .to_vec();
     for figure in figures {
-        let column = figure.column();
+        let column = figure.label;
         header.push(format!("base {column}"));
         header.push(format!("new {column}"));
         header.push(format!("{column} Δ"));
@@ -52,9 +52,9 @@ pub(super) fn compared_line(outcome: &Outcome) -> String {
     let which: Vec<String> = outcome
         .figures
         .iter()
-        .map(|f| format!("{} (`{}`)", f.meaning(), f.key()))
+        .map(|f| format!("{} (`{}`)", f.meaning, f.key))
         .collect();
-    let what = if outcome.figures.contains(&Figure::Cpu) {
+    let what = if outcome.figures.iter().all(|f| f.source == Source::Cpu) {
         "CPU"
     } else {
         "memory"

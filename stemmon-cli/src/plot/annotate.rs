@@ -2,9 +2,10 @@
 //! an interval, a dotted level where the timeline does not say when) and, where the peak
 //! is the sampled one, the bound's highest step, each with its label.
 
+use super::colour::{BOUND_COLOUR, PEAK_COLOUR};
+use super::frame::{Frame, LEFT, RIGHT, WIDTH};
 use super::mark::PeakKind;
 use super::model::Chart;
-use super::svg::{Frame, BOUND_COLOUR, LEFT, PEAK_COLOUR, RIGHT, WIDTH};
 use super::xml::{Px, Writer};
 
 /// The marked peak (a circle at an instant, a bar over an interval, a dotted level where

@@ -3,10 +3,9 @@
 //! same stage bands, so a stage that kept four cores busy stands apart from one that
 //! waited.
 
+use super::colour::BAND_COLOURS;
+use super::frame::{corners, nice_step, time_axis, trim_number, Frame, LEFT, RIGHT, WIDTH};
 use super::model::Chart;
-use super::svg::{
-    corners, nice_step, time_axis, trim_number, Frame, BAND_COLOURS, LEFT, RIGHT, WIDTH,
-};
 use super::xml::{Px, Writer};
 use std::fmt::Write as _;
 
@@ -132,7 +131,8 @@ pub(super) fn panel(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64) {
 
 #[cfg(test)]
 mod tests {
-    use crate::plot::model::{Chart, Point};
+    use crate::plot::model::Chart;
+    use crate::plot::point::Point;
     use crate::plot::svg::render;
 
     fn point(start: f64, cpu: Option<f64>) -> Point {
@@ -143,7 +143,7 @@ mod tests {
             parent: None,
             children: None,
             bound: None,
-            heap: None,
+            lines: [None; crate::plot::lines::LINES.len()],
             cpu,
         }
     }

@@ -2,8 +2,8 @@
 //! and the style inlined from `plot.js` and `plot.css`. No network: nothing to fetch.
 
 use super::model::Chart;
-use super::svg;
 use super::xml::escape;
+use super::{frame, svg};
 use serde::Serialize;
 
 const STYLE: &str = include_str!("plot.css");
@@ -31,8 +31,8 @@ struct Data<'a> {
 fn script_json(chart: &Chart) -> String {
     let data = Data {
         chart,
-        left: svg::LEFT,
-        right: svg::WIDTH - svg::RIGHT,
+        left: frame::LEFT,
+        right: frame::WIDTH - frame::RIGHT,
     };
     // A tree of plain numbers, strings and lists: it always serialises.
     let json = serde_json::to_string(&data).unwrap_or_else(|_| "{}".into());
@@ -69,7 +69,8 @@ pub(crate) fn render(chart: &Chart) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plot::model::{Band, Point};
+    use crate::plot::model::Band;
+    use crate::plot::point::Point;
 
     #[test]
     fn the_data_cannot_close_its_script_and_reads_back() {
@@ -81,7 +82,7 @@ mod tests {
                 parent: None,
                 children: None,
                 bound: None,
-                heap: None,
+                lines: [None; crate::plot::lines::LINES.len()],
                 cpu: None,
             }],
             vec![Band {
@@ -98,7 +99,7 @@ mod tests {
         let value: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(value["bands"][0]["path"], "a&b</script>");
         assert_eq!(value["points"][0]["parent"], serde_json::Value::Null);
-        assert_eq!(value["right"], svg::WIDTH - svg::RIGHT);
+        assert_eq!(value["right"], frame::WIDTH - frame::RIGHT);
         let page = render(&chart);
         assert_eq!(
             page.matches("</script>").count(),

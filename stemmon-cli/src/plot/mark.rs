@@ -7,7 +7,7 @@
 //! marked as what it is, and the highest bound step as the bound the true peak lies
 //! under.
 
-use super::model::{time, Point};
+use super::point::{time, Point};
 use super::series::Series;
 use crate::format::{bytes, seconds};
 use crate::peak::TreePeak;

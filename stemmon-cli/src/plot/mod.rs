@@ -1,8 +1,9 @@
 //! `stemmon plot REPORT -o out.html|out.svg`: tree RSS over the run, split into the
 //! parent and its children, the high-water bound, stage bands with their names, and the
-//! peak marked (the exact one where it is known); with stemmon 0.3's figures, the live
-//! heap on the memory panel and a CPU panel (cores over time) under it, on the same time
-//! axis and stage bands.
+//! peak marked (the exact one where it is known); the lines of [`lines::LINES`] on the
+//! memory panel where the timeline has them (the live heap of stemmon 0.3, the tree's GPU
+//! memory of 0.4), and a CPU panel (cores over time) under it, on the same time axis and
+//! stage bands.
 //!
 //! [`model`] takes what to show from the report once, and says when each series is
 //! drawn; [`svg`] draws it (with [`xml`]'s escaping writer); [`html`] puts that same SVG
@@ -10,10 +11,14 @@
 //! read-out drawn from the same steps: no network, nothing to fetch.
 
 mod annotate;
+mod colour;
 mod cpu;
+mod frame;
 mod html;
+mod lines;
 mod mark;
 mod model;
+mod point;
 mod series;
 mod svg;
 mod xml;

@@ -5,7 +5,9 @@
 //! A report may come from anyone: every time is made finite and non-negative here, sums
 //! saturate, and the work is linear in the report's size (no scan per span).
 
+use super::lines::LINES;
 use super::mark::{highest_bound, peak, BoundMark, Peak};
+use super::point::{time, Point};
 use super::series::Series;
 use crate::format::{bytes, command_line, cut_middle, seconds};
 use crate::peak::{tree_peak, TreePeak};
@@ -19,32 +21,6 @@ const TITLE: usize = 100;
 
 /// Stages drawn as lanes: the outermost and their children.
 const MAX_DEPTH: usize = 2;
-
-/// One point of the series: [start, end] seconds and the maxima over that interval.
-#[derive(Clone, Copy, Debug, Serialize)]
-pub(crate) struct Point {
-    pub(crate) start: f64,
-    pub(crate) end: f64,
-    pub(crate) tree: Option<u64>,
-    pub(crate) parent: Option<u64>,
-    pub(crate) children: Option<u64>,
-    /// The kernel's high-water bound over the interval (stemmon 0.2 on).
-    pub(crate) bound: Option<u64>,
-    /// The highest live heap (stemmon 0.3 with `stemmon::Alloc`).
-    pub(crate) heap: Option<u64>,
-    /// The highest CPU use of the tree in cores (stemmon 0.3).
-    pub(crate) cpu: Option<f64>,
-}
-
-impl Point {
-    /// Parent and children stacked: their sum, or whichever was read.
-    pub(crate) fn stacked(&self) -> Option<u64> {
-        match (self.parent, self.children) {
-            (Some(a), Some(b)) => Some(a.saturating_add(b)),
-            (a, b) => a.or(b),
-        }
-    }
-}
 
 /// Calls of one stage path drawn as a band: its lane (depth), name and interval.
 #[derive(Clone, Debug, Serialize)]
@@ -69,15 +45,6 @@ pub(crate) struct Chart {
     pub(crate) peak: Option<Peak>,
     /// Marked where the peak is the sampled one and a bound was read.
     pub(crate) bound: Option<BoundMark>,
-}
-
-/// A time from a report: finite and at least zero.
-pub(super) fn time(seconds: f64) -> f64 {
-    if seconds.is_nan() {
-        0.0
-    } else {
-        seconds.clamp(0.0, f64::MAX)
-    }
 }
 
 impl Chart {
@@ -134,11 +101,6 @@ impl Chart {
         }
     }
 
-    /// Whether a point has the live heap: the memory panel then draws its line.
-    pub(crate) fn has_heap(&self) -> bool {
-        self.points.iter().any(|p| p.heap.is_some())
-    }
-
     /// Whether a point has CPU in cores: the CPU panel is then drawn under memory.
     pub(crate) fn has_cpu(&self) -> bool {
         self.points.iter().any(|p| p.cpu.is_some())
@@ -158,7 +120,7 @@ impl Chart {
     pub(crate) fn highest(&self) -> u64 {
         self.points
             .iter()
-            .flat_map(|p| [p.tree, p.bound, p.stacked(), p.heap])
+            .flat_map(|p| [p.tree, p.bound, p.stacked()].into_iter().chain(p.lines))
             .flatten()
             .chain(self.peak.as_ref().map(|p| p.bytes))
             .max()
@@ -236,8 +198,16 @@ fn subtitle(report: &Report, kind: TreePeak, peak: Option<&Peak>) -> String {
             bytes(Some(parent))
         );
     }
-    if let Some(peak) = report.heap.peak_live_bytes {
-        let _ = write!(subtitle, "; peak live heap {}", bytes(Some(peak)));
+    for line in &LINES {
+        let peak = stemmon_report::fields::field(line.peak).and_then(|f| f.of_run(report));
+        if let Some(peak) = peak {
+            let _ = write!(
+                subtitle,
+                "; peak {} {}",
+                line.name,
+                crate::format::figure(stemmon_report::fields::Unit::Bytes, Some(peak))
+            );
+        }
     }
     if let Some(cores) = report.cpu_io.cpu_cores {
         let _ = write!(subtitle, "; {cores:.2} cores over the run");
@@ -261,7 +231,7 @@ fn points(report: &Report) -> Vec<Point> {
                 parent: p.parent_rss_bytes,
                 children: p.children_rss_bytes,
                 bound: p.tree_rss_bound_bytes,
-                heap: p.heap_live_bytes,
+                lines: std::array::from_fn(|i| (LINES[i].of_point)(p)),
                 // Checked finite and at most 1e9 by `input`; clamped for `Chart`'s own tests.
                 cpu: p.cpu_cores.map(|c| time(c).min(1e9)),
             })
@@ -277,7 +247,7 @@ fn points(report: &Report) -> Vec<Point> {
                 parent: s.parent_rss_bytes,
                 children: s.children_rss_bytes,
                 bound: None,
-                heap: None,
+                lines: [None; LINES.len()],
                 cpu: None,
             })
             .collect()

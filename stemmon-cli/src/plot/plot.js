@@ -53,8 +53,10 @@
     lines.push("children " + mib(point && point.children));
     const bound = at(data.series.bound, t);
     lines.push("bound " + (bound ? mib(bound[2]) + over(bound) : "-"));
-    const heap = at(data.series.heap, t);
-    if (heap) lines.push("live heap " + mib(heap[2]) + read(heap));
+    for (const line of data.series.lines) {
+      const step = at(line.steps, t);
+      if (step) lines.push(line.name + " " + mib(step[2]) + read(step));
+    }
     const cpu = at(data.series.cpu, t);
     if (cpu) lines.push("CPU " + cpu[2].toFixed(2) + " cores" + over(cpu));
     const stages = data.bands.filter((b) => b.start <= t && t <= b.end).map((b) => b.path);

@@ -6,7 +6,8 @@
 //! series is drawn as steps, each holding one point's maximum flat over the time it
 //! covers, never as a ramp between two points:
 //!
-//! - **Sampled figures** (tree, parent and children RSS, live heap) are maxima of
+//! - **Sampled figures** (tree, parent and children RSS, the [`LINES`]: live heap, the
+//!   tree's GPU memory) are maxima of
 //!   instantaneous readings taken within the point's span, the one that gave the maximum
 //!   anywhere in it. A point's maximum is drawn flat over its span, and nowhere else:
 //!   between one point's end and the next one's start nothing was read, and the line
@@ -20,7 +21,8 @@
 //!   the start), the first CPU figure from the first point's start (the first sample,
 //!   which has none, is where CPU is first read).
 
-use super::model::Point;
+use super::lines::LINES;
+use super::point::Point;
 use serde::ser::{SerializeTuple, Serializer};
 use serde::Serialize;
 
@@ -106,6 +108,16 @@ pub(crate) fn interval<T: Copy>(
     out
 }
 
+/// One of the [`LINES`] as drawn: written to the page's JSON as `{id, name, steps}`.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Drawn {
+    pub(crate) id: &'static str,
+    pub(crate) name: &'static str,
+    #[serde(skip)]
+    pub(crate) colour: &'static str,
+    pub(crate) steps: Vec<Step<u64>>,
+}
+
 /// Every series as drawn, by the rules of the module docs.
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct Series {
@@ -118,8 +130,8 @@ pub(crate) struct Series {
     pub(crate) stacked: Vec<Step<u64>>,
     /// The high-water bound (an interval figure).
     pub(crate) bound: Vec<Step<u64>>,
-    /// The live heap (sampled).
-    pub(crate) heap: Vec<Step<u64>>,
+    /// The [`LINES`], in their order (sampled); a line no point has holds no step.
+    pub(crate) lines: Vec<Drawn>,
     /// CPU in cores (an interval figure).
     pub(crate) cpu: Vec<Step<f64>>,
 }
@@ -133,7 +145,16 @@ impl Series {
             parent: sampled(points, |p| p.stacked().map(|_| p.parent.unwrap_or(0))),
             stacked: sampled(points, Point::stacked),
             bound: interval(points, |p| p.bound, 0.0),
-            heap: sampled(points, |p| p.heap),
+            lines: LINES
+                .iter()
+                .enumerate()
+                .map(|(i, line)| Drawn {
+                    id: line.id,
+                    name: line.name,
+                    colour: line.colour,
+                    steps: sampled(points, |p| p.lines[i]),
+                })
+                .collect(),
             cpu: interval(points, |p| p.cpu, cpu_origin),
         }
     }
@@ -210,7 +231,7 @@ mod tests {
             parent: Some(tree * MIB),
             children: Some(0),
             bound: Some(bound * MIB),
-            heap: None,
+            lines: [None; LINES.len()],
             cpu: None,
         };
         let points = vec![

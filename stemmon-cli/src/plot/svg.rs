@@ -1,100 +1,26 @@
 //! The picture, drawn from a [`Chart`]: tree RSS over the run as parent and children
 //! stacked, the tree line, the dashed high-water bound, stage bands and lanes with their
 //! names, the peak marked and labelled (a circle at an instant, a bar over an interval);
-//! every series in steps over the times [`super::model`] says it covers; with stemmon 0.3's figures the live heap as a
-//! line on the memory panel and, under it, the CPU panel ([`super::cpu`]).
+//! every series in steps over the times [`super::model`] says it covers; the memory
+//! panel's [`LINES`](super::lines::LINES) where the timeline has them (the live heap,
+//! the tree's GPU memory) and, under it, the CPU panel ([`super::cpu`]).
 //!
 //! Elements are written by [`Writer`](super::xml::Writer), which escapes every attribute
 //! value and text: nothing from a report reaches the SVG raw.
 
+use super::colour::{
+    BAND_COLOURS, BOUND_COLOUR, CHILDREN_COLOUR, LANE_COLOURS, PARENT_COLOUR, PEAK_COLOUR,
+    TREE_COLOUR,
+};
+use super::frame::{
+    corners, time_axis, trim_number, Frame, BOTTOM, HEIGHT, LANE, LEFT, RIGHT, TOP, WIDTH,
+};
 use super::mark::PeakKind;
 use super::model::Chart;
 use super::series::Step;
 use super::xml::{Px, Writer};
 use crate::format::seconds;
 use std::fmt::{Display, Write as _};
-
-pub(crate) const WIDTH: f64 = 1100.0;
-const HEIGHT: f64 = 560.0;
-pub(crate) const LEFT: f64 = 80.0;
-pub(crate) const RIGHT: f64 = 30.0;
-/// Title, legend and the stage lanes sit above the plot area.
-const TOP: f64 = 110.0;
-const BOTTOM: f64 = 50.0;
-const LANE: f64 = 18.0;
-
-/// Colours, also what the Chromium test looks for in the screenshot.
-pub(crate) const PARENT_COLOUR: &str = "#4c72b0";
-pub(crate) const CHILDREN_COLOUR: &str = "#dd8452";
-const TREE_COLOUR: &str = "#222222";
-pub(crate) const HEAP_COLOUR: &str = "#2ca02c";
-pub(super) const BOUND_COLOUR: &str = "#c44e52";
-pub(super) const PEAK_COLOUR: &str = "#8b0000";
-pub(super) const BAND_COLOURS: [&str; 2] = ["#eef1f6", "#f7f3ea"];
-const LANE_COLOURS: [&str; 6] = [
-    "#8da0cb", "#66c2a5", "#e78ac3", "#a6d854", "#ffd92f", "#b3b3b3",
-];
-
-/// Where figures land on the picture.
-pub(super) struct Frame {
-    duration: f64,
-    pub(super) top: f64,
-    /// Bytes at the top of the plot area.
-    scale: f64,
-    /// Bytes per axis unit, and its name.
-    unit: (f64, &'static str),
-    step: f64,
-}
-
-impl Frame {
-    pub(super) fn of(chart: &Chart) -> Frame {
-        let highest = chart.highest() as f64;
-        let unit = if highest >= (2u64 << 30) as f64 {
-            ((1u64 << 30) as f64, "GiB")
-        } else {
-            ((1u64 << 20) as f64, "MiB")
-        };
-        let step = nice_step(highest / unit.0 * 1.05, 6.0);
-        let scale = ((highest / unit.0 * 1.05 / step).ceil() * step).max(step) * unit.0;
-        Frame {
-            duration: chart.duration,
-            top: TOP + LANE * chart.lanes() as f64,
-            scale,
-            unit,
-            step,
-        }
-    }
-
-    pub(super) fn x(&self, seconds: f64) -> f64 {
-        LEFT + seconds.clamp(0.0, self.duration) / self.duration * (WIDTH - LEFT - RIGHT)
-    }
-
-    pub(super) fn y(&self, bytes: f64) -> f64 {
-        HEIGHT - BOTTOM - bytes.min(self.scale) / self.scale * (HEIGHT - BOTTOM - self.top)
-    }
-}
-
-/// A round step for about `count` ticks over `range`: 1, 2 or 5 times a power of ten.
-pub(super) fn nice_step(range: f64, count: f64) -> f64 {
-    let raw = (range / count).max(f64::MIN_POSITIVE);
-    let power = 10f64.powf(raw.log10().floor());
-    let fraction = raw / power;
-    let nice = if fraction <= 1.0 {
-        1.0
-    } else if fraction <= 2.0 {
-        2.0
-    } else if fraction <= 5.0 {
-        5.0
-    } else {
-        10.0
-    };
-    nice * power
-}
-
-pub(super) fn trim_number(value: f64) -> String {
-    let text = format!("{value:.3}");
-    text.trim_end_matches('0').trim_end_matches('.').to_owned()
-}
 
 /// The whole picture; `standalone` adds the XML declaration and namespace for a file of
 /// its own (inline in HTML it needs neither).
@@ -182,8 +108,8 @@ fn legend(w: &mut Writer, chart: &Chart) {
         ("tree RSS", TREE_COLOUR, Some("")),
         ("high-water bound", BOUND_COLOUR, Some("6 4")),
     ];
-    if chart.has_heap() {
-        items.push(("live heap", HEAP_COLOUR, Some("")));
+    for line in chart.series.lines.iter().filter(|l| !l.steps.is_empty()) {
+        items.push((line.name, line.colour, Some("")));
     }
     let mut x = LEFT;
     for (name, colour, line) in items {
@@ -318,47 +244,6 @@ fn bands(w: &mut Writer, chart: &Chart, frame: &Frame) {
     }
 }
 
-/// The time axis under a panel whose plot ends at `plot_bottom`: a tick and its
-/// seconds at every round step, and the axis's name at `label_y`. The memory panel and
-/// the CPU panel share it, on the same frame.
-pub(super) fn time_axis(w: &mut Writer, frame: &Frame, plot_bottom: f64, label_y: f64) {
-    let time_step = nice_step(frame.duration, 10.0);
-    let mut t = 0.0;
-    while t <= frame.duration * (1.0 + 1e-9) {
-        let x = frame.x(t);
-        w.empty(
-            "line",
-            &[
-                ("x1", &Px(x)),
-                ("x2", &Px(x)),
-                ("y1", &Px(plot_bottom)),
-                ("y2", &Px(plot_bottom + 5.0)),
-                ("stroke", &"#888"),
-            ],
-        );
-        w.text(
-            "text",
-            &[
-                ("x", &Px(x)),
-                ("y", &Px(plot_bottom + 18.0)),
-                ("text-anchor", &"middle"),
-            ],
-            &format!("{}s", trim_number(t)),
-        );
-        t += time_step;
-    }
-    w.text(
-        "text",
-        &[
-            ("x", &Px((LEFT + WIDTH - RIGHT) / 2.0)),
-            ("y", &Px(label_y)),
-            ("text-anchor", &"middle"),
-            ("fill", &"#444"),
-        ],
-        "seconds since start",
-    );
-}
-
 /// The memory grid and labels, the time ticks.
 fn axes(w: &mut Writer, frame: &Frame) {
     let plot_bottom = HEIGHT - BOTTOM;
@@ -390,15 +275,6 @@ fn axes(w: &mut Writer, frame: &Frame) {
     time_axis(w, frame, plot_bottom, HEIGHT - 10.0);
 }
 
-/// (seconds, value) corners of a step series: two a step, each step flat over the time
-/// it covers ([`super::model`] says which), so consecutive steps meet in a vertical edge.
-pub(super) fn corners<T: Copy>(steps: &[Step<T>], value: impl Fn(T) -> f64) -> Vec<(f64, f64)> {
-    steps
-        .iter()
-        .flat_map(|s| [(s.from, value(s.value)), (s.to, value(s.value))])
-        .collect()
-}
-
 /// Memory steps as (seconds, bytes) corners (bytes as `f64`: only drawn, never summed).
 fn byte_corners(steps: &[Step<u64>]) -> Vec<(f64, f64)> {
     corners(steps, |v| v as f64)
@@ -427,14 +303,16 @@ fn series(w: &mut Writer, chart: &Chart, frame: &Frame) {
         "6 4",
         "bound",
     );
-    line(
-        w,
-        frame,
-        &byte_corners(&series.heap),
-        HEAP_COLOUR,
-        "none",
-        "heap",
-    );
+    for drawn in &series.lines {
+        line(
+            w,
+            frame,
+            &byte_corners(&drawn.steps),
+            drawn.colour,
+            "none",
+            drawn.id,
+        );
+    }
 }
 
 /// The area between `upper` and `lower` (the floor, unless they pair up point for point).
@@ -499,7 +377,8 @@ fn line(w: &mut Writer, frame: &Frame, series: &[(f64, f64)], colour: &str, dash
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::plot::model::{Band, Point};
+    use crate::plot::model::Band;
+    use crate::plot::point::Point;
 
     #[test]
     fn a_hostile_stage_name_cannot_break_the_svg() {
@@ -511,7 +390,7 @@ pub(crate) mod tests {
                 parent: Some(2 << 20),
                 children: Some(1 << 20),
                 bound: Some(4 << 20),
-                heap: Some(1 << 20),
+                lines: [Some(1 << 20), Some(2 << 20)],
                 cpu: Some(2.0),
             }],
             vec![Band {
@@ -545,7 +424,7 @@ pub(crate) mod tests {
             parent: Some(mib * MIB),
             children: Some(0),
             bound: Some(bound_mib * MIB),
-            heap: Some(heap_mib * MIB),
+            lines: [Some(heap_mib * MIB), None],
             cpu: None,
         }
     }

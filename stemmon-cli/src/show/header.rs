@@ -1,10 +1,14 @@
-//! The header of `stemmon show`: one line per fact of the run (what ran, wall time, the
-//! peak, marks and their resets, cgroup, heap, CPU and I/O, coverage, sampler, errors).
+//! The header of `stemmon show`: one line per fact of the run (what ran, what a merged
+//! report was made of, wall time, the peak, marks and their resets, cgroup, heap, CPU
+//! and I/O, GPUs, coverage, sampler, errors).
 
-use crate::format::{bytes, clean, command_line, cores, cpu_seconds, cpu_total, middle, seconds};
+use crate::format::{
+    bytes, clean, command_line, cores, cpu_seconds, cpu_total, figure, middle, seconds, short,
+};
 use crate::peak::{tree_peak, TreePeak};
 use std::fmt::Write as _;
 use stemmon::Report;
+use stemmon_report::fields::Unit;
 
 /// The header's lines; the command on the first is cut in the middle to fit `width`.
 pub(super) fn header(report: &Report, width: Option<usize>) -> String {
@@ -37,6 +41,9 @@ pub(super) fn header(report: &Report, width: Option<usize>) -> String {
             .map(|(k, v)| format!("{}={}", clean(k), clean(v)))
             .collect();
         let _ = writeln!(out, "labels:     {}", labels.join(", "));
+    }
+    if let Some(line) = merged_line(report) {
+        let _ = writeln!(out, "merged:     {line}");
     }
     let _ = writeln!(out, "wall time:  {}", seconds(report.wall_seconds));
     let _ = writeln!(out, "peak:       {}", peak_line(report));
@@ -105,6 +112,9 @@ pub(super) fn header(report: &Report, width: Option<usize>) -> String {
     }
     if let Some(line) = cpu_line(report) {
         let _ = writeln!(out, "CPU, I/O:   {line}");
+    }
+    if let Some(line) = gpu_line(report) {
+        let _ = writeln!(out, "gpu:        {line}");
     }
     let complete = report.samples.saturating_sub(report.partial_rss_samples);
     let _ = writeln!(
@@ -248,6 +258,97 @@ fn heap_line(report: &Report) -> Option<String> {
         let _ = write!(line, " in {count} allocations");
     }
     Some(line)
+}
+
+/// The most inputs the `merged:` line names; the rest are counted.
+const MAX_INPUTS: usize = 8;
+
+/// What a report of `stemmon merge` was made of: its inputs' files, and whose timeline
+/// it holds; `None` for a report of one run.
+fn merged_line(report: &Report) -> Option<String> {
+    let section = report.figures.value("merge")?;
+    let inputs = section.get("inputs")?.as_array()?;
+    let file = |input: &serde_json::Value| {
+        input
+            .get("file")
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(|| "?".to_owned(), |f| clean(&short(f)).into_owned())
+    };
+    let mut names: Vec<String> = inputs.iter().take(MAX_INPUTS).map(file).collect();
+    if inputs.len() > MAX_INPUTS {
+        names.push(format!("… and {} more", inputs.len() - MAX_INPUTS));
+    }
+    let s = if inputs.len() == 1 { "" } else { "s" };
+    let mut line = format!("{} report{s} ({})", inputs.len(), names.join(", "));
+    let from = section
+        .get("timeline_from")
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|at| inputs.get(usize::try_from(at).ok()?));
+    if let Some(from) = from {
+        let _ = write!(
+            line,
+            "; the timeline, samples and spans are {}'s (the highest sampled peak)",
+            file(from)
+        );
+    }
+    Some(line)
+}
+
+/// The most GPUs the `gpu:` line names; the rest are counted (a report stemmon wrote
+/// names the machine's, a hostile one may name a million).
+const MAX_GPUS: usize = 16;
+
+/// The tree's and the busiest GPU's peaks (SPEC §15), the driver and each device from
+/// the report's `gpu` section, or why there are none; `None` for a report that says
+/// nothing of GPUs.
+fn gpu_line(report: &Report) -> Option<String> {
+    let section = report.figures.value("gpu");
+    let text = |value: Option<&serde_json::Value>| {
+        value
+            .and_then(serde_json::Value::as_str)
+            .map(|t| clean(&short(t)).into_owned())
+    };
+    let count = |value: Option<&serde_json::Value>| value.and_then(serde_json::Value::as_u64);
+    let mut parts = Vec::new();
+    for (what, key) in [
+        ("the tree's peak", "peak_tree_gpu_bytes"),
+        ("the busiest GPU's peak", "peak_device_gpu_bytes"),
+    ] {
+        let value = stemmon_report::fields::field(key).and_then(|f| f.of_run(report));
+        if let Some(value) = value {
+            parts.push(format!("{what} {}", figure(Unit::Bytes, Some(value))));
+        }
+    }
+    let devices = section
+        .and_then(|s| s.get("devices"))
+        .and_then(serde_json::Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if let Some(driver) = text(section.and_then(|s| s.get("driver_version"))) {
+        parts.push(format!("driver {driver}"));
+    }
+    for device in devices.iter().take(MAX_GPUS) {
+        let index = count(device.get("index")).map_or("?".to_owned(), |i| i.to_string());
+        let name = text(device.get("name")).unwrap_or_else(|| "?".to_owned());
+        let mut line = format!(
+            "GPU {index} {name}: peak used {} of {}",
+            bytes(count(device.get("peak_memory_used_bytes"))),
+            bytes(count(device.get("memory_total_bytes")))
+        );
+        if let Some(why) = text(device.get("missing")) {
+            let _ = write!(line, " (missing: {why})");
+        }
+        parts.push(line);
+    }
+    if devices.len() > MAX_GPUS {
+        parts.push(format!("… and {} more GPUs", devices.len() - MAX_GPUS));
+    }
+    if let Some(why) = text(section.and_then(|s| s.get("missing"))) {
+        if parts.is_empty() {
+            return Some(format!("none: {why}"));
+        }
+        parts.push(format!("missing: {why}"));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// The whole tree's CPU and I/O over the run (SPEC §12), or why I/O is missing; `None`

@@ -1,5 +1,10 @@
 //! `stemmon show REPORT`: the stage tree as an aligned table under a header.
 //!
+//! The table's core columns (the stage, calls, errors, total / min / max wall, the tree
+//! peak and bound, processes) are its own; the figure columns after them come from the
+//! field table ([`stemmon_report::fields`]): each field marked `column`, when some stage
+//! has it, headed by its label and printed by its unit.
+//!
 //! The output fits `COLUMNS` when it is set, else the terminal's width when standard
 //! output is one; a pipe or a file gets it whole ([`crate::format::output_width`]). To
 //! fit, header lines fold under their value, commands and stage names are cut in the
@@ -10,7 +15,7 @@
 //! process alone, its own high-water mark ([`crate::peak`]); elsewhere the sampled peak
 //! is shown as the lower end (`≥`) of the range whose upper end is the bound.
 
-use crate::format::{bytes, clean, cores, cpu_seconds, cpu_total, seconds, signed_bytes, wrap};
+use crate::format::{bytes, clean, figure, seconds, wrap};
 use crate::peak::{tree_peak, TreePeak};
 use crate::table::{Give, Table};
 use crate::{input, Failure};
@@ -19,6 +24,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use stemmon::report::StageReport;
 use stemmon::Report;
+use stemmon_report::fields::{Field, Fold, FIELDS};
 use stemmon_report::StageTree as Tree;
 
 mod header;
@@ -113,51 +119,28 @@ fn indented(name: &str, depth: usize) -> String {
     }
 }
 
-/// A column of the stage table (numbers, set right): its header, how it gives way on a
-/// narrow terminal, and its cell.
-type Column = (&'static str, Give, fn(&StageReport) -> String);
+/// The figure columns after the core ones: every field the table marks as a column
+/// (`Field::column`: heap, CPU and I/O, cgroup and GPU figures), in the table's order,
+/// each kept only when some stage has its figure, so a report without them prints as
+/// it always did. On a narrow terminal sums give way first, then the figures computed
+/// from others, then peaks (see [`give_of`]).
+fn figure_columns(report: &Report) -> Vec<&'static Field> {
+    FIELDS
+        .iter()
+        .filter(|field| field.column)
+        .filter(|field| report.stages.iter().any(|s| field.of_stage(s).is_some()))
+        .collect()
+}
 
-/// The 0.3 columns, each kept only when some stage has its figure: a report from 0.1
-/// or 0.2 prints as it always did.
-fn optional_columns(report: &Report) -> Vec<Column> {
-    let any = |has: fn(&StageReport) -> bool| report.stages.iter().any(has);
-    let mut columns: Vec<Column> = Vec::new();
-    if any(|s| s.heap.heap_allocated_bytes.is_some()) {
-        columns.push(("heap alloc", Give::drop(3), |s| {
-            bytes(s.heap.heap_allocated_bytes)
-        }));
-    }
-    if any(|s| s.heap.peak_heap_bytes.is_some()) {
-        columns.push(("peak heap", Give::drop(8), |s| {
-            bytes(s.heap.peak_heap_bytes)
-        }));
-    }
-    if any(|s| s.heap.heap_retained_bytes.is_some()) {
-        columns.push(("retained", Give::drop(1), |s| {
-            signed_bytes(s.heap.heap_retained_bytes)
-        }));
-    }
-    if any(|s| cpu_total(&s.cpu_io).is_some()) {
-        columns.push(("CPU", Give::drop(6), |s| cpu_seconds(cpu_total(&s.cpu_io))));
-    }
-    if any(|s| s.cpu_io.cpu_thread_seconds.is_some()) {
-        // The stage's own threads (RUSAGE_THREAD), apart from its siblings' work.
-        columns.push(("own CPU", Give::drop(2), |s| {
-            cpu_seconds(s.cpu_io.cpu_thread_seconds)
-        }));
-    }
-    if any(|s| s.cpu_io.cpu_cores.is_some()) {
-        columns.push(("cores", Give::drop(10), |s| cores(s.cpu_io.cpu_cores)));
-    }
-    if any(|s| s.cpu_io.io_read_bytes.is_some() || s.cpu_io.io_write_bytes.is_some()) {
-        columns.push(("I/O read / write", Give::drop(0), |s| {
-            match (s.cpu_io.io_read_bytes, s.cpu_io.io_write_bytes) {
-                (None, None) => "-".to_owned(),
-                (read, write) => format!("{} / {}", bytes(read), bytes(write)),
-            }
-        }));
-    }
-    columns
+/// How a figure column gives way, by how its figure combines: a sum (`heap allocated`,
+/// `read`) before `min` and `max`, a figure computed from others (`CPU`, `cores`)
+/// before `processes`, a peak (`peak heap`, `GPU`) before `errors`.
+fn give_of(field: &Field) -> Give {
+    Give::drop(match field.fold {
+        Fold::Sum => 0,
+        Fold::Derived => 6,
+        Fold::Max => 8,
+    })
 }
 
 /// A stage's peak tree RSS cell: the exact figure where the stage's tree was the process
@@ -173,7 +156,7 @@ fn peak_cell(stage: &StageReport) -> String {
     }
 }
 
-/// The stage table's columns before the 0.3 ones: the stage, its total time and its peak
+/// The stage table's core columns, before the figure columns: the stage, its total time and its peak
 /// never give way; the rest go from the least telling (`min`) up.
 fn base_columns() -> [(&'static str, Option<Give>); 9] {
     [
@@ -197,16 +180,16 @@ fn base_columns() -> [(&'static str, Option<Give>); 9] {
 }
 
 fn table(report: &Report, tree: &Tree) -> Table {
-    let optional = optional_columns(report);
+    let optional = figure_columns(report);
     let base = base_columns();
     let mut header: Vec<String> = base.iter().map(|(name, _)| (*name).to_owned()).collect();
-    header.extend(optional.iter().map(|(name, _, _)| (*name).to_owned()));
+    header.extend(optional.iter().map(|field| field.label.to_owned()));
     let mut table = Table::new(header);
     table.align_right(1..base.len() + optional.len());
     let gives = base
         .iter()
         .map(|(_, give)| *give)
-        .chain(optional.iter().map(|(_, give, _)| Some(*give)));
+        .chain(optional.iter().map(|field| Some(give_of(field))));
     for (column, give) in gives.enumerate() {
         if let Some(give) = give {
             table.give(column, give);
@@ -230,7 +213,11 @@ fn table(report: &Report, tree: &Tree) -> Table {
             bytes(stage.high_water.peak_tree_rss_bound_bytes),
             stage.peak_process_count.to_string(),
         ];
-        row.extend(optional.iter().map(|(_, _, cell)| cell(stage)));
+        row.extend(
+            optional
+                .iter()
+                .map(|field| figure(field.unit, field.of_stage(stage))),
+        );
         table.add_row(row);
     }
     table
