@@ -1,5 +1,8 @@
-//! The runtime's modules depend one way (STYLE: memory/ and report ← recorder ← context
-//! ← stage / future; recorder ← sampler ← monitor ← builder): no import cycle.
+//! The house's shape (issue 26): the runtime's modules depend one way (STYLE: memory/
+//! and report ← recorder ← context ← stage / future; recorder ← sampler ← monitor ←
+//! builder), no module of any crate imports in a circle at any level, no source file is
+//! over 500 lines before its tests, one module reads the environment and one writes the
+//! warning prefix.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -93,72 +96,6 @@ fn the_runtime_modules_have_no_import_cycle() {
     }
 }
 
-/// For each folder of the command's modules (`stemmon-cli/src/plot`...), its files →
-/// the sibling files their non-test code names (`super::x`, `crate::<folder>::x`,
-/// `super::{x, y}`); the folder's `mod.rs` declares them all and is left out.
-fn command_dependencies() -> Vec<(String, BTreeMap<String, BTreeSet<String>>)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("stemmon-cli/src");
-    let mut folders = Vec::new();
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let folder = entry.unwrap().path();
-        if !folder.is_dir() {
-            continue;
-        }
-        let dir = folder.file_name().unwrap().to_string_lossy().into_owned();
-        let files: BTreeMap<String, String> = std::fs::read_dir(&folder)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
-            .map(|p| {
-                let name = p.file_stem().unwrap().to_string_lossy().into_owned();
-                let text = std::fs::read_to_string(&p).unwrap();
-                (name, text.split("#[cfg(test)]").next().unwrap().to_owned())
-            })
-            .filter(|(name, _)| name != "mod")
-            .collect();
-        let mut graph = BTreeMap::new();
-        for (name, code) in &files {
-            let mut deps = BTreeSet::new();
-            for line in code.lines() {
-                let line = line.split("//").next().unwrap();
-                let inside = format!("crate::{dir}::");
-                for prefix in ["super::", inside.as_str()] {
-                    for (i, _) in line.match_indices(prefix) {
-                        let rest = &line[i + prefix.len()..];
-                        let names: Vec<&str> = match rest.strip_prefix('{') {
-                            Some(group) => group.split([',', '}']).collect(),
-                            None => vec![rest],
-                        };
-                        for sibling in names {
-                            let sibling: String = sibling
-                                .trim()
-                                .chars()
-                                .take_while(|c| c.is_ascii_lowercase() || *c == '_')
-                                .collect();
-                            if sibling != *name && files.contains_key(&sibling) {
-                                deps.insert(sibling);
-                            }
-                        }
-                    }
-                }
-            }
-            graph.insert(name.clone(), deps);
-        }
-        folders.push((dir, graph));
-    }
-    folders
-}
-
-#[test]
-fn the_command_modules_have_no_import_cycle() {
-    let folders = command_dependencies();
-    let plot = folders.iter().find(|(dir, _)| dir == "plot").unwrap();
-    assert!(plot.1["svg"].contains("frame"), "{:?}", plot.1);
-    for (_, graph) in &folders {
-        assert_acyclic(graph);
-    }
-}
-
 /// The non-test code of every `.rs` file under `stemmon/src/<dir>`, with its path.
 fn sources_under(dir: &str) -> Vec<(String, String)> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -236,10 +173,220 @@ fn the_readers_keep_no_process_wide_state() {
     }
 }
 
+/// The source folders of the workspace's crates.
+const CRATES: [&str; 7] = [
+    "stemmon/src",
+    "stemmon-cli/src",
+    "stemmon-report/src",
+    "stemmon-macros/src",
+    "src",
+    "bench/src",
+    "examples",
+];
+
+/// The code of `text` before its unit tests.
+fn before_tests(text: &str) -> &str {
+    let end = ["#[cfg(test)]", "#[cfg(all(test"]
+        .iter()
+        .filter_map(|marker| text.find(marker))
+        .min()
+        .unwrap_or(text.len());
+    &text[..end]
+}
+
+/// Every `.rs` file of the crate at `crate_src` that is not a file of tests, with its
+/// module path (`recorder/calls.rs` is `["recorder", "calls"]`, `sys/mod.rs` is
+/// `["sys"]`, the crate root `[]`) and its code before its tests.
+fn modules(crate_src: &str) -> Vec<(Vec<String>, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate_src);
+    let mut found = Vec::new();
+    let mut pending = vec![root.clone()];
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".rs") || name == "tests.rs" || name == "fake.rs" {
+            continue;
+        }
+        let relative = path.strip_prefix(&root).unwrap();
+        let mut module: Vec<String> = relative
+            .components()
+            .map(|c| {
+                c.as_os_str()
+                    .to_string_lossy()
+                    .trim_end_matches(".rs")
+                    .to_owned()
+            })
+            .collect();
+        if matches!(
+            module.last().map(String::as_str),
+            Some("mod" | "lib" | "main")
+        ) {
+            module.pop();
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        found.push((module, before_tests(&text).to_owned()));
+    }
+    found
+}
+
+/// The module paths that `code`, in module `module`, names through `crate::`, `super::`
+/// or `self::`, each cut to the longest prefix that is one of `known`.
+fn named_modules(
+    module: &[String],
+    code: &str,
+    known: &BTreeSet<Vec<String>>,
+) -> BTreeSet<Vec<String>> {
+    let mut named = BTreeSet::new();
+    for line in code.lines() {
+        let line = line.split("//").next().unwrap();
+        for (start, base) in [("crate::", 0usize), ("super::", 1), ("self::", 2)] {
+            for (i, _) in line.match_indices(start) {
+                let before = line[..i].chars().next_back();
+                if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                    continue;
+                }
+                let mut prefix: Vec<String> = match base {
+                    0 => Vec::new(),
+                    1 => module[..module.len().saturating_sub(1)].to_vec(),
+                    _ => module.to_vec(),
+                };
+                let mut rest = &line[i + start.len()..];
+                while let Some(super_rest) = rest.strip_prefix("super::") {
+                    prefix.pop();
+                    rest = super_rest;
+                }
+                let heads: Vec<&str> = match rest.strip_prefix('{') {
+                    Some(group) => group.split([',', '}']).collect(),
+                    None => vec![rest],
+                };
+                for head in heads {
+                    let mut path = prefix.clone();
+                    let mut longest = None;
+                    for part in head.trim().split("::") {
+                        let part: String = part
+                            .chars()
+                            .take_while(|c| {
+                                c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '_'
+                            })
+                            .collect();
+                        if part.is_empty() {
+                            break;
+                        }
+                        path.push(part);
+                        if known.contains(&path) {
+                            longest = Some(path.clone());
+                        }
+                    }
+                    named.extend(longest);
+                }
+            }
+        }
+    }
+    named
+}
+
+#[test]
+fn no_modules_import_in_a_circle_at_any_level() {
+    let mut checked = 0;
+    for crate_src in CRATES {
+        let files = modules(crate_src);
+        let known: BTreeSet<Vec<String>> = files.iter().map(|(m, _)| m.clone()).collect();
+        // An edge between two siblings: something in `a` (or below it) names `b` (or
+        // something below it), both children of the same module.
+        let mut graph: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+        for (module, code) in &files {
+            // The crate roots and the expansions' door re-export by design.
+            if module.is_empty() || module == &["private".to_owned()] {
+                continue;
+            }
+            for target in named_modules(module, code, &known) {
+                let common = module
+                    .iter()
+                    .zip(&target)
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                if common < module.len() && common < target.len() {
+                    if std::env::var_os("LAYOUT_DEBUG").is_some() {
+                        eprintln!("{module:?} -> {target:?}");
+                    }
+                    graph
+                        .entry(module[..=common].to_vec())
+                        .or_default()
+                        .insert(target[..=common].to_vec());
+                }
+            }
+        }
+        checked += graph.len();
+        fn visit<'a>(
+            node: &'a Vec<String>,
+            graph: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+            path: &mut Vec<&'a Vec<String>>,
+            done: &mut BTreeSet<&'a Vec<String>>,
+            crate_src: &str,
+        ) {
+            if let Some(start) = path.iter().position(|n| *n == node) {
+                let names: Vec<String> = path[start..]
+                    .iter()
+                    .chain([&node])
+                    .map(|m| m.join("::"))
+                    .collect();
+                panic!("import cycle in {crate_src}: {}", names.join(" -> "));
+            }
+            if !done.insert(node) {
+                return;
+            }
+            path.push(node);
+            for next in graph.get(node).into_iter().flatten() {
+                visit(next, graph, path, done, crate_src);
+            }
+            path.pop();
+        }
+        let mut done = BTreeSet::new();
+        for node in graph.keys() {
+            visit(node, &graph, &mut Vec::new(), &mut done, crate_src);
+        }
+    }
+    // The walk saw the modules (a broken walk would pass vacuously).
+    assert!(checked > 40, "only {checked} modules with imports");
+}
+
+#[test]
+fn one_module_reads_the_environment_and_one_writes_the_warning_prefix() {
+    let mut readers = BTreeSet::new();
+    let mut prefix = BTreeSet::new();
+    for (module, code) in modules("stemmon/src") {
+        let name = module.join("/");
+        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
+            if ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("]
+                .iter()
+                .any(|call| line.contains(&format!("std::{call}")))
+            {
+                readers.insert(name.clone());
+            }
+            if line.contains("[stemmon] warning") {
+                prefix.insert(name.clone());
+            }
+        }
+    }
+    assert_eq!(
+        readers,
+        BTreeSet::from(["env".to_owned()]),
+        "modules that read the environment"
+    );
+    assert_eq!(
+        prefix,
+        BTreeSet::from(["warn".to_owned()]),
+        "modules that spell the warning prefix"
+    );
+}
+
 #[test]
 fn no_source_file_is_over_500_lines_before_its_tests() {
     let mut long = Vec::new();
-    for crate_src in ["stemmon/src", "stemmon-cli/src"] {
+    for crate_src in CRATES {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(crate_src);
         let mut pending = vec![root];
         while let Some(path) = pending.pop() {

@@ -1,0 +1,491 @@
+//! The table itself: one declaration per figure of a record.
+
+use super::{Export, Field, Fold, Metric, Source, Unit};
+use crate::{Report, StageReport};
+
+fn bytes(value: Option<u64>) -> Option<f64> {
+    value.map(|v| v as f64)
+}
+
+fn whole(value: Option<f64>) -> Option<u64> {
+    value.filter(|v| *v >= 0.0).map(|v| v.round() as u64)
+}
+
+/// A figure at the same path on a stage and on the run (`peaks`, `high_water`, `cpu_io`).
+macro_rules! both {
+    ($section:ident . $name:ident, bytes) => {
+        (
+            |s: &StageReport| bytes(s.$section.$name),
+            |r: &Report| bytes(r.$section.$name),
+            Some(|s: &mut StageReport, v: Option<f64>| s.$section.$name = whole(v)),
+        )
+    };
+    ($section:ident . $name:ident, seconds) => {
+        (
+            |s: &StageReport| s.$section.$name,
+            |r: &Report| r.$section.$name,
+            Some(|s: &mut StageReport, v: Option<f64>| s.$section.$name = v),
+        )
+    };
+}
+
+/// A figure of the sources since 0.4, kept by key.
+macro_rules! figure {
+    ($key:literal) => {
+        (
+            |s: &StageReport| s.figures.number($key),
+            |r: &Report| r.figures.number($key),
+            Some(|s: &mut StageReport, v: Option<f64>| s.figures.set_count($key, whole(v))),
+        )
+    };
+}
+
+/// How a field is read on a stage and on the run, and written on a stage.
+type Access = (
+    fn(&StageReport) -> Option<f64>,
+    fn(&Report) -> Option<f64>,
+    Option<fn(&mut StageReport, Option<f64>)>,
+);
+
+#[allow(clippy::too_many_arguments)] // One declaration: every column of the table.
+const fn declare(
+    key: &'static str,
+    source: Source,
+    unit: Unit,
+    fold: Fold,
+    words: (&'static str, &'static str),
+    metrics: &'static [Metric],
+    export: Option<Export>,
+    access: Access,
+) -> Field {
+    Field {
+        key,
+        source,
+        unit,
+        fold,
+        label: words.0,
+        meaning: words.1,
+        metrics,
+        export,
+        column: false,
+        stage: access.0,
+        run: access.1,
+        set: access.2,
+    }
+}
+
+const fn gauge(name: &'static str, otlp: &'static str) -> Option<Export> {
+    Some(Export {
+        name,
+        otlp,
+        counter: false,
+    })
+}
+
+const fn counter(name: &'static str, otlp: &'static str) -> Option<Export> {
+    Some(Export {
+        name,
+        otlp,
+        counter: true,
+    })
+}
+
+fn cpu_seconds(cpu_user: Option<f64>, cpu_system: Option<f64>) -> Option<f64> {
+    match (cpu_user, cpu_system) {
+        (Some(user), Some(system)) => Some(user + system),
+        (user, system) => user.or(system),
+    }
+}
+
+use Fold::{Derived, Max, Sum};
+use Metric::{Cpu as CpuMetric, Exact, Gpu as GpuMetric, Heap as HeapMetric, Sampled};
+use Unit::{Bytes, Cores, Count, Seconds};
+
+/// Every figure of a record, in the order the docs and the tables give them.
+pub const FIELDS: &[Field] = &[
+    declare(
+        "calls",
+        Source::Calls,
+        Count,
+        Sum,
+        ("calls", "calls of the stage, open ones included"),
+        &[],
+        counter("calls", "calls"),
+        (
+            |s| Some(s.calls as f64),
+            |r| {
+                Some(
+                    r.stages
+                        .iter()
+                        .filter(|s| s.parent_id.is_none())
+                        .map(|s| s.calls as f64)
+                        .sum(),
+                )
+            },
+            Some(|s, v| s.calls = whole(v).unwrap_or(0)),
+        ),
+    ),
+    declare(
+        "errors",
+        Source::Calls,
+        Count,
+        Sum,
+        (
+            "errors",
+            "calls that failed (panicked, returned Err, were cancelled)",
+        ),
+        &[],
+        counter("errors", "errors"),
+        (
+            |s| Some(s.errors as f64),
+            |r| Some(r.stages.iter().map(|s| s.errors as f64).sum()),
+            Some(|s, v| s.errors = whole(v).unwrap_or(0)),
+        ),
+    ),
+    declare(
+        "wall_seconds",
+        Source::Calls,
+        Seconds,
+        Sum,
+        ("wall", "wall time over all calls, summed over threads"),
+        &[],
+        counter("wall_seconds", "wall_time"),
+        (
+            |s| Some(s.wall_seconds),
+            |r| Some(r.wall_seconds),
+            Some(|s, v| s.wall_seconds = v.unwrap_or(0.0)),
+        ),
+    ),
+    declare(
+        "peak_process_count",
+        Source::Tree,
+        Count,
+        Max,
+        ("procs", "most processes in the tree"),
+        &[],
+        None,
+        (
+            |s| Some(f64::from(s.peak_process_count)),
+            |r| Some(f64::from(r.peak_process_count)),
+            Some(|s, v| {
+                s.peak_process_count = whole(v).unwrap_or(0).min(u64::from(u32::MAX)) as u32
+            }),
+        ),
+    ),
+    declare(
+        "peak_tree_rss_bytes",
+        Source::Tree,
+        Bytes,
+        Max,
+        ("sampled peak", "the sampled peak tree RSS"),
+        &[Exact, Sampled],
+        gauge("peak_tree_rss_bytes", "peak_tree_rss"),
+        both!(peaks.peak_tree_rss_bytes, bytes),
+    ),
+    declare(
+        "peak_parent_rss_bytes",
+        Source::Tree,
+        Bytes,
+        Max,
+        ("parent", "the sampled peak RSS of the monitored process"),
+        &[],
+        None,
+        both!(peaks.peak_parent_rss_bytes, bytes),
+    ),
+    declare(
+        "peak_children_rss_bytes",
+        Source::Tree,
+        Bytes,
+        Max,
+        ("children", "the sampled peak RSS of its descendants"),
+        &[],
+        None,
+        both!(peaks.peak_children_rss_bytes, bytes),
+    ),
+    declare(
+        "peak_tree_uss_bytes",
+        Source::Tree,
+        Bytes,
+        Max,
+        (
+            "USS",
+            "the sampled peak unique set size of the tree (detailed_memory)",
+        ),
+        &[],
+        None,
+        both!(peaks.peak_tree_uss_bytes, bytes),
+    ),
+    declare(
+        "peak_tree_pss_bytes",
+        Source::Tree,
+        Bytes,
+        Max,
+        (
+            "PSS",
+            "the sampled peak proportional set size of the tree (detailed_memory)",
+        ),
+        &[],
+        None,
+        both!(peaks.peak_tree_pss_bytes, bytes),
+    ),
+    declare(
+        "peak_tree_physical_footprint_bytes",
+        Source::Tree,
+        Bytes,
+        Max,
+        (
+            "footprint",
+            "the physical footprint of the tree (macOS; not measured yet)",
+        ),
+        &[],
+        None,
+        both!(peaks.peak_tree_physical_footprint_bytes, bytes),
+    ),
+    declare(
+        "peak_tree_rss_bound_bytes",
+        Source::Marks,
+        Bytes,
+        Max,
+        ("bound", "the high-water bound of the tree's peak"),
+        &[Exact],
+        gauge("peak_tree_rss_bound_bytes", "peak_tree_rss_bound"),
+        both!(high_water.peak_tree_rss_bound_bytes, bytes),
+    ),
+    declare(
+        "peak_parent_hwm_bytes",
+        Source::Marks,
+        Bytes,
+        Max,
+        ("parent exact", "the parent's exact peak"),
+        &[Exact],
+        gauge("peak_parent_hwm_bytes", "peak_parent_hwm"),
+        both!(high_water.peak_parent_hwm_bytes, bytes),
+    ),
+    declare(
+        "peak_reaped_child_rss_bytes",
+        Source::Marks,
+        Bytes,
+        Max,
+        (
+            "exited child",
+            "the largest peak of a descendant that exited",
+        ),
+        &[],
+        None,
+        both!(high_water.peak_reaped_child_rss_bytes, bytes),
+    ),
+    declare(
+        "peak_cgroup_memory_bytes",
+        Source::Cgroup,
+        Bytes,
+        Max,
+        ("cgroup", "the highest charge of the job's cgroup"),
+        &[],
+        gauge("peak_cgroup_memory_bytes", "peak_cgroup_memory"),
+        both!(high_water.peak_cgroup_memory_bytes, bytes),
+    )
+    .in_column(),
+    declare(
+        "oom_kills",
+        Source::Cgroup,
+        Count,
+        Sum,
+        ("OOM kills", "OOM kills in the job's cgroup"),
+        &[],
+        counter("oom_kills", "oom_kills"),
+        both!(high_water.oom_kills, bytes),
+    ),
+    declare(
+        "heap_allocations",
+        Source::Heap,
+        Count,
+        Sum,
+        ("allocs", "heap allocations made"),
+        &[],
+        None,
+        (
+            |s| bytes(s.heap.heap_allocations),
+            |r| bytes(r.heap.allocations),
+            Some(|s, v| s.heap.heap_allocations = whole(v)),
+        ),
+    ),
+    declare(
+        "heap_allocated_bytes",
+        Source::Heap,
+        Bytes,
+        Sum,
+        ("heap allocated", "the bytes allocated on the heap"),
+        &[HeapMetric],
+        counter("heap_allocated_bytes", "heap.allocated"),
+        (
+            |s| bytes(s.heap.heap_allocated_bytes),
+            |r| bytes(r.heap.allocated_bytes),
+            Some(|s, v| s.heap.heap_allocated_bytes = whole(v)),
+        ),
+    )
+    .in_column(),
+    declare(
+        "heap_freed_bytes",
+        Source::Heap,
+        Bytes,
+        Sum,
+        ("freed", "the bytes freed on the heap"),
+        &[],
+        None,
+        (
+            |s| bytes(s.heap.heap_freed_bytes),
+            |_| None,
+            Some(|s, v| s.heap.heap_freed_bytes = whole(v)),
+        ),
+    ),
+    declare(
+        "heap_retained_bytes",
+        Source::Heap,
+        Bytes,
+        Sum,
+        ("retained", "allocated minus freed: what was left behind"),
+        &[],
+        None,
+        (
+            |s| s.heap.heap_retained_bytes.map(|v| v as f64),
+            |_| None,
+            Some(|s, v| s.heap.heap_retained_bytes = v.map(|v| v.round() as i64)),
+        ),
+    )
+    .in_column(),
+    declare(
+        "peak_heap_bytes",
+        Source::Heap,
+        Bytes,
+        Max,
+        (
+            "peak heap",
+            "the peak heap (of the whole run: the peak live heap)",
+        ),
+        &[HeapMetric],
+        gauge("peak_heap_bytes", "heap.peak"),
+        (
+            |s| bytes(s.heap.peak_heap_bytes),
+            |r| bytes(r.heap.peak_live_bytes),
+            Some(|s, v| s.heap.peak_heap_bytes = whole(v)),
+        ),
+    )
+    .in_column(),
+    declare(
+        "cpu_user_seconds",
+        Source::Cpu,
+        Seconds,
+        Sum,
+        ("user", "the tree's user CPU time"),
+        &[],
+        None,
+        both!(cpu_io.cpu_user_seconds, seconds),
+    ),
+    declare(
+        "cpu_system_seconds",
+        Source::Cpu,
+        Seconds,
+        Sum,
+        ("system", "the tree's system CPU time"),
+        &[],
+        None,
+        both!(cpu_io.cpu_system_seconds, seconds),
+    ),
+    declare(
+        "cpu_seconds",
+        Source::Cpu,
+        Seconds,
+        Derived,
+        ("CPU", "the tree's CPU seconds, user plus system"),
+        &[CpuMetric],
+        counter("cpu_seconds", "cpu.time"),
+        (
+            |s| cpu_seconds(s.cpu_io.cpu_user_seconds, s.cpu_io.cpu_system_seconds),
+            |r| cpu_seconds(r.cpu_io.cpu_user_seconds, r.cpu_io.cpu_system_seconds),
+            None,
+        ),
+    )
+    .in_column(),
+    declare(
+        "cpu_cores",
+        Source::Cpu,
+        Cores,
+        Derived,
+        ("cores", "CPU seconds over wall seconds"),
+        &[],
+        None,
+        both!(cpu_io.cpu_cores, seconds),
+    )
+    .in_column(),
+    declare(
+        "cpu_thread_seconds",
+        Source::Cpu,
+        Seconds,
+        Sum,
+        (
+            "own CPU",
+            "the CPU time of the threads that ran the stage's calls",
+        ),
+        &[],
+        None,
+        both!(cpu_io.cpu_thread_seconds, seconds),
+    )
+    .in_column(),
+    declare(
+        "io_read_bytes",
+        Source::Cpu,
+        Bytes,
+        Sum,
+        ("read", "bytes the tree read from storage"),
+        &[],
+        counter("io_read_bytes", "disk.read"),
+        both!(cpu_io.io_read_bytes, bytes),
+    )
+    .in_column(),
+    declare(
+        "io_write_bytes",
+        Source::Cpu,
+        Bytes,
+        Sum,
+        ("written", "bytes the tree wrote to storage"),
+        &[],
+        counter("io_write_bytes", "disk.write"),
+        both!(cpu_io.io_write_bytes, bytes),
+    )
+    .in_column(),
+    declare(
+        "major_faults",
+        Source::Cpu,
+        Count,
+        Sum,
+        ("major faults", "page faults that needed I/O"),
+        &[],
+        None,
+        both!(cpu_io.major_faults, bytes),
+    ),
+    declare(
+        "peak_tree_gpu_bytes",
+        Source::Gpu,
+        Bytes,
+        Max,
+        ("GPU", "the highest GPU memory the tree's processes held"),
+        &[GpuMetric],
+        gauge("peak_tree_gpu_bytes", "peak_tree_gpu"),
+        figure!("peak_tree_gpu_bytes"),
+    )
+    .in_column(),
+    declare(
+        "peak_device_gpu_bytes",
+        Source::Gpu,
+        Bytes,
+        Max,
+        (
+            "GPU device",
+            "the busiest GPU's highest used memory, whoever used it",
+        ),
+        &[GpuMetric],
+        gauge("peak_device_gpu_bytes", "peak_device_gpu"),
+        figure!("peak_device_gpu_bytes"),
+    )
+    .in_column(),
+];
