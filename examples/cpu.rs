@@ -1,4 +1,4 @@
-//! CPU and I/O per stage: `cargo run --release --example cpu`, then
+//! CPU and I/O per stage: `cargo run --release -p stemmon-examples --example cpu`, then
 //! `stemmon show target/stemmon/cpu.json`.
 //!
 //! Four stages that take about the same wall time and do very different things:

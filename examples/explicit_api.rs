@@ -1,7 +1,7 @@
 //! The same kind of report as the quickstart, without attributes: a `Monitor` started
 //! by hand, with stages opened by hand.
 //!
-//! `cargo run --example explicit_api` prints live lines and writes
+//! `cargo run -p stemmon-examples --example explicit_api` prints live lines and writes
 //! `target/stemmon/explicit_api.json`.
 
 use std::time::Duration;

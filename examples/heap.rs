@@ -1,5 +1,5 @@
 //! Heap per stage, with mimalloc counted by `stemmon::Alloc`:
-//! `cargo run --release --example heap --features heap`.
+//! `cargo run --release -p stemmon-examples --example heap --features heap`.
 //!
 //! Two stages run at once on two threads: `load_big` holds 500 MiB, `tiny_io` waits
 //! without allocating. RSS belongs to the process, so both stages see the same

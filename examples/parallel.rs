@@ -1,4 +1,5 @@
-//! Stages on every thread: `cargo run --release --example parallel --features parallel`.
+//! Stages on every thread:
+//! `cargo run --release -p stemmon-examples --example parallel --features parallel`.
 //!
 //! `predict` runs on the main thread and fans its inputs out over rayon's workers;
 //! each `score` call on a worker nests under the stage open on the main thread, so the

@@ -1,4 +1,4 @@
-//! A small pipeline under the two attributes: `cargo run --example quickstart`.
+//! A small pipeline under the two attributes: `cargo run -p stemmon-examples --example quickstart`.
 //!
 //! `#[monitor_main]` starts a monitor that samples the whole process tree every 0.2 s,
 //! prints a live line every second (and one per finished stage), and writes

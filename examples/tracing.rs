@@ -1,4 +1,5 @@
-//! A tokio pipeline instrumented with `tracing` alone: `cargo run --example tracing --features tracing`.
+//! A tokio pipeline instrumented with `tracing` alone:
+//! `cargo run -p stemmon-examples --example tracing --features tracing`.
 //!
 //! `stemmon::TracingLayer` turns every span into a stage: `#[instrument]` functions and
 //! the span each task runs in. The task spans' parent is `pipeline`, so on whichever

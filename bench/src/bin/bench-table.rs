@@ -11,10 +11,10 @@ use std::fs;
 use std::path::Path;
 use stemmon_bench::{criterion_dir, out_dir};
 
-#[path = "../heap_rows.rs"]
-mod heap_rows;
 #[path = "../call_rows.rs"]
 mod call_rows;
+#[path = "../heap_rows.rs"]
+mod heap_rows;
 
 /// One line of the table.
 struct Row {
