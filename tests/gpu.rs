@@ -33,15 +33,19 @@ fn state(own: u32, child: u32, scale: u64, device1: &str) -> String {
 }
 
 /// Runs the fixture under `fake`: `first` and `second` are the states for `load` and
-/// `train`, given the fixture's pids. The report, and the fixture's pids.
+/// `train`, given the fixture's pids. The report, the fixture's pids, and the Prometheus
+/// textfile the run wrote.
 fn run(
     fake: Option<&FakeNvml>,
     first: impl Fn(u32, u32) -> String,
     second: impl Fn(u32, u32) -> String,
-) -> (Report, u32, u32) {
+) -> (Report, u32, u32, String) {
     let dir = temp_dir("gpu-run");
     let path = dir.path().join("report.json");
+    let prom = dir.path().join("prom");
+    std::fs::create_dir(&prom).unwrap();
     let mut command = fixture_command(FIXTURE);
+    command.env("STEMMON_PROMETHEUS_TEXTFILE_DIR", &prom);
     match fake {
         Some(fake) => command.env("STEMMON_NVML_LIBRARY", fake.library()),
         None => command.env(
@@ -74,7 +78,11 @@ fn run(
     }
     writeln!(stdin, "go").unwrap();
     assert!(child.wait().unwrap().success());
-    (read_report(&path), own, kid)
+    let textfile = std::fs::read_dir(&prom)
+        .unwrap()
+        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+        .collect();
+    (read_report(&path), own, kid, textfile)
 }
 
 fn gpu(stage: Option<&stemmon::report::StageReport>, key: &str) -> Option<u64> {
@@ -86,7 +94,7 @@ fn a_process_and_its_child_on_two_devices_count_per_stage_and_an_outsider_does_n
     let Some(fake) = FakeNvml::new("gpu-two-devices", "") else {
         return;
     };
-    let (report, own, kid) = run(
+    let (report, own, kid, textfile) = run(
         Some(&fake),
         |own, kid| state(own, kid, 1, ""),
         |own, kid| state(own, kid, 2, ""),
@@ -136,6 +144,25 @@ fn a_process_and_its_child_on_two_devices_count_per_stage_and_an_outsider_does_n
         .filter_map(|p| p.figures.count("tree_gpu_bytes"))
         .max();
     assert_eq!(highest, Some(2 * load));
+    // Prometheus: the stage and run gauges, from the field table.
+    let series = |name: &str, stage: Option<&str>| -> Option<u64> {
+        textfile.lines().find_map(|line| {
+            let (metric, value) = line.rsplit_once(' ')?;
+            let matches = metric.starts_with(&format!("{name}{{"))
+                && stage.is_none_or(|s| metric.contains(&format!("stage=\"{s}\"")));
+            matches.then(|| value.parse().ok()).flatten()
+        })
+    };
+    assert_eq!(
+        series("stemmon_stage_peak_tree_gpu_bytes", Some("load")),
+        Some(load),
+        "{textfile}"
+    );
+    assert_eq!(
+        series("stemmon_stage_peak_device_gpu_bytes", Some("train")),
+        Some(40 * GIB)
+    );
+    assert_eq!(series("stemmon_peak_tree_gpu_bytes", None), Some(2 * load));
 }
 
 #[test]
@@ -143,7 +170,7 @@ fn not_available_figures_are_unknown_and_a_lost_gpu_is_data() {
     let Some(fake) = FakeNvml::new("gpu-lost", "") else {
         return;
     };
-    let (report, _, _) = run(
+    let (report, _, _, _) = run(
         Some(&fake),
         // The child's figure on device 1 is not available: the sum leaves it out.
         |own, kid| {
@@ -169,7 +196,7 @@ fn not_available_figures_are_unknown_and_a_lost_gpu_is_data() {
 
 #[test]
 fn without_a_driver_the_run_goes_on_and_gpu_missing_says_why() {
-    let (report, _, _) = run(None, |_, _| String::new(), |_, _| String::new());
+    let (report, _, _, _) = run(None, |_, _| String::new(), |_, _| String::new());
     assert_eq!(report.stage("train").unwrap().calls, 1);
     let missing = report.figures.value("gpu").unwrap()["missing"]
         .as_str()

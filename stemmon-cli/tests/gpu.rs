@@ -83,8 +83,10 @@ fn stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists() {
         std::fs::rename(next, dir.path().join("fake-nvml-state")).unwrap();
     };
     state("");
+    let log = dir.path().join("stderr");
     let run = stemmon()
         .env("STEMMON_NVML_LIBRARY", &library)
+        .stderr(std::fs::File::create(&log).unwrap())
         .args([
             "run",
             "--sample-interval",
@@ -116,6 +118,9 @@ fn stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists() {
     });
     std::fs::write(&go, "").unwrap();
     assert!(run.0.wait().unwrap().success());
+    // The live line says it too.
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert!(lines.contains("; gpu=300.0 MiB"), "{lines}");
     let report_read = read_report(&report);
     assert_eq!(
         report_read.figures.count("peak_tree_gpu_bytes"),
