@@ -34,7 +34,7 @@ pub(crate) struct Args {
     /// Seconds between live lines on stderr, or `none` for no live lines.
     #[arg(long, value_name = "S|none", default_value = "30", value_parser = log_interval)]
     log_interval: LogInterval,
-    /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
+    /// Also read USS and PSS (Linux; the macOS physical footprint is not read yet). Slower.
     #[arg(long)]
     detailed_memory: bool,
     /// Reset the kernel's high-water mark of every process of the tree at each sample,

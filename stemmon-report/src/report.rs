@@ -68,7 +68,8 @@ pub struct Report {
     /// `/usr/bin/time` prints for it) never reads below it, however little the command
     /// held. `null` otherwise.
     pub spawn_floor_bytes: Option<u64>,
-    /// Whether USS / PSS / physical footprint were collected.
+    /// Whether USS and PSS were collected (Linux; the macOS physical footprint is not
+    /// read yet).
     pub detailed_memory: bool,
     /// Which high-water marks were read.
     pub high_water_marks: HighWaterMarks,

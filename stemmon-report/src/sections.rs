@@ -124,7 +124,7 @@ pub struct SampleReport {
     pub tree_uss_bytes: Option<u64>,
     /// Proportional set size of the tree (`detailed_memory`, Linux), else `null`.
     pub tree_pss_bytes: Option<u64>,
-    /// Physical footprint of the tree (`detailed_memory`, macOS), else `null`.
+    /// Physical footprint of the tree (macOS): `null` until a macOS reader fills it.
     pub tree_physical_footprint_bytes: Option<u64>,
     /// Processes found in the tree, the monitored one included.
     pub process_count: u32,

@@ -19,7 +19,8 @@ pub struct Peaks {
     pub peak_tree_uss_bytes: Option<u64>,
     /// Highest sum of proportional set sizes (`detailed_memory`, Linux).
     pub peak_tree_pss_bytes: Option<u64>,
-    /// Highest physical footprint (`detailed_memory`, macOS).
+    /// Highest physical footprint (macOS): kept for the layout, `null` until a macOS
+    /// reader fills it.
     pub peak_tree_physical_footprint_bytes: Option<u64>,
 }
 

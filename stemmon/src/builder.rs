@@ -73,7 +73,8 @@ impl MonitorBuilder {
         self
     }
 
-    /// Also read USS and PSS (Linux) or the physical footprint (macOS). Slower.
+    /// Also read USS and PSS (Linux; `null` elsewhere, the macOS physical footprint is
+    /// not read yet). Slower.
     pub fn detailed_memory(mut self, detailed: bool) -> Self {
         self.config.detailed_memory = detailed;
         self
