@@ -121,8 +121,14 @@ fn a_spike_in_the_commands_last_second_is_in_the_bound_and_its_exit_figure() {
             .find(|p| p.pid == report.pid)
             .unwrap();
         assert_eq!(command.exit_maxrss_bytes, Some(exited), "{command:?}");
+        // The two come from the kernel's RSS counters at different moments (VmHWM read
+        // alive, maxrss at exit), which it keeps per CPU and sums approximately (a
+        // batch of up to 64 pages per CPU): seen 124 KiB apart on a loaded machine.
         if let Some(own) = report.high_water.peak_parent_hwm_bytes {
-            assert!(own <= exited, "own {own} above the exit figure {exited}");
+            assert!(
+                own <= exited + MIB,
+                "own {own} above the exit figure {exited}"
+            );
         }
     }
 }
