@@ -4,40 +4,9 @@
 
 mod common;
 
-use common::{read_report, stemmon, TempDir, MIB};
+use common::{read_report, serial, stemmon, wait4_maxrss, TempDir, MIB};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use stemmon::Report;
-
-/// One test at a time: their spikes stay apart, and the cgroup's figures are this test's.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs `argv` under a wrapper that `wait4`s it: its peak RSS in bytes, as the kernel
-/// gives it to a parent (the command's own, or the largest of its waited-for children's).
-fn ground_truth(argv: &[&str]) -> u64 {
-    let wrapper = "import os, sys\n\
-                   pid = os.fork()\n\
-                   if pid == 0:\n    os.execvp(sys.argv[1], sys.argv[1:])\n\
-                   _, status, usage = os.wait4(pid, 0)\n\
-                   print(usage.ru_maxrss)";
-    let output = Command::new("python3")
-        .arg("-c")
-        .arg(wrapper)
-        .args(argv)
-        .stderr(Stdio::inherit())
-        .output()
-        .expect("python3 runs");
-    assert!(output.status.success(), "{output:?}");
-    let kib: u64 = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .last()
-        .and_then(|line| line.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no ru_maxrss in {output:?}"));
-    kib * 1024
-}
 
 /// `stemmon run` with `options` (the report, no log) of `argv`: its exit code, stdout and
 /// the report.
@@ -96,7 +65,7 @@ const LAST_SECOND_SPIKE: &str =
 fn a_spike_in_the_commands_last_second_is_in_the_bound_and_its_exit_figure() {
     let _serial = serial();
     let argv = ["python3", "-c", LAST_SECOND_SPIKE];
-    let truth = ground_truth(&argv);
+    let truth = wait4_maxrss(&argv);
     // At 60 s, no sample falls between the first and the last, however slow the
     // machine: the spike is in the final interval for sure.
     for interval in ["1", "60"] {
@@ -142,7 +111,7 @@ fn a_child_spike_shorter_than_one_sample_is_in_the_bound() {
         "-c",
         "python3 -c \"b = b'x' * (150 << 20); import time; time.sleep(0.15)\"; true",
     ];
-    let truth = ground_truth(&argv);
+    let truth = wait4_maxrss(&argv);
     assert!(truth >= 150 * MIB, "{truth}");
     // Shorter than one sample even on a slow machine.
     let (code, _, report) = run(&["--sample-interval", "10"], &argv, &[]);
@@ -159,7 +128,7 @@ fn a_threaded_burst_shorter_than_one_sample_is_in_the_bound() {
                   for t in threads: t.start()\n\
                   for t in threads: t.join()";
     let argv = ["python3", "-c", script];
-    let truth = ground_truth(&argv);
+    let truth = wait4_maxrss(&argv);
     assert!(truth >= 200 * MIB, "{truth}");
     let (code, _, report) = run(&["--sample-interval", "10"], &argv, &[]);
     assert_eq!(code, Some(0));

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{stemmon, TempDir, MIB};
+use common::{stemmon, table_row, TempDir, MIB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use stemmon::report::{ProcessReport, StageReport, TimelinePoint};
@@ -150,24 +150,10 @@ fn show(report: &Report, extra: &[&str]) -> String {
     out.stdout
 }
 
-/// The cells of the stage table's row for `name`, trimmed.
-fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
-    out.lines()
-        .filter(|l| l.starts_with('│'))
-        .map(|l| {
-            l.trim_matches('│')
-                .split('┆')
-                .map(str::trim)
-                .collect::<Vec<_>>()
-        })
-        .find(|cells| cells[0] == name)
-        .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
-}
-
 #[test]
 fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
     let out = show(&with_figures(), &[]);
-    let header = row(&out, "stage");
+    let header = table_row(&out, "stage");
     // The figure columns, from the field table: its labels, in its order.
     assert_eq!(
         header[9..],
@@ -183,7 +169,7 @@ fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
         ]
     );
     assert_eq!(
-        row(&out, "load_big")[9..],
+        table_row(&out, "load_big")[9..],
         [
             "500.0 MiB",
             "500.0 MiB",
@@ -196,7 +182,7 @@ fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
         ]
     );
     assert_eq!(
-        row(&out, "tiny_io")[9..],
+        table_row(&out, "tiny_io")[9..],
         ["4 KiB", "-4 KiB", "4 KiB", "30.0ms", "0.03", "-", "0 B", "64.0 MiB"]
     );
     assert!(
@@ -222,7 +208,7 @@ fn show_prints_heap_cpu_and_io_columns_and_header_lines() {
 #[test]
 fn a_report_without_the_figures_prints_as_before() {
     let out = show(&without_figures(), &["--processes"]);
-    assert_eq!(row(&out, "stage").len(), 9, "{out}");
+    assert_eq!(table_row(&out, "stage").len(), 9, "{out}");
     assert!(!out.contains("heap") && !out.contains("CPU"), "{out}");
     assert!(out.contains("processes:  none recorded"), "{out}");
     // Why the heap is missing, when the runtime says.
@@ -368,7 +354,7 @@ fn compare_heap_judges_allocated_bytes_and_the_peak_heap() {
         same.stdout
     );
     assert_eq!(
-        row(&same.stdout, "load_big")[4..7],
+        table_row(&same.stdout, "load_big")[4..7],
         ["500.0 MiB", "500.0 MiB", "0.0 %"]
     );
 
@@ -445,7 +431,7 @@ fn compare_cpu_judges_user_plus_system_seconds_against_the_time_threshold() {
         .stdout
         .starts_with("CPU compared: the tree's CPU seconds"));
     assert_eq!(
-        row(&outcome.stdout, "load_big")[4..7],
+        table_row(&outcome.stdout, "load_big")[4..7],
         ["3.000s", "3.300s", "+10.0 %"]
     );
     fails_because(
@@ -708,9 +694,9 @@ fn hostile_cpu_and_heap_figures_are_exit_2_or_print_bounded() {
     report.timeline[0].heap_live_bytes = Some(u64::MAX);
     let path = write(dir.path(), "heap.json", &report);
     let out = show(&report, &[]);
-    let header = row(&out, "stage");
+    let header = table_row(&out, "stage");
     let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
-    let big = row(&out, "load_big");
+    let big = table_row(&out, "load_big");
     assert_eq!(
         [big[at("peak heap")], big[at("retained")]],
         ["17179869184.0 GiB", "-8589934592.0 GiB"]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{read_report, staged_report, stemmon, TempDir, Workload};
+use common::{read_report, staged_report, stemmon, table_row, TempDir, Workload};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use stemmon::Report;
@@ -302,20 +302,6 @@ fn write(dir: &Path, name: &str, report: &Value) -> PathBuf {
     path
 }
 
-/// The cells of the stage table's row for `name`, trimmed.
-fn row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
-    out.lines()
-        .filter(|l| l.starts_with('│'))
-        .map(|l| {
-            l.trim_matches('│')
-                .split('┆')
-                .map(str::trim)
-                .collect::<Vec<_>>()
-        })
-        .find(|cells| cells[0] == name)
-        .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
-}
-
 const GIB: u64 = 1 << 30;
 
 #[test]
@@ -325,16 +311,16 @@ fn gpu_figures_show_plot_compare_and_merge() {
     // show: a GPU column for the stage that has the figure, the `gpu:` line escaped.
     let out = run(&["show".as_ref(), base.as_os_str()]);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
-    let header = row(&out.stdout, "stage");
+    let header = table_row(&out.stdout, "stage");
     let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
     assert_eq!(
-        row(&out.stdout, "train")[at("GPU")],
+        table_row(&out.stdout, "train")[at("GPU")],
         "2.0 GiB",
         "{}",
         out.stdout
     );
-    assert_eq!(row(&out.stdout, "train")[at("GPU device")], "3.0 GiB");
-    assert_eq!(row(&out.stdout, "load")[at("GPU")], "-");
+    assert_eq!(table_row(&out.stdout, "train")[at("GPU device")], "3.0 GiB");
+    assert_eq!(table_row(&out.stdout, "load")[at("GPU")], "-");
     let line = out
         .stdout
         .lines()
@@ -495,7 +481,7 @@ fn gpu_figures_show_plot_compare_and_merge() {
     assert_eq!(spread["sum"], 5 * GIB);
     let shown = run(&["show".as_ref(), merged_path.as_os_str()]);
     assert_eq!(
-        row(&shown.stdout, "train")[at("GPU")],
+        table_row(&shown.stdout, "train")[at("GPU")],
         "3.0 GiB",
         "{}",
         shown.stdout

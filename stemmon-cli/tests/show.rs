@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{stemmon, TempDir, MIB};
+use common::{stemmon, table_row, TempDir, MIB};
 use serde_json::json;
 
 fn show(report: &serde_json::Value) -> String {
@@ -165,20 +165,6 @@ fn alone() -> serde_json::Value {
     report
 }
 
-/// The stage table's row for `name`, its cells trimmed.
-fn cells<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
-    out.lines()
-        .filter(|l| l.starts_with('│'))
-        .map(|l| {
-            l.trim_matches('│')
-                .split('┆')
-                .map(str::trim)
-                .collect::<Vec<_>>()
-        })
-        .find(|cells| cells[0] == name)
-        .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
-}
-
 #[test]
 fn show_leads_with_the_exact_peak_where_the_tree_was_the_process_alone() {
     let out = show(&alone());
@@ -187,11 +173,11 @@ fn show_leads_with_the_exact_peak_where_the_tree_was_the_process_alone() {
         "peak:       tree RSS 213.0 MiB (exact: the process alone, its own high-water \
          mark); sampled 3.3 MiB, at 3.100s in fit"
     );
-    let header = cells(&out, "stage");
+    let header = table_row(&out, "stage");
     let peak = header.iter().position(|c| *c == "peak tree RSS").unwrap();
-    assert_eq!(cells(&out, "fit")[peak], "213.0 MiB", "{out}");
+    assert_eq!(table_row(&out, "fit")[peak], "213.0 MiB", "{out}");
     // With a child the true peak is known only to lie between the sample and the bound.
-    let row = cells(
+    let row = table_row(
         &out,
         "a_stage_whose_name_is_much_too_long_for_a_narrow_terminal",
     );
@@ -213,7 +199,7 @@ fn show_fits_columns_cutting_names_in_the_middle_and_leaving_out_the_least_first
             .collect();
         assert!(wide.is_empty(), "COLUMNS={columns}: {wide:#?}");
         assert!(!out.chars().any(|c| c.is_control() && c != '\n'), "{out}");
-        let header = cells(&out, "stage");
+        let header = table_row(&out, "stage");
         for kept in ["stage", "total", "peak tree RSS"] {
             assert!(
                 header.contains(&kept),
@@ -246,7 +232,7 @@ fn show_fits_columns_cutting_names_in_the_middle_and_leaving_out_the_least_first
     assert!(left_out.contains("min, max"), "{left_out}");
     // Wide enough: every column, nothing left out, nothing cut.
     let wide = show_at(&report, "400", &[]);
-    assert_eq!(cells(&wide, "stage"), cells(&whole, "stage"));
+    assert_eq!(table_row(&wide, "stage"), table_row(&whole, "stage"));
     assert!(!wide.contains("left out"), "{wide}");
     assert!(wide.contains("a_stage_whose_name_is_much_too_long_for_a_narrow_terminal"));
     // A pipe without COLUMNS gets the table whole.

@@ -6,41 +6,11 @@
 
 mod common;
 
-use common::{has_python3, read_report, stemmon, TempDir, MIB};
+use common::{has_python3, read_report, serial, stemmon, wait4_maxrss, TempDir, MIB};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use stemmon::Report;
-
-/// One test at a time: each measures memory, and the machine has two cores.
-fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs `argv` under a wrapper that `wait4`s it: its `ru_maxrss` in bytes (the
-/// command's own peak, or the largest of the children it waited for).
-fn time_v(argv: &[&str]) -> u64 {
-    let wrapper = "import os, sys\n\
-                   pid = os.fork()\n\
-                   if pid == 0:\n    os.execvp(sys.argv[1], sys.argv[1:])\n\
-                   _, status, usage = os.wait4(pid, 0)\n\
-                   print(usage.ru_maxrss)";
-    let output = Command::new("python3")
-        .arg("-c")
-        .arg(wrapper)
-        .args(argv)
-        .output()
-        .expect("python3 runs");
-    assert!(output.status.success(), "{output:?}");
-    let kib: u64 = String::from_utf8_lossy(&output.stdout)
-        .lines()
-        .last()
-        .and_then(|line| line.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no ru_maxrss in {output:?}"));
-    kib * 1024
-}
 
 /// `stemmon run` (no log, samples every `interval` s) of `argv` with `options`: the
 /// command's stdout and the report.
@@ -93,7 +63,7 @@ fn a_wrapper_and_the_child_it_waited_for_count_once() {
         return;
     }
     let argv = ["sh", "-c", WRAPPED];
-    let truth = time_v(&argv);
+    let truth = wait4_maxrss(&argv);
     let dir = TempDir::new("wrapper");
     for options in [&[][..], &["--high-water-marks"][..]] {
         let (_, report) = run(dir.path(), "0.2", options, &argv);

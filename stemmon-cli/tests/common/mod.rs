@@ -3,7 +3,8 @@
 #![allow(dead_code)] // Each test binary uses a part of this module.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 use stemmon::Report;
 
@@ -255,4 +256,49 @@ fn staged_fixture() {
     }
     let report = monitor.finish();
     assert!(report.output_error.is_none(), "{:?}", report.output_error);
+}
+
+/// One test of a binary at a time: each measures memory, and the machine has two cores.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Runs `argv` under a wrapper that `wait4`s it: its peak RSS in bytes, as the kernel
+/// gives it to a parent (what `/usr/bin/time -v` prints: the command's own, or the
+/// largest of its waited-for children's).
+pub fn wait4_maxrss(argv: &[&str]) -> u64 {
+    let wrapper = "import os, sys\n\
+                   pid = os.fork()\n\
+                   if pid == 0:\n    os.execvp(sys.argv[1], sys.argv[1:])\n\
+                   _, status, usage = os.wait4(pid, 0)\n\
+                   print(usage.ru_maxrss)";
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(wrapper)
+        .args(argv)
+        .stderr(Stdio::inherit())
+        .output()
+        .expect("python3 runs");
+    assert!(output.status.success(), "{output:?}");
+    let kib: u64 = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .last()
+        .and_then(|line| line.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no ru_maxrss in {output:?}"));
+    kib * 1024
+}
+
+/// The cells of `show`'s stage table row for `name`, trimmed.
+pub fn table_row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
+    out.lines()
+        .filter(|l| l.starts_with('│'))
+        .map(|l| {
+            l.trim_matches('│')
+                .split('┆')
+                .map(str::trim)
+                .collect::<Vec<_>>()
+        })
+        .find(|cells| cells[0] == name)
+        .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
 }
