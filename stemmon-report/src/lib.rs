@@ -1,6 +1,6 @@
 //! The report that [stemmon](https://docs.rs/stemmon) writes: its types, the JSON keys
 //! of `report.json`, its [`FORMAT_VERSION`], validated reading of a report that may come
-//! from anyone ([`read`], [`read_file`]), and the text helpers that the runtime and the
+//! from anyone ([`read()`], [`read_file`]), and the text helpers that the runtime and the
 //! `stemmon` command share ([`format_bytes`], [`escape`], [`check_label`]), and the
 //! table of every setting ([`settings`]), which the attribute macros check against too.
 //!

@@ -27,7 +27,7 @@ use std::collections::BTreeMap;
 pub struct Report {
     /// The version of the report's layout, `"MAJOR.MINOR"` ([`FORMAT_VERSION`](crate::FORMAT_VERSION)
     /// when written by this version); `null` in reports of 0.1 to 0.3, which did not
-    /// write it (see [`read`](crate::read)).
+    /// write it (see [`read`](crate::read())).
     pub format_version: Option<String>,
     /// Process id of the monitored process.
     pub pid: u32,

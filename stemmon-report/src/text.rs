@@ -66,7 +66,7 @@ pub const MAX_LABEL_VALUE_BYTES: usize = 1024;
 /// A label's name and value as every surface takes them (the builder, `STEMMON_LABELS`,
 /// `stemmon run --label`): a Prometheus label name (`[a-zA-Z_][a-zA-Z0-9_]*`, not
 /// starting with `__`, not `host`, `job`, `stage` or `instance`) and a non-empty value
-/// without control characters of at most [`MAX_LABEL_VALUE_BYTES`].
+/// without control characters of at most 1024 bytes (`MAX_LABEL_VALUE_BYTES`).
 pub fn check_label(name: &str, value: &str) -> Result<(), String> {
     check_label_name(name)?;
     check_label_value(value).map_err(|reason| format!("label `{name}`: {reason}"))
