@@ -269,3 +269,44 @@ fn show_says_when_the_marks_were_reset_and_what_it_does_to_ru_maxrss() {
         json!({ "enabled": true, "parent": false, "descendants": false, "reaped": true });
     assert!(!show(&report).contains("resets:"), "nothing was reset");
 }
+
+#[test]
+fn a_processes_command_comes_whole_down_a_pipe_and_cut_at_60_characters_to_fit() {
+    let long = format!(
+        "/{}/target/debug/examples/quickstart --worker 64",
+        "d".repeat(70)
+    );
+    let mut report = alone();
+    report["processes"] = json!([
+        { "pid": 7, "ppid": 1, "command": long, "peak_rss_bytes": 213 * MIB,
+          "cpu_seconds": 1.5, "first_seconds": 0.0, "last_seconds": 5.0 },
+    ]);
+    let row = |out: &str| {
+        out.lines()
+            .find(|l| l.starts_with('│') && l.contains("quickstart"))
+            .unwrap_or_else(|| panic!("no process row in\n{out}"))
+            .split('┆')
+            .nth(2)
+            .unwrap()
+            .trim()
+            .to_owned()
+    };
+    let dir = TempDir::new("show-processes");
+    let path = dir.path().join("report.json");
+    std::fs::write(&path, report.to_string()).unwrap();
+    let piped = stemmon()
+        .args(["show", "--processes"])
+        .arg(&path)
+        .env_remove("COLUMNS")
+        .output()
+        .unwrap();
+    assert_eq!(piped.status.code(), Some(0), "{piped:?}");
+    assert_eq!(row(&String::from_utf8(piped.stdout).unwrap()), long);
+    let fitted = row(&show_at(&report, "400", &["--processes"]));
+    // At most 60, the cut moved to a `/` near it.
+    assert!((50..=60).contains(&fitted.chars().count()), "{fitted}");
+    assert!(
+        fitted.ends_with("/quickstart --worker 64") && fitted.contains('…'),
+        "{fitted}"
+    );
+}

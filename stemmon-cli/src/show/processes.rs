@@ -7,8 +7,12 @@ use std::fmt::Write as _;
 use stemmon::report::ProcessReport;
 use stemmon::Report;
 
-/// The widest command shown in the processes table, in characters.
+/// The widest command shown in the processes table fitted to a width, in characters.
 const COMMAND_WIDTH: usize = 60;
+
+/// The widest command shown whole (piped, no `COLUMNS`): the most stemmon records
+/// (`MAX_COMMAND_CHARS` in the runtime); a longer one was not written by stemmon.
+const WHOLE_COMMAND_WIDTH: usize = 200;
 
 /// The most processes printed: a report holds at most 50 (SPEC §12); one that holds
 /// more was not written by stemmon, and its rest is counted, not printed.
@@ -44,11 +48,12 @@ pub(super) fn processes(report: &Report, width: Option<usize>) -> String {
     ] {
         table.give(column, give);
     }
+    let command_width = width.map_or(WHOLE_COMMAND_WIDTH, |_| COMMAND_WIDTH);
     for process in order.iter().take(MAX_PROCESS_ROWS) {
         table.add_row(vec![
             process.pid.to_string(),
             process.ppid.to_string(),
-            middle(&process.command, COMMAND_WIDTH),
+            middle(&process.command, command_width),
             bytes(process.peak_rss_bytes),
             cpu_seconds(process.cpu_seconds),
             process.exit_code.map_or("-".into(), |c| c.to_string()),
