@@ -227,7 +227,7 @@ fn a_report_without_the_figures_prints_as_before() {
 }
 
 #[test]
-fn show_processes_is_a_narrow_escaped_table_highest_peak_first() {
+fn show_processes_is_an_escaped_table_highest_peak_first() {
     let out = show(&with_figures(), &["--processes"]);
     let table: Vec<&str> = out
         .lines()
@@ -265,14 +265,15 @@ fn show_processes_is_a_narrow_escaped_table_highest_peak_first() {
         "{}",
         rows[2][2]
     );
-    // Cut in the middle: the command's head and its tail both show.
+    // Longer than the 200 characters stemmon records: cut in the middle there, even down
+    // a pipe, the command's head and its tail both showing (60 when fitted to a width).
     let (head, tail) = rows[2][2].split_once('…').unwrap();
     assert!(
         tail.chars().all(|c| c == 'x') && !tail.is_empty(),
         "{}",
         rows[2][2]
     );
-    assert_eq!(head.chars().count() + 1 + tail.chars().count(), 60);
+    assert_eq!(head.chars().count() + 1 + tail.chars().count(), 200);
     assert_eq!(
         rows[2][3..],
         ["2.0 MiB", "100.0ms", "3", "3.000s", "3.500s"]
