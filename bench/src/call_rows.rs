@@ -30,15 +30,7 @@ pub(super) fn threads(rows: &mut Vec<Row>) {
             rows.push(missing(figure, &budget));
             continue;
         };
-        rows.push(Row {
-            figure: figure.into(),
-            stemmon: time(ours),
-            peer: peer.into(),
-            peer_value: time(theirs),
-            ratio: format!("{:.2}", ours / theirs),
-            budget,
-            status: Status::of(ours / theirs <= limit),
-        });
+        rows.push(within(figure, ours, peer, theirs, budget, limit));
     }
     let scale = result("scale");
     let figure = |key: &str| scale.as_ref()?.get(key)?.as_f64();
@@ -169,6 +161,9 @@ pub(super) fn boundary(rows: &mut Vec<Row>) {
     });
 }
 
+/// The peer of the `tracing` layer's rows.
+const PEER: &str = "same span, registry + counting layer";
+
 /// Bench 7: a `tracing` span under `TracingLayer` with a monitor running, beside the same
 /// span under a registry with a layer that only counts callbacks (spec §13).
 pub(super) fn tracing_layer(rows: &mut Vec<Row>) {
@@ -185,20 +180,12 @@ pub(super) fn tracing_layer(rows: &mut Vec<Row>) {
         rows.push(missing(figure, &budget));
         return;
     };
-    rows.push(Row {
-        figure: figure.into(),
-        stemmon: time(ours),
-        peer: "same span, registry + counting layer".into(),
-        peer_value: time(theirs),
-        ratio: format!("{:.2}", ours / theirs),
-        budget: budget.clone(),
+    let mut row = within(figure, ours, PEER, theirs, budget.clone(), BUDGET);
+    if recorded == 0 {
         // A layer that recorded no span timed nothing.
-        status: if recorded == 0 {
-            Status::Missing
-        } else {
-            Status::of(ours / theirs <= BUDGET)
-        },
-    });
+        row.status = Status::Missing;
+    }
+    rows.push(row);
     // The same two, timed alternately batch by batch (fastest batch of each side).
     let figure = "the same span, timed alternately with the peer (fastest batch)";
     let alternating = result("tracing_layer").and_then(|r| {
@@ -210,15 +197,7 @@ pub(super) fn tracing_layer(rows: &mut Vec<Row>) {
         rows.push(missing(figure, &budget));
         return;
     };
-    rows.push(Row {
-        figure: figure.into(),
-        stemmon: time(ours),
-        peer: "same span, registry + counting layer".into(),
-        peer_value: time(theirs),
-        ratio: format!("{:.2}", ours / theirs),
-        budget,
-        status: Status::of(ours / theirs <= BUDGET),
-    });
+    rows.push(within(figure, ours, PEER, theirs, budget, BUDGET));
     // Where the cost goes, from the same alternation (no budget of their own).
     let floor = result("tracing_layer").and_then(|r| {
         // A subject that timed or recorded nothing has no figure.
@@ -241,7 +220,7 @@ pub(super) fn tracing_layer(rows: &mut Vec<Row>) {
     rows.push(Row {
         figure: figure.into(),
         stemmon: time(timing),
-        peer: "same span, registry + counting layer".into(),
+        peer: PEER.into(),
         peer_value: time(theirs),
         ratio: format!("{:.2}", timing / theirs),
         budget: "—".into(),

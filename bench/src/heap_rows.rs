@@ -3,7 +3,7 @@
 //! monitor, on two threads, beside `stats_alloc` and hotpath's allocation mode, and
 //! an active `#[monitored]` call with `Alloc` installed beside the old peers.
 
-use super::{added, criterion_ns, fastest_batch, missing, time, Row, Status};
+use super::{added, criterion_ns, fastest_batch, missing, time, within, Row, Status};
 
 /// Every row of the heap bench.
 pub(super) fn heap(rows: &mut Vec<Row>) {
@@ -91,15 +91,14 @@ pub(super) fn heap(rows: &mut Vec<Row>) {
     );
     let figure = "alloc+free pair, 2 threads at once (per pair)";
     match (one, two) {
-        (Some(one), Some(two)) => rows.push(Row {
-            figure: figure.into(),
-            stemmon: time(two),
-            peer: "same, 1 thread alone".into(),
-            peer_value: time(one),
-            ratio: format!("{:.2}", two / one),
-            budget: "≤ 1.2× peer".into(),
-            status: Status::of(two / one <= 1.2),
-        }),
+        (Some(one), Some(two)) => rows.push(within(
+            figure,
+            two,
+            "same, 1 thread alone",
+            one,
+            "≤ 1.2× peer".into(),
+            1.2,
+        )),
         _ => rows.push(missing(figure, "≤ 1.2× peer")),
     }
     if let (Some(one), Some(two)) = (

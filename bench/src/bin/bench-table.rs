@@ -122,6 +122,26 @@ fn missing(figure: &str, budget: &str) -> Row {
     }
 }
 
+/// A row of two times: ours beside the peer's, met when their ratio is at most `limit`.
+fn within(
+    figure: impl Into<String>,
+    ours: f64,
+    peer: impl Into<String>,
+    theirs: f64,
+    budget: String,
+    limit: f64,
+) -> Row {
+    Row {
+        figure: figure.into(),
+        stemmon: time(ours),
+        peer: peer.into(),
+        peer_value: time(theirs),
+        ratio: format!("{:.2}", ours / theirs),
+        budget,
+        status: Status::of(ours / theirs <= limit),
+    }
+}
+
 /// Bench 1: the added cost of a call with no active monitor: criterion's medians, and
 /// the same calls timed in alternating batches (the fastest of each), since the medians
 /// are timed one after the other and drift between them is of the budget's size.
@@ -331,15 +351,14 @@ fn tree_floor(rows: &mut Vec<Row>) {
                 ))
             })
             .unwrap_or_default();
-        rows.push(Row {
+        rows.push(within(
             figure,
-            stemmon: time(ours),
-            peer: format!("floor: kept-fd pread/write only{files}"),
-            peer_value: time(floor),
-            ratio: format!("{:.2}", ours / floor),
+            ours,
+            format!("floor: kept-fd pread/write only{files}"),
+            floor,
             budget,
-            status: Status::of(ours / floor <= BUDGET),
-        });
+            BUDGET,
+        ));
     }
 }
 
@@ -366,15 +385,14 @@ fn gpu_sample(rows: &mut Vec<Row>) {
         rows.push(missing(&figure, &budget));
         return;
     };
-    rows.push(Row {
+    rows.push(within(
         figure,
-        stemmon: time(ours),
-        peer: "the same NVML calls through nvml-wrapper".into(),
-        peer_value: time(bare),
-        ratio: format!("{:.2}", ours / bare),
+        ours,
+        "the same NVML calls through nvml-wrapper",
+        bare,
         budget,
-        status: Status::of(ours / bare <= BUDGET),
-    });
+        BUDGET,
+    ));
 }
 
 /// Bench 4: the sampler thread's CPU at the default interval.
