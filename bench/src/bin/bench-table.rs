@@ -15,6 +15,8 @@ use stemmon_bench::{criterion_dir, out_dir};
 mod call_rows;
 #[path = "../heap_rows.rs"]
 mod heap_rows;
+#[path = "../sample_rows.rs"]
+mod sample_rows;
 
 /// One line of the table.
 struct Row {
@@ -272,157 +274,6 @@ fn footprint(rows: &mut Vec<Row>, expanded: Option<bool>) {
     }
 }
 
-/// Bench 3: one full tree sample (RSS and high-water marks) beside sysinfo and psutil;
-/// the budgets are 1/4 and 1/8 of theirs at 10 descendants, 1/2 and 1/4 at 100.
-fn tree(rows: &mut Vec<Row>) {
-    for (size, sysinfo_budget, psutil_budget) in [(10, 4.0, 8.0), (100, 2.0, 4.0)] {
-        let group = format!("tree_{size}");
-        let ours = criterion_ns(&group, "stemmon");
-        let psutil = result(&group).and_then(|r| r.pointer("/psutil/median_ns")?.as_f64());
-        let peers = [
-            (
-                "sysinfo all-process refresh",
-                criterion_ns(&group, "sysinfo"),
-                Some(sysinfo_budget),
-            ),
-            (
-                "psutil children(recursive) + memory_info",
-                psutil,
-                Some(psutil_budget),
-            ),
-            (
-                "sysinfo refresh without tasks",
-                criterion_ns(&group, "sysinfo_no_tasks"),
-                None,
-            ),
-        ];
-        for (peer, theirs, factor) in peers {
-            let figure = format!("one tree sample, {size} descendants");
-            let budget = factor.map_or("—".into(), |f| format!("≤ 1/{f} of peer"));
-            let (Some(ours), Some(theirs)) = (ours, theirs) else {
-                rows.push(missing(&figure, &budget));
-                continue;
-            };
-            let ratio = ours / theirs;
-            rows.push(Row {
-                figure,
-                stemmon: time(ours),
-                peer: peer.to_owned(),
-                peer_value: time(theirs),
-                ratio: format!("{ratio:.3} (1/{:.1})", 1.0 / ratio),
-                budget,
-                status: factor.map_or(Status::Info, |f| Status::of(ratio <= 1.0 / f)),
-            });
-        }
-    }
-}
-
-/// Bench 3, beside its floor: the same sample as the `pread`s and writes alone through
-/// kept descriptors (`stemmon_bench::Floor`), same tree, same run, the two timed
-/// alternately; at most 1.3× of it.
-fn tree_floor(rows: &mut Vec<Row>) {
-    const BUDGET: f64 = 1.3;
-    for size in [10, 100] {
-        let group = format!("tree_{size}");
-        let figure = format!("tree sample vs floor, {size} descendants");
-        let budget = format!("≤ {BUDGET}× floor");
-        // The medians of the two timed alternately (the bench's `interleaved`): on a
-        // machine whose load shifts between criterion's runs, the ratio that holds.
-        let data = result(&group);
-        let interleaved = |key: &str| {
-            data.as_ref()?
-                .pointer(&format!("/interleaved/{key}"))?
-                .as_f64()
-        };
-        let (Some(ours), Some(floor)) = (
-            interleaved("stemmon_ns").or_else(|| criterion_ns(&group, "stemmon")),
-            interleaved("floor_ns").or_else(|| criterion_ns(&group, "floor")),
-        ) else {
-            rows.push(missing(&figure, &budget));
-            continue;
-        };
-        let files = data
-            .as_ref()
-            .and_then(|r| {
-                let processes = r.get("floor_processes")?.as_u64()?;
-                let tasks = r.get("floor_children_files")?.as_u64()?;
-                Some(format!(
-                    " ({processes} status + {processes} clear_refs + {processes} stat + {processes} io + {tasks} children)"
-                ))
-            })
-            .unwrap_or_default();
-        rows.push(within(
-            figure,
-            ours,
-            format!("floor: kept-fd pread/write only{files}"),
-            floor,
-            budget,
-            BUDGET,
-        ));
-    }
-}
-
-/// The GPU reading beside the same NVML calls made bare (SPEC §15), same library, same
-/// run, the two timed alternately; at most 2× of them.
-fn gpu_sample(rows: &mut Vec<Row>) {
-    const BUDGET: f64 = 2.0;
-    let data = result("gpu_sample");
-    let interleaved = |key: &str| {
-        data.as_ref()?
-            .pointer(&format!("/interleaved/{key}"))?
-            .as_f64()
-    };
-    let library = data
-        .as_ref()
-        .and_then(|d| d.get("library")?.as_str().map(str::to_owned))
-        .unwrap_or_else(|| "fake".into());
-    let figure = format!("GPU reading, 10 pids, 2 devices ({library} NVML)");
-    let budget = format!("≤ {BUDGET}× bare");
-    let (Some(ours), Some(bare)) = (
-        interleaved("stemmon_ns").or_else(|| criterion_ns("gpu_sample", "stemmon")),
-        interleaved("bare_ns").or_else(|| criterion_ns("gpu_sample", "bare")),
-    ) else {
-        rows.push(missing(&figure, &budget));
-        return;
-    };
-    rows.push(within(
-        figure,
-        ours,
-        "the same NVML calls through nvml-wrapper",
-        bare,
-        budget,
-        BUDGET,
-    ));
-}
-
-/// Bench 4: the sampler thread's CPU at the default interval.
-fn sampler(rows: &mut Vec<Row>) {
-    const BUDGET: f64 = 0.001;
-    let figure = "sampler thread CPU, 1 s interval, 10 descendants";
-    let budget = format!("< {:.1} % of a core", BUDGET * 100.0);
-    let Some(data) = result("sampler_cpu") else {
-        rows.push(missing(figure, &budget));
-        return;
-    };
-    let Some(fraction) = data.get("core_fraction").and_then(Value::as_f64) else {
-        rows.push(missing(figure, &budget));
-        return;
-    };
-    let per_sample = data
-        .get("mean_sample_seconds")
-        .and_then(Value::as_f64)
-        .map_or("—".into(), |s| format!("{} per sample", time(s * 1e9)));
-    rows.push(Row {
-        figure: figure.into(),
-        stemmon: format!("{:.4} % of a core", fraction * 100.0),
-        peer: "(no peer; the monitor's own timing)".into(),
-        peer_value: per_sample,
-        ratio: "—".into(),
-        budget,
-        status: Status::of(fraction < BUDGET),
-    });
-}
-
 fn render(rows: &[Row]) -> String {
     let header = [
         "figure",
@@ -480,15 +331,15 @@ fn main() {
     no_monitor(&mut rows, expanded);
     active(&mut rows, expanded);
     footprint(&mut rows, expanded);
-    tree(&mut rows);
-    tree_floor(&mut rows);
+    sample_rows::tree(&mut rows);
+    sample_rows::tree_floor(&mut rows);
     call_rows::boundary(&mut rows);
-    sampler(&mut rows);
+    sample_rows::sampler(&mut rows);
     call_rows::threads(&mut rows);
     call_rows::run_overhead(&mut rows);
     call_rows::tracing_layer(&mut rows);
     heap_rows::heap(&mut rows);
-    gpu_sample(&mut rows);
+    sample_rows::gpu_sample(&mut rows);
 
     let table = render(&rows);
     println!("{table}");
