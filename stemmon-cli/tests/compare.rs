@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{has_python3, stemmon, TempDir};
+use common::{has_python3, run_quiet, stemmon, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -383,20 +383,8 @@ fn python_run(dir: &Path, name: &str, spike: bool) -> PathBuf {
     } else {
         "import time; b = b'x'; time.sleep(0.2)"
     };
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "1",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&path)
-        .args(["--", "python3", "-c", script])
-        .status()
-        .unwrap();
-    assert!(status.success(), "{status:?}");
+    let code = run_quiet(&path, "1", &["python3", "-c", script]);
+    assert_eq!(code, Some(0));
     path
 }
 

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{stemmon, TempDir, MIB};
+use common::{chrome_counter_max, stemmon, TempDir, MIB};
 use std::time::{Duration, Instant};
 
 #[global_allocator]
@@ -99,19 +99,7 @@ fn the_heap_columns_of_a_real_run_match_what_its_stages_allocated() {
     assert!(std::fs::read_to_string(&svg)
         .unwrap()
         .contains("id=\"heap\""));
-    let out = stemmon()
-        .args(["export", "--format", "chrome"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    let trace: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let most = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["name"] == "live heap")
-        .filter_map(|e| e["args"]["MiB"].as_f64())
-        .fold(0.0, f64::max);
+    let most = chrome_counter_max(&path, "live heap", "MiB");
     assert!(
         (64.0..80.0).contains(&most),
         "the live heap counter: {most} MiB"

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{read_report, stemmon, TempDir};
+use common::{chrome_counter_max, read_report, run_sh, stemmon, TempDir};
 
 /// User plus system CPU seconds of this process's reaped children so far.
 fn children_cpu() -> f64 {
@@ -26,22 +26,10 @@ fn a_cpu_bound_command_reads_its_cpu_processes_and_exit_code_everywhere() {
     // A shell loop: CPU-bound on one core, then exit 3.
     let script = "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done; exit 3";
     let before = children_cpu();
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&report_path)
-        .args(["--", "sh", "-c", script])
-        .status()
-        .unwrap();
+    let code = run_sh(&report_path, script);
     // `stemmon run` and, through its rusage, the shell it reaped.
     let kernel = children_cpu() - before;
-    assert_eq!(status.code(), Some(3));
+    assert_eq!(code, Some(3));
     let report = read_report(&report_path);
     let user = report.cpu_io.cpu_user_seconds.expect("the run's user CPU");
     let system = report
@@ -112,19 +100,7 @@ fn a_cpu_bound_command_reads_its_cpu_processes_and_exit_code_everywhere() {
     assert_eq!(out.status.code(), Some(0));
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(svg.contains("id=\"cpu-panel\"") && svg.contains("id=\"cpu\""));
-    let out = stemmon()
-        .args(["export", "--format", "chrome"])
-        .arg(&report_path)
-        .output()
-        .unwrap();
-    let trace: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let most = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["name"] == "CPU cores")
-        .filter_map(|e| e["args"]["cores"].as_f64())
-        .fold(0.0, f64::max);
+    let most = chrome_counter_max(&report_path, "CPU cores", "cores");
     // One busy core, on a machine that may share it: well above idle, and not above 1
     // but for the shell's 10 ms clock tick over a point's window of at least 100 ms
     // (0.1 core) and the sampler's own scheduling delay on a loaded machine.

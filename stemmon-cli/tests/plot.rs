@@ -2,7 +2,9 @@
 
 mod common;
 
-use common::{read_report, run_sh, staged_report, stemmon, TempDir, Workload};
+use common::{
+    chrome_counter_max, read_report, run_quiet, run_sh, staged_report, stemmon, TempDir, Workload,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -285,19 +287,7 @@ fn a_stemmon_run_report_plots_its_children_and_exports_its_counters() {
     assert_eq!(status.code(), Some(0));
     let svg = std::fs::read_to_string(&svg_path).unwrap();
     assert!(svg.contains("id=\"children\"") && svg.contains("id=\"peak\""));
-    let output = stemmon()
-        .args(["export", "--format", "chrome"])
-        .arg(&report_path)
-        .output()
-        .unwrap();
-    let trace: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
-    let children_mib = trace["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["name"] == "children RSS")
-        .map(|e| e["args"]["MiB"].as_f64().unwrap())
-        .fold(0.0, f64::max);
+    let children_mib = chrome_counter_max(&report_path, "children RSS", "MiB");
     assert!(
         children_mib > 95.0,
         "dd's 100 MiB buffer: {children_mib} MiB"
@@ -310,20 +300,8 @@ fn control_characters_and_markup_in_a_command_leave_the_svg_well_formed() {
     let report_path = dir.path().join("report.json");
     // The command line is the chart's title: `sh -c 'sleep 0.2' NAME` with NAME hostile.
     let hostile = "x\u{1}</text></svg>\u{1b}[2J\u{7}&\u{fffe}\"'";
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&report_path)
-        .args(["--", "sh", "-c", "sleep 0.2", hostile])
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    let code = run_quiet(&report_path, "0.05", &["sh", "-c", "sleep 0.2", hostile]);
+    assert_eq!(code, Some(0));
     let report = read_report(&report_path);
     assert_eq!(report.command.as_ref().unwrap()[3], hostile);
     for out in ["plot.svg", "plot.html"] {
@@ -506,28 +484,15 @@ fn a_process_alone_has_its_exact_peak_marked_on_the_plot() {
     let dir = TempDir::new("plot-exact");
     let report_path = dir.path().join("report.json");
     // dd alone: no descendant, so its own high-water mark is the tree's exact peak.
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&report_path)
-        .args([
-            "--",
-            "dd",
-            "if=/dev/zero",
-            "of=/dev/null",
-            "bs=150M",
-            "count=20",
-            "status=none",
-        ])
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(0));
+    let argv = [
+        "dd",
+        "if=/dev/zero",
+        "of=/dev/null",
+        "bs=150M",
+        "count=20",
+        "status=none",
+    ];
+    assert_eq!(run_quiet(&report_path, "0.05", &argv), Some(0));
     let report = read_report(&report_path);
     assert!(
         report.peak_process_count <= 1,

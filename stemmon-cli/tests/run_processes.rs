@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{has_python3, read_report, run_sh, stemmon, TempDir};
+use common::{has_python3, read_report, run_quiet, run_sh, stemmon, TempDir};
+use std::ffi::OsStr;
 
 /// Busies itself for a few hundred milliseconds of CPU and exits 4. Its parent exits
 /// at once, so it is an orphan that stemmon, the subreaper, reaps.
@@ -27,23 +28,9 @@ fn processes_lists_the_command_and_the_orphan_with_argv_cpu_and_exit_codes() {
     std::fs::write(dir.path().join("orphan.sh"), ORPHAN).unwrap();
     std::fs::write(dir.path().join("command.sh"), COMMAND).unwrap();
     let report_path = dir.path().join("report.json");
-    let status = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.05",
-            "--log-interval",
-            "none",
-            "-o",
-        ])
-        .arg(&report_path)
-        .arg("--")
-        .arg("sh")
-        .arg(dir.path().join("command.sh"))
-        .arg(dir.path())
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(5));
+    let script = dir.path().join("command.sh");
+    let argv = [OsStr::new("sh"), script.as_os_str(), dir.path().as_os_str()];
+    assert_eq!(run_quiet(&report_path, "0.05", &argv), Some(5));
     let report = read_report(&report_path);
     let command = report
         .processes

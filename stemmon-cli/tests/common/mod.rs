@@ -2,6 +2,7 @@
 //! reports that the runtime wrote for a real program.
 #![allow(dead_code)] // Each test binary uses a part of this module.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -18,23 +19,49 @@ pub fn stemmon() -> Command {
     command
 }
 
-/// `stemmon run` of `sh -c script` with 50 ms samples, no log, the report at `report`:
-/// the command's exit code.
-pub fn run_sh(report: &Path, script: &str) -> Option<i32> {
+/// `stemmon run` of `argv` with samples every `interval` seconds, no log, the report at
+/// `report`: the command's exit code.
+pub fn run_quiet<S: AsRef<OsStr>>(report: &Path, interval: &str, argv: &[S]) -> Option<i32> {
     stemmon()
         .args([
             "run",
             "--sample-interval",
-            "0.05",
+            interval,
             "--log-interval",
             "none",
             "-o",
         ])
         .arg(report)
-        .args(["--", "sh", "-c", script])
+        .arg("--")
+        .args(argv)
         .status()
         .unwrap()
         .code()
+}
+
+/// `stemmon run` of `sh -c script` with 50 ms samples, no log, the report at `report`:
+/// the command's exit code.
+pub fn run_sh(report: &Path, script: &str) -> Option<i32> {
+    run_quiet(report, "0.05", &["sh", "-c", script])
+}
+
+/// The largest `args[arg]` of the Chrome trace's counter `name`, in
+/// `stemmon export --format chrome` of the report at `report` (0 when it has none).
+pub fn chrome_counter_max(report: &Path, name: &str, arg: &str) -> f64 {
+    let output = stemmon()
+        .args(["export", "--format", "chrome"])
+        .arg(report)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let trace: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == name)
+        .filter_map(|e| e["args"][arg].as_f64())
+        .fold(0.0, f64::max)
 }
 
 /// Whether `python3` runs here. Under CI its absence is a failure, not a pass; elsewhere
