@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{has_python3, run_quiet, stemmon, TempDir};
+use common::{fails_because, has_python3, outcome, run_quiet, stemmon, Outcome, TempDir};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -50,12 +50,6 @@ fn write(dir: &Path, name: &str, report: &Value) -> PathBuf {
     path
 }
 
-struct Outcome {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 fn compare(args: &[&str], base: &Value, new: &Value) -> Outcome {
     let dir = TempDir::new("compare");
     let (base, new) = (
@@ -66,37 +60,7 @@ fn compare(args: &[&str], base: &Value, new: &Value) -> Outcome {
 }
 
 fn compare_files(args: &[&str], base: &Path, new: &Path) -> Outcome {
-    let output = stemmon()
-        .arg("compare")
-        .arg(base)
-        .arg(new)
-        .args(args)
-        .output()
-        .unwrap();
-    Outcome {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-/// NEW fails with exit 1, and a line of stdout starting `FAIL:` holds `reason`.
-fn fails_because(outcome: &Outcome, reason: &str) {
-    assert_eq!(
-        outcome.code,
-        Some(1),
-        "{}{}",
-        outcome.stdout,
-        outcome.stderr
-    );
-    assert!(
-        outcome
-            .stdout
-            .lines()
-            .any(|l| l.starts_with("FAIL: ") && l.contains(reason)),
-        "no FAIL line with {reason:?}:\n{}",
-        outcome.stdout
-    );
+    outcome(stemmon().arg("compare").arg(base).arg(new).args(args))
 }
 
 #[test]
@@ -390,7 +354,7 @@ fn python_run(dir: &Path, name: &str, spike: bool) -> PathBuf {
 
 #[test]
 fn a_spike_between_samples_fails_on_the_exact_figures() {
-    if !has_python3() {
+    if !has_python3("a_spike_between_samples_fails_on_the_exact_figures") {
         return;
     }
     let dir = TempDir::new("compare-spike");

@@ -8,7 +8,7 @@ mod common;
 #[path = "../../tests/support/otlp.rs"]
 mod otlp;
 
-use common::{staged_report, stemmon, TempDir, Workload};
+use common::{cannot_run, staged_report, stemmon, TempDir, Workload};
 use otlp::{attributes, metrics, points, stage_point, value, Receiver};
 use std::path::{Path, PathBuf};
 
@@ -16,18 +16,11 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The receiver's interpreter; under CI its absence fails the test, elsewhere the test
-/// says loudly that it skipped.
-fn python() -> Option<PathBuf> {
-    match otlp::python(&workspace()) {
-        Ok(python) => Some(python),
-        Err(why) => {
-            assert!(std::env::var_os("CI").is_none(), "CI is set, but {why}");
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {why} ***\n");
-            None
-        }
-    }
+/// The receiver's interpreter, for `test`, which [cannot run](cannot_run) without it.
+fn python(test: &str) -> Option<PathBuf> {
+    otlp::python(&workspace())
+        .map_err(|why| cannot_run(test, &why))
+        .ok()
 }
 
 /// `stemmon export --format otlp` with `args`, no `OTEL_*` variable inherited.
@@ -48,7 +41,8 @@ fn export(args: &[&str]) -> std::process::Output {
 
 #[test]
 fn export_otlp_sends_a_reports_metrics_and_trace_and_a_dead_endpoint_is_exit_2() {
-    let Some(python) = python() else {
+    let test = "export_otlp_sends_a_reports_metrics_and_trace_and_a_dead_endpoint_is_exit_2";
+    let Some(python) = python(test) else {
         return;
     };
     let dir = TempDir::new("export-otlp");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{stemmon, table_row, TempDir, MIB};
+use common::{fails_because, outcome, stemmon, table_row, Outcome, TempDir, MIB};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use stemmon::report::{ProcessReport, StageReport, TimelinePoint};
@@ -125,19 +125,8 @@ fn write(dir: &Path, name: &str, report: &Report) -> PathBuf {
     path
 }
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&std::ffi::OsStr]) -> Run {
-    let output = stemmon().args(args).output().unwrap();
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8(output.stdout).unwrap(),
-        stderr: String::from_utf8(output.stderr).unwrap(),
-    }
+fn run(args: &[&std::ffi::OsStr]) -> Outcome {
+    outcome(stemmon().args(args))
 }
 
 fn show(report: &Report, extra: &[&str]) -> String {
@@ -313,7 +302,7 @@ fn show_processes_of_a_hostile_report_stays_linear() {
     assert!(out.contains("\n… and 99800 more (a report stemmon wrote holds at most 50)\n"));
 }
 
-fn compare(args: &[&str], base: &Report, new: &Report) -> Run {
+fn compare(args: &[&str], base: &Report, new: &Report) -> Outcome {
     let dir = TempDir::new("figures-compare");
     let (base, new) = (
         write(dir.path(), "base.json", base),
@@ -322,24 +311,6 @@ fn compare(args: &[&str], base: &Report, new: &Report) -> Run {
     let mut all: Vec<&std::ffi::OsStr> = vec!["compare".as_ref(), base.as_ref(), new.as_ref()];
     all.extend(args.iter().map(std::ffi::OsStr::new));
     run(&all)
-}
-
-fn fails_because(outcome: &Run, reason: &str) {
-    assert_eq!(
-        outcome.code,
-        Some(1),
-        "{}{}",
-        outcome.stdout,
-        outcome.stderr
-    );
-    assert!(
-        outcome
-            .stdout
-            .lines()
-            .any(|l| l.starts_with("FAIL: ") && l.contains(reason)),
-        "no FAIL line with {reason:?}:\n{}",
-        outcome.stdout
-    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{read_report, stemmon, TempDir, MIB};
+use common::{cannot_run, read_report, stemmon, TempDir, MIB};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -23,11 +23,10 @@ fn fake_driver(dir: &Path) -> Option<std::path::PathBuf> {
         .status()
         .is_ok_and(|s| s.success());
     if !built {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI is set, but the fake NVML does not build"
+        cannot_run(
+            "stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists",
+            "the fake NVML library does not build",
         );
-        eprintln!("\n*** SKIPPED: the fake NVML library does not build ***\n");
         return None;
     }
     Some(library)

@@ -64,19 +64,67 @@ pub fn chrome_counter_max(report: &Path, name: &str, arg: &str) -> f64 {
         .fold(0.0, f64::max)
 }
 
-/// Whether `python3` runs here. Under CI its absence is a failure, not a pass; elsewhere
-/// the test that needs it says loudly that it skipped.
-pub fn has_python3() -> bool {
-    if Command::new("python3").arg("--version").output().is_ok() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI is set, but there is no python3"
-    );
+/// Says that `test` cannot run here and why; the caller then returns. Under CI (`CI` set
+/// and not `false` or `0`), where every test must run, it fails the test instead, so a
+/// skip is never a silent pass (the suite's `cannot_run`, for the command's tests).
+#[track_caller]
+pub fn cannot_run(test: &str, why: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: no python3 ***\n");
-    false
+    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
+    if ci {
+        panic!("{test} cannot run under CI: {why}");
+    }
+    // Straight to the process's stderr: the test harness captures `eprintln!` of a test
+    // that passes.
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {test}: {why} ***\n");
+}
+
+/// Whether `python3` runs here; when it does not, `test` [cannot run](cannot_run).
+#[track_caller]
+pub fn has_python3(test: &str) -> bool {
+    let runs = Command::new("python3").arg("--version").output().is_ok();
+    if !runs {
+        cannot_run(test, "there is no python3");
+    }
+    runs
+}
+
+/// What a finished command left: its exit code and its output, as text.
+pub struct Outcome {
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `command` to its end; its output must be UTF-8.
+pub fn outcome(command: &mut Command) -> Outcome {
+    let output = command.output().unwrap();
+    Outcome {
+        code: output.status.code(),
+        stdout: String::from_utf8(output.stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// A `compare` that failed with exit 1, and a line of stdout starting `FAIL:` holds
+/// `reason`.
+#[track_caller]
+pub fn fails_because(outcome: &Outcome, reason: &str) {
+    assert_eq!(
+        outcome.code,
+        Some(1),
+        "{}{}",
+        outcome.stdout,
+        outcome.stderr
+    );
+    assert!(
+        outcome
+            .stdout
+            .lines()
+            .any(|l| l.starts_with("FAIL: ") && l.contains(reason)),
+        "no FAIL line with {reason:?}:\n{}",
+        outcome.stdout
+    );
 }
 
 /// A directory removed when dropped, failing test or not. Its name is random and it is
