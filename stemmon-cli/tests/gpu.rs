@@ -3,34 +3,9 @@
 
 mod common;
 
-use common::{cannot_run, read_report, stemmon, TempDir, MIB};
-use std::path::Path;
-use std::process::Command;
+use common::{read_report, stemmon, TempDir, MIB};
 use std::time::{Duration, Instant};
-
-/// Builds the fake driver (`stemmon/tests/support/fake_nvml.c`) into `dir`; `None`
-/// where no C compiler does (a failure under CI).
-fn fake_driver(dir: &Path) -> Option<std::path::PathBuf> {
-    let source = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../stemmon/tests/support/fake_nvml.c"
-    );
-    let library = dir.join("libnvidia-ml.so.1");
-    let built = Command::new(std::env::var_os("CC").unwrap_or_else(|| "cc".into()))
-        .args(["-shared", "-fPIC", "-O2", "-o"])
-        .arg(&library)
-        .arg(source)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !built {
-        cannot_run(
-            "stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists",
-            "the fake NVML library does not build",
-        );
-        return None;
-    }
-    Some(library)
-}
+use stemmon_suite::FakeNvml;
 
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -53,7 +28,19 @@ impl Drop for KillOnDrop {
 #[test]
 fn stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists() {
     let dir = TempDir::new("gpu-run");
-    let Some(library) = fake_driver(dir.path()) else {
+    // The driver lists the device from the start (NVML is opened once, when the run
+    // starts); the command's process appears once its pid is known.
+    let state = |compute: &str| {
+        format!(
+            "driver 555.1\ndevice\nname NVIDIA Fake\nuuid GPU-1\ntotal {}\nused {}\n{compute}",
+            16u64 << 30,
+            4u64 << 30,
+        )
+    };
+    let Some(fake) = FakeNvml::new(
+        "stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists",
+        &state(""),
+    ) else {
         return;
     };
     let (pid_file, go, report) = (
@@ -66,25 +53,9 @@ fn stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists() {
         pid = pid_file.display(),
         go = go.display()
     );
-    // The driver lists the device from the start (NVML is opened once, when the run
-    // starts); the command's process appears once its pid is known.
-    let state = |compute: &str| {
-        let next = dir.path().join("fake-nvml-state.next");
-        std::fs::write(
-            &next,
-            format!(
-                "driver 555.1\ndevice\nname NVIDIA Fake\nuuid GPU-1\ntotal {}\nused {}\n{compute}",
-                16u64 << 30,
-                4u64 << 30,
-            ),
-        )
-        .unwrap();
-        std::fs::rename(next, dir.path().join("fake-nvml-state")).unwrap();
-    };
-    state("");
     let log = dir.path().join("stderr");
     let run = stemmon()
-        .env("STEMMON_NVML_LIBRARY", &library)
+        .env("STEMMON_NVML_LIBRARY", fake.library())
         .stderr(std::fs::File::create(&log).unwrap())
         .args([
             "run",
@@ -107,7 +78,7 @@ fn stemmon_run_reads_the_gpu_memory_of_a_command_the_driver_lists() {
         .trim()
         .parse()
         .unwrap();
-    state(&format!("compute {pid} {}\n", 300 * MIB));
+    fake.set(&state(&format!("compute {pid} {}\n", 300 * MIB)));
     // Until a sample saw it: the report is rewritten at every log line.
     wait_for("a sample of the GPU", || {
         std::fs::read(&report)

@@ -5,9 +5,9 @@
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
-use stemmon::Report;
+#[allow(unused_imports)] // Each test binary uses a part of them.
+pub use stemmon_suite::{cannot_run, check_invariants, read_report, serial};
 
 pub const MIB: u64 = 1 << 20;
 
@@ -62,21 +62,6 @@ pub fn chrome_counter_max(report: &Path, name: &str, arg: &str) -> f64 {
         .filter(|e| e["name"] == name)
         .filter_map(|e| e["args"][arg].as_f64())
         .fold(0.0, f64::max)
-}
-
-/// Says that `test` cannot run here and why; the caller then returns. Under CI (`CI` set
-/// and not `false` or `0`), where every test must run, it fails the test instead, so a
-/// skip is never a silent pass (the suite's `cannot_run`, for the command's tests).
-#[track_caller]
-pub fn cannot_run(test: &str, why: &str) {
-    use std::io::Write;
-    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
-    if ci {
-        panic!("{test} cannot run under CI: {why}");
-    }
-    // Straight to the process's stderr: the test harness captures `eprintln!` of a test
-    // that passes.
-    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED: {test}: {why} ***\n");
 }
 
 /// Whether `python3` runs here; when it does not, `test` [cannot run](cannot_run).
@@ -143,27 +128,6 @@ impl TempDir {
     pub fn path(&self) -> &Path {
         self.0.path()
     }
-}
-
-/// Reads the report a run left at `path`, and checks its invariants
-/// ([`check_invariants`]).
-pub fn read_report(path: &Path) -> Report {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("no report at {}: {e}", path.display()));
-    let report = serde_json::from_str(&text).unwrap();
-    check_invariants(&report);
-    report
-}
-
-/// Fails the test unless `report` keeps the bounds of SPEC §8 in every record:
-/// `peak_tree_rss_bound_bytes >= peak_tree_rss_bytes` and
-/// `peak_parent_hwm_bytes >= peak_parent_rss_bytes`, wherever both are present.
-pub fn check_invariants(report: &Report) {
-    let broken = stemmon_report::bound_violations(report);
-    assert!(
-        broken.is_empty(),
-        "the report breaks its bounds: {broken:#?}"
-    );
 }
 
 /// The direct children of `pid`, from every thread's `children` file.
@@ -331,12 +295,6 @@ fn staged_fixture() {
     }
     let report = monitor.finish();
     assert!(report.output_error.is_none(), "{:?}", report.output_error);
-}
-
-/// One test of a binary at a time: each measures memory, and the machine has two cores.
-pub fn serial() -> MutexGuard<'static, ()> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Runs `argv` under a wrapper that `wait4`s it: its peak RSS in bytes, as the kernel
