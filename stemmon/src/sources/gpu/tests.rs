@@ -3,6 +3,7 @@
 //! beside the state file that says what the fake driver serves.
 
 use super::*;
+use crate::env::cannot_run;
 use std::io;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -10,15 +11,6 @@ use std::sync::OnceLock;
 
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
-
-/// Says that `test` cannot run here and why; under CI (`CI` set and not `0`/`false`) it
-/// fails instead, so a skip is never a silent pass.
-fn cannot_run(test: &str, why: &str) {
-    use std::io::Write;
-    let ci = std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false"));
-    assert!(!ci, "{test} cannot run under CI: {why}");
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
-}
 
 /// The fake library's bytes, compiled once per test process and variant.
 fn compiled(without_graphics: bool) -> &'static Result<Vec<u8>, String> {
