@@ -133,6 +133,7 @@ pub fn fixture_command(binary: &str) -> Command {
         "STEMMON_PROMETHEUS_TEXTFILE_DIR",
         "STEMMON_PUSHGATEWAY_URL",
         "STEMMON_NVML_LIBRARY",
+        "STEMMON_GPU",
     ] {
         command.env_remove(name);
     }

@@ -129,7 +129,18 @@ fn usage_error_line(rendered: &str) -> String {
     )
 }
 
+/// The hidden first argument that makes this binary the NVML helper of a `stemmon run`
+/// (it reads the GPU in a process of its own, so a crashing driver cannot take `run`
+/// down).
+pub(crate) const GPU_HELPER: &str = "__gpu-helper";
+
 fn main() -> ExitCode {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == GPU_HELPER)
+    {
+        return stemmon::serve_gpu_helper();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => {

@@ -249,6 +249,11 @@ mod unix {
             .sample_interval(seconds(args.sample_interval))
             .log_interval(args.log_interval.0.map(seconds))
             .detailed_memory(args.detailed_memory);
+        // NVML in a helper process: a driver that crashes or hangs costs only the GPU
+        // figures, never the command's exit status or its report.
+        if let Ok(me) = std::env::current_exe() {
+            builder = builder.gpu_helper(me, [crate::GPU_HELPER]);
+        }
         if args.no_high_water_marks {
             builder = builder.high_water_marks(false);
         }

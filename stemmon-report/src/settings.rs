@@ -213,6 +213,18 @@ pub const NVML_LIBRARY: Setting = Setting {
     doc: "the NVIDIA driver's NVML library the GPU figures are read through",
 };
 
+/// Whether the GPU is read at all.
+pub const GPU: Setting = Setting {
+    name: "gpu",
+    kind: Kind::Flag,
+    default: "true",
+    attribute: false,
+    env: Some("STEMMON_GPU"),
+    flag: None,
+    doc: "read the GPUs' memory through NVML (`0` turns the GPU source off: no driver \
+          is loaded)",
+};
+
 /// No monitor at all.
 pub const DISABLE: Setting = Setting {
     name: "disable",
@@ -238,6 +250,7 @@ pub const SETTINGS: &[Setting] = &[
     PUSHGATEWAY,
     OTLP,
     NVML_LIBRARY,
+    GPU,
     DISABLE,
 ];
 

@@ -193,6 +193,33 @@ impl MonitorBuilder {
         self
     }
 
+    /// Whether the GPUs' memory is read through NVML (on by default, where stemmon was
+    /// built with the `gpu` feature). `false` loads no driver at all: the way to keep a
+    /// driver that crashes or hangs out of the program (`STEMMON_GPU=0` does the same
+    /// at run time, and wins over this).
+    pub fn gpu(mut self, on: bool) -> Self {
+        self.config.gpu = on;
+        self
+    }
+
+    /// Reads NVML in a helper process, started as `program args...`, instead of in this
+    /// process: a driver that crashes then takes only the helper down, and the report
+    /// says so. The program must call [`serve_gpu_helper`](crate::serve_gpu_helper)
+    /// when started with these arguments (`stemmon run` starts itself this way). The
+    /// helper is a child of this process: a program that reaps every child
+    /// (`waitpid(-1)`) should not use this. Without the `gpu` feature it does nothing.
+    pub fn gpu_helper(
+        mut self,
+        program: impl Into<PathBuf>,
+        args: impl IntoIterator<Item = impl Into<std::ffi::OsString>>,
+    ) -> Self {
+        self.config.gpu_helper = Some(crate::config::HelperCommand {
+            program: program.into(),
+            args: args.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
     /// Records the argv of the monitored command in the report's `command`.
     pub fn command(mut self, argv: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.config.command = Some(argv.into_iter().map(Into::into).collect());

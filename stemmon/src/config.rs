@@ -44,6 +44,19 @@ pub(crate) struct Config {
     pub(crate) spawn_floor: Option<u64>,
     /// With `root`: this process's other children count as descendants too.
     pub(crate) adopted_orphans: bool,
+    /// The GPU is read (`STEMMON_GPU` overrides it).
+    pub(crate) gpu: bool,
+    /// NVML is read in a helper process this command starts, not in this process.
+    pub(crate) gpu_helper: Option<HelperCommand>,
+}
+
+/// A command that starts a helper process (see `MonitorBuilder::gpu_helper`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct HelperCommand {
+    /// The program.
+    pub(crate) program: PathBuf,
+    /// Its arguments.
+    pub(crate) args: Vec<std::ffi::OsString>,
 }
 
 impl Default for Config {
@@ -67,6 +80,8 @@ impl Default for Config {
             command: None,
             spawn_floor: None,
             adopted_orphans: false,
+            gpu: true,
+            gpu_helper: None,
         }
     }
 }

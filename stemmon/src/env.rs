@@ -112,6 +112,21 @@ pub(crate) fn marks_override(
     (on, overrides.warnings)
 }
 
+#[cfg(feature = "gpu")]
+/// `setting`'s flag variable under `lookup` (`STEMMON_GPU`): the flag, or the warning
+/// for a bad value.
+pub(crate) fn flag_override(
+    setting: &Setting,
+    lookup: &dyn Fn(&str) -> Option<OsString>,
+) -> (Option<bool>, Vec<String>) {
+    let mut overrides = Overrides {
+        lookup,
+        warnings: Vec::new(),
+    };
+    let on = overrides.flag(setting);
+    (on, overrides.warnings)
+}
+
 /// Says that `test` cannot run here and why; the caller then returns. Under CI (`CI` set
 /// and not `false` or `0`), where every test must run, it fails the test instead, so a
 /// skip is never a silent pass. The runtime's own tests' form of the suite's

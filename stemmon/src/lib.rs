@@ -146,3 +146,24 @@ pub use stage::Stage;
 pub use stemmon_macros::{monitor_main, monitored};
 #[cfg(feature = "tracing")]
 pub use tracing_layer::TracingLayer;
+
+/// The body of a GPU helper process: what a program started by
+/// [`MonitorBuilder::gpu_helper`] runs. It loads NVML in this process, answers the
+/// monitor's questions on stdin and stdout, and returns when the monitor closes its
+/// input (or dies). A driver that crashes or hangs then takes this process down, not
+/// the monitored one. `stemmon run` starts itself this way.
+///
+/// ```no_run
+/// // The helper's entry point, chosen by an argument the program gives it:
+/// fn main() -> std::process::ExitCode {
+///     if std::env::args().nth(1).as_deref() == Some("gpu-helper") {
+///         return stemmon::serve_gpu_helper();
+///     }
+///     // ... start a monitor with `.gpu_helper(std::env::current_exe()?, ["gpu-helper"])`
+///     std::process::ExitCode::SUCCESS
+/// }
+/// ```
+#[cfg(all(unix, feature = "gpu"))]
+pub fn serve_gpu_helper() -> std::process::ExitCode {
+    sources::gpu::helper::serve()
+}

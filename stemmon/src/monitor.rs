@@ -12,12 +12,18 @@ use crate::sources::SampleReaders;
 use crate::stage::Stage;
 use std::borrow::Cow;
 use std::marker::PhantomData;
-use std::sync::mpsc::{self, Sender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-/// The sampler's channel and its thread, which hands back its reader.
-type SamplerThread = (Sender<Event>, JoinHandle<SampleReaders>);
+/// The sampler's channel, its thread, and where the thread hands back its readers.
+type SamplerThread = (Sender<Event>, JoinHandle<()>, Receiver<SampleReaders>);
+
+/// How long `finish` waits for the sampler thread to hand its readers back. It takes
+/// a last reading of the measurement sources first (NVML, a few milliseconds); one held
+/// in a driver's call is left behind, and the last sample is taken without it.
+const SAMPLER_WAIT: Duration = Duration::from_millis(100);
 
 /// A running monitor: samples the process tree in the background, records stages from
 /// every thread of the process, and writes the report.
@@ -102,23 +108,37 @@ impl Monitor {
         };
         let publisher = Arc::new(Publisher::new(&config, exporter));
         let clock = quanta::Clock::new();
-        let sources = crate::sources::open(&config);
+        let mut sources = crate::sources::open(&config);
         let recorder = Arc::new(Recorder::new(config, info, boundary, clock));
         recorder.set_sources(&sources);
+        // What each source says before it is opened (a GPU turned off, not opened yet).
+        recorder.take_sections(&mut sources);
         context::install(&recorder)?;
+        // The first sample reads the tree alone: the sources (NVML) are opened and read
+        // on the sampler thread only, never on the program's.
         let mut reader = SampleReaders {
             tree: reader,
-            sources,
+            sources: Vec::new(),
         };
         publisher.sample(&recorder, &mut reader);
+        reader.sources = sources;
         let (events, received) = mpsc::channel();
+        let (hand_back, handed) = mpsc::channel();
         recorder.connect(events.clone());
         let thread = {
             let recorder = Arc::clone(&recorder);
             let publisher = Arc::clone(&publisher);
             std::thread::Builder::new()
                 .name("stemmon-sampler".into())
-                .spawn(move || sampler::run(&recorder, &publisher, reader, &received))
+                .spawn(move || {
+                    let mut reader = sampler::run(&recorder, &publisher, reader, &received);
+                    // The sources end here too (NVML's shutdown): `finish` samples the
+                    // tree alone.
+                    for source in &mut reader.sources {
+                        source.close();
+                    }
+                    let _ = hand_back.send(reader);
+                })
         };
         let thread = match thread {
             Ok(thread) => thread,
@@ -133,7 +153,7 @@ impl Monitor {
             recorder,
             publisher,
             spare,
-            sampler: Some((events, thread)),
+            sampler: Some((events, thread, handed)),
             finished: false,
             _not_send: PhantomData,
         })
@@ -181,6 +201,10 @@ impl Monitor {
     /// orphan `stemmon run` adopted as a subreaper): its exit code and final CPU go to
     /// the report's `processes`, even if no sample ever saw it. Call it before the reap.
     pub fn note_exited_child(&self, pid: u32) {
+        // The monitor's own helper (NVML's) is no process of the tree.
+        if crate::sources::note_helper_end(pid) {
+            return;
+        }
         if let Some(child) = crate::sys::exited_child(pid) {
             self.recorder.child_exited(&child);
         }
@@ -223,9 +247,15 @@ impl Monitor {
             *endings = None;
         }
         let mut reader = match self.sampler.take() {
-            Some((events, thread)) => {
+            Some((events, thread, handed)) => {
                 let _ = events.send(Event::Stop);
-                thread.join().ok()
+                // A sampler held in a driver's call is left to end by itself: it
+                // samples and publishes nothing once the run has ended.
+                let reader = handed.recv_timeout(SAMPLER_WAIT).ok();
+                if reader.is_some() {
+                    let _ = thread.join();
+                }
+                reader
             }
             None => None,
         }
@@ -233,6 +263,8 @@ impl Monitor {
             tree: self.spare.tree_reader(),
             sources: Vec::new(),
         });
+        // The last sample reads the tree alone; a helper process ends after it.
+        let sources = std::mem::take(&mut reader.sources);
         let report = finish_run(
             &self.recorder,
             &self.publisher,
@@ -240,6 +272,7 @@ impl Monitor {
             error,
             exit_code,
         );
+        drop(sources);
         context::uninstall(&self.recorder);
         drop(endings);
         report

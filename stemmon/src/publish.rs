@@ -46,6 +46,10 @@ pub(crate) struct Publisher {
     failures: Mutex<Failures>,
     warned_sampling: AtomicBool,
     warned_output: AtomicBool,
+    /// The final report was published: nothing else is written or sent after it (a
+    /// sampler left behind in a driver's call wakes up to a finished run). Held while
+    /// a report is written, so a late write never lands over the final one.
+    sealed: Mutex<bool>,
 }
 
 /// The publisher's own failures (SPEC §4): the first failed report write (later writes
@@ -69,11 +73,15 @@ impl Publisher {
             failures: Mutex::new(Failures::default()),
             warned_sampling: AtomicBool::new(false),
             warned_output: AtomicBool::new(false),
+            sealed: Mutex::new(false),
         }
     }
 
     /// Takes a full sample; the first failure is warned about.
     pub(crate) fn sample(&self, recorder: &Recorder, readers: &mut SampleReaders) {
+        if *self.sealed.lock().unwrap_or_else(PoisonError::into_inner) {
+            return;
+        }
         if let Err(message) = recorder.take_sample(&mut *readers.tree, &mut readers.sources) {
             warn_once(&self.warned_sampling, &message);
         }
@@ -98,7 +106,13 @@ impl Publisher {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .is_some());
+        let mut sealed = self.sealed.lock().unwrap_or_else(PoisonError::into_inner);
         let mut report = recorder.snapshot_with(series);
+        if *sealed && moment != Moment::Final {
+            self.stamp(&mut report);
+            return report;
+        }
+        *sealed |= moment == Moment::Final;
         if moment.exports() {
             // A failure shows in the report written now (the exporter warns once).
             let mut exporter = self.exporter.lock().unwrap_or_else(PoisonError::into_inner);

@@ -33,6 +33,14 @@ pub(crate) fn run(
 ) -> SampleReaders {
     // What this thread allocates is the monitor's, no stage's (SPEC §11).
     crate::heap::slots::mark_own_thread();
+    // The sources (NVML) are opened here, never on the program's threads.
+    for source in &mut reader.sources {
+        source.open();
+        if let Some(pid) = source.helper() {
+            reader.tree.exclude(pid);
+        }
+    }
+    recorder.take_sections(&mut reader.sources);
     // Samples and `running` lines on fixed grids: neither drifts nor waits for the other.
     let start = Instant::now();
     let mut samples = Grid::new(start, recorder.config.sample_interval);
@@ -64,6 +72,7 @@ pub(crate) fn run(
                         Event::Log(line, stage) => lines.push((line, stage)),
                         Event::Stop => {
                             publisher.publish(recorder, &lines, Moment::Event);
+                            last_reading(recorder, publisher, &mut reader);
                             return reader;
                         }
                     }
@@ -79,12 +88,25 @@ pub(crate) fn run(
             publisher.sample(recorder, &mut reader);
             rest_until = rested(now, Instant::now());
         }
+        if recorder.is_ended() {
+            // `finish` went on without this thread (it was held in a driver's call).
+            return reader;
+        }
         if logs.as_mut().is_some_and(|logs| logs.due(now)) {
             let running = [(Line::Text("running".to_owned()), OpenStage::OwnerNow)];
             publisher.publish(recorder, &running, Moment::Running);
         }
     }
+    last_reading(recorder, publisher, &mut reader);
     reader
+}
+
+/// At the end, the sources' last reading, here on this thread (the tree's own last
+/// sample is `finish`'s): only where a source measures something.
+fn last_reading(recorder: &Recorder, publisher: &Publisher, reader: &mut SampleReaders) {
+    if !recorder.is_ended() && reader.sources.iter().any(|source| source.reads()) {
+        publisher.sample(recorder, reader);
+    }
 }
 
 #[cfg(test)]

@@ -30,6 +30,10 @@ pub trait TreeReader: Send {
     /// (orphans it adopted as a subreaper) as descendants. Ignored where unsupported.
     fn adopt_orphans(&mut self, _adopt: bool) {}
 
+    /// Leaves the process `pid` out of the tree: a child of this process that is the
+    /// monitor's own (NVML's helper). Ignored where unsupported.
+    fn exclude(&mut self, _pid: u32) {}
+
     /// Turns the high-water marks on or off for the tree rooted at `root` (reset at
     /// every reading when `reset`, else each runs from its process's start), and says
     /// which of them this reader can read. Off, or missing here, by default.

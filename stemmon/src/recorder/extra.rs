@@ -14,7 +14,8 @@ use stemmon_report::fields::{field, Fold};
 struct Key {
     key: &'static str,
     fold: Fold,
-    /// Its source measures something: the figure is in the report.
+    /// Its source measures something: the figure is in the report. A source opened on
+    /// the sampler thread (NVML) becomes active at its first reading there.
     active: bool,
 }
 
@@ -33,6 +34,8 @@ pub(crate) struct Extra {
 pub(crate) struct Taken {
     /// One per key of [`Extra`], in order.
     figures: Vec<Option<u64>>,
+    /// Whether each key's source measured something at this sample, in the same order.
+    active: Vec<bool>,
     /// The timeline point's series.
     series: Vec<(&'static str, Option<u64>)>,
     /// The processes' figures: pid, key, value.
@@ -78,12 +81,20 @@ impl Extra {
 
     /// Takes in one sample's readings: the run's figures and the sections.
     pub(crate) fn sampled(&mut self, taken: &mut Taken) {
+        for (key, &active) in self.keys.iter_mut().zip(&taken.active) {
+            key.active = active;
+        }
         let mut total = std::mem::take(&mut self.total);
         self.fold_into(&mut total, taken);
         self.total = total;
         for (key, value) in taken.sections.drain(..) {
             self.sections.insert(key, value);
         }
+    }
+
+    /// Keeps a source's section as it is now.
+    pub(crate) fn section(&mut self, key: &'static str, value: serde_json::Value) {
+        self.sections.insert(key, value);
     }
 
     /// Writes a record's figures into its stage.
@@ -110,12 +121,17 @@ impl Taken {
     /// Reads every source for the tree `tree` just read.
     pub(crate) fn take(&mut self, sources: &mut [Box<dyn Source>], tree: &TreeReading) {
         self.figures.clear();
+        self.active.clear();
         self.series.clear();
         self.processes.clear();
         for source in sources.iter_mut() {
             let (series, process) = (source.series(), source.process_field());
+            // Whether it measures is known once it has read (NVML opens on this thread).
+            let figures = source.fields().len();
             let reading = source.sample(tree);
             self.figures.extend_from_slice(reading.figures);
+            let active_at = self.active.len();
+            self.active.extend(std::iter::repeat_n(false, figures));
             self.series
                 .extend(series.iter().copied().zip(reading.series.iter().copied()));
             if let Some(key) = process {
@@ -126,6 +142,8 @@ impl Taken {
                         .map(|&(pid, value)| (pid, key, value)),
                 );
             }
+            let active = source.active();
+            self.active[active_at..].fill(active);
             if let Some(section) = source.section() {
                 self.sections.push(section);
             }

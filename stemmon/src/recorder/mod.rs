@@ -258,6 +258,16 @@ impl Recorder {
         self.lock().extra = extra::Extra::of(sources);
     }
 
+    /// Takes the sources' sections as they are now (once opened, before any reading):
+    /// a report says why the GPU is not read even if no sample read it.
+    pub(crate) fn take_sections(&self, sources: &mut [Box<dyn crate::sources::Source>]) {
+        let sections: Vec<_> = sources.iter_mut().filter_map(|s| s.section()).collect();
+        let mut state = self.lock();
+        for (key, value) in sections {
+            state.extra.section(key, value);
+        }
+    }
+
     /// Registers the calling thread; the first one registered is the monitor's own.
     pub(crate) fn register_thread(&self) -> Arc<ThreadSlot> {
         let mut threads = self.lock_threads();

@@ -11,19 +11,34 @@
 //! there and nowhere else.
 
 use nvml_wrapper::error::NvmlError;
-use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use nvml_wrapper::{Device, Nvml};
+use nvml_wrapper_sys::bindings::nvmlProcessInfo_t;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
 
+mod device;
+pub(crate) mod helper;
 mod pids;
+mod plan;
 pub(crate) mod source;
+
+use device::{read_device, Lists};
+pub(crate) use plan::plan;
 
 pub use pids::ProcessGpu;
 use pids::{Matcher, Procfs, StatusSource};
 
 /// The library loaded when the caller names none: the driver's, on the loader's path.
 const DEFAULT_LIBRARY: &str = "libnvidia-ml.so.1";
+
+/// The most devices read: NVML's own limit. A driver that counts more gets the first
+/// ones read, and the section says so.
+pub(crate) const MAX_DEVICES: u32 = 64;
+/// The most processes read on one device's list. The lists are read into a buffer of
+/// this size, made once: a longer list is not read (the section says so), and no
+/// allocation grows with a count the driver claims.
+pub(crate) const MAX_PROCESSES: usize = 4096;
 
 /// The entry points a reading needs; a library without one of them is too old.
 const REQUIRED: [&str; 5] = [
@@ -35,7 +50,7 @@ const REQUIRED: [&str; 5] = [
 ];
 
 /// Why one NVML figure is unknown.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Reason {
     /// NVML refused the call (`NoPermission`): MIG in a container, or no rights to the
     /// device.
@@ -46,6 +61,10 @@ pub enum Reason {
     GpuLost,
     /// NVML gave the value as not available (`NVML_VALUE_NOT_AVAILABLE`).
     NotAvailable,
+    /// A device's process list is longer than [`MAX_PROCESSES`]: it was not read.
+    TooManyProcesses(u32),
+    /// NVML gave a figure that cannot be true (used memory above the device's total).
+    Implausible(String),
     /// Any other NVML failure, as NVML describes it.
     Failed(String),
 }
@@ -79,13 +98,18 @@ impl fmt::Display for Reason {
                 "the GPU fell off the bus or became inaccessible (GpuLost); it is no longer read",
             ),
             Reason::NotAvailable => f.write_str("NVML reported the value as not available"),
+            Reason::TooManyProcesses(count) => write!(
+                f,
+                "NVML lists {count} processes on the device, more than the {MAX_PROCESSES} stemmon reads: its processes are left out"
+            ),
+            Reason::Implausible(what) => write!(f, "NVML gave an impossible figure ({what})"),
             Reason::Failed(error) => write!(f, "NVML failed: {error}"),
         }
     }
 }
 
 /// What NVML says once, at [`GpuSource::open`].
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuInfo {
     /// The driver's version, `None` where NVML did not give it or was not loaded.
     pub driver_version: Option<String>,
@@ -94,10 +118,13 @@ pub struct GpuInfo {
     /// Why the source reads nothing (no driver, no GPU), in one sentence; `None` when it
     /// reads.
     pub missing: Option<String>,
+    /// What was left unread past a cap (a driver that counts more than
+    /// [`MAX_DEVICES`] GPUs), in one sentence.
+    pub dropped: Option<String>,
 }
 
 /// One device as [`GpuSource::open`] found it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceInfo {
     /// NVML's index of the device.
     pub index: u32,
@@ -112,7 +139,7 @@ pub struct DeviceInfo {
 }
 
 /// One reading of the tree's GPU memory. Sizes in bytes; `None` where unknown.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GpuReading {
     /// The sum of the known figures of the tree's processes over every device (a process
     /// on both of a device's lists counted once). `None` when no device's processes
@@ -137,6 +164,7 @@ pub struct GpuReading {
 
 impl GpuReading {
     /// The first reason some figure of this reading is unknown, if any is.
+    #[cfg(test)]
     pub fn missing(&self) -> Option<&Reason> {
         self.devices
             .iter()
@@ -145,7 +173,7 @@ impl GpuReading {
 }
 
 /// One device at one reading.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceReading {
     /// Its used memory now (`nvmlDeviceGetMemoryInfo`), all processes of the machine.
     pub used_bytes: Option<u64>,
@@ -169,6 +197,8 @@ struct Live {
     nvml: Nvml,
     devices: Vec<LiveDevice>,
     matcher: Matcher,
+    /// The buffer every process list is read into, [`MAX_PROCESSES`] long.
+    buffer: Vec<nvmlProcessInfo_t>,
 }
 
 impl fmt::Debug for Live {
@@ -224,6 +254,7 @@ impl GpuSource {
     }
 
     /// Why the source reads nothing, in one sentence; `None` when it reads.
+    #[cfg(test)]
     pub fn missing(&self) -> Option<&str> {
         self.info.missing.as_deref()
     }
@@ -231,21 +262,35 @@ impl GpuSource {
     /// Reads every device now and matches its processes to `tree`: the pids of the
     /// process tree as this process sees them, root first. The reading is kept in the
     /// source and overwritten by the next one; an inert source gives an empty one.
-    pub fn read(&mut self, tree: &[u32]) -> &GpuReading {
-        self.read_with(tree, &mut Procfs)
+    ///
+    /// `started` gives each tree process's start, in seconds since boot (`None` where
+    /// unknown), in the order of `tree`: a process that started after this reading
+    /// began is not charged what NVML lists under its pid (a stale entry of an earlier
+    /// process that had the same pid).
+    pub fn read(&mut self, tree: &[u32], started: &[Option<f64>]) -> &GpuReading {
+        let now = crate::sys::boot_seconds();
+        self.read_with(tree, started, now, &mut Procfs)
     }
 
-    fn read_with(&mut self, tree: &[u32], status: &mut dyn StatusSource) -> &GpuReading {
+    fn read_with(
+        &mut self,
+        tree: &[u32],
+        started: &[Option<f64>],
+        now: Option<f64>,
+        status: &mut dyn StatusSource,
+    ) -> &GpuReading {
         let reading = &mut self.reading;
         reading.processes.clear();
         let Some(live) = &mut self.live else {
             return reading;
         };
         live.matcher.start(tree, status);
+        live.matcher.exclude_later(tree, started, now);
         let mut all_read = true;
         let mut any_read = false;
+        let (nvml, buffer) = (&live.nvml, &mut live.buffer);
         for (device, out) in live.devices.iter_mut().zip(&mut reading.devices) {
-            let lists = read_device(&live.nvml, device, out, &mut live.matcher);
+            let lists = read_device(nvml, device, out, &mut live.matcher, buffer);
             all_read &= lists == Lists::Both;
             any_read |= lists != Lists::None;
         }
@@ -261,107 +306,20 @@ impl GpuSource {
     }
 }
 
-/// How many of a device's two process lists a reading got.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Lists {
-    None,
-    One,
-    Both,
-}
-
-/// Reads one device into `out` and its processes into `matcher`.
-fn read_device(
-    nvml: &Nvml,
-    device: &mut LiveDevice,
-    out: &mut DeviceReading,
-    matcher: &mut Matcher,
-) -> Lists {
-    *out = DeviceReading::default();
-    if let Some(reason) = &device.gone {
-        out.used_missing = Some(reason.clone());
-        out.processes_missing = Some(reason.clone());
-        return Lists::None;
-    }
-    let handle = match nvml.device_by_index(device.index) {
-        Ok(handle) => handle,
-        Err(error) => {
-            let reason = Reason::of(&error);
-            if reason == Reason::GpuLost {
-                return lose(device, out);
-            }
-            out.used_missing = Some(reason.clone());
-            out.processes_missing = Some(reason);
-            return Lists::None;
-        }
-    };
-    let used = call(&mut device.memory, || handle.memory_info().map(|m| m.used));
-    if used == Err(Reason::GpuLost) {
-        return lose(device, out);
-    }
-    let compute = call(&mut device.compute, || handle.running_compute_processes());
-    if matches!(compute, Err(Reason::GpuLost)) {
-        return lose(device, out);
-    }
-    let graphics = call(&mut device.graphics, || handle.running_graphics_processes());
-    if matches!(graphics, Err(Reason::GpuLost)) {
-        return lose(device, out);
-    }
-    match used {
-        Ok(bytes) if bytes == u64::MAX => out.used_missing = Some(Reason::NotAvailable),
-        Ok(bytes) => out.used_bytes = Some(bytes),
-        Err(reason) => out.used_missing = Some(reason),
-    }
-    let empty: &[ProcessInfo] = &[];
-    let (compute, graphics) = match (compute, graphics) {
-        (Ok(compute), Ok(graphics)) => (compute, graphics),
-        (Ok(list), Err(reason)) | (Err(reason), Ok(list)) => {
-            out.processes_missing = Some(reason);
-            matcher.device(&[&list, empty]);
-            return Lists::One;
-        }
-        (Err(reason), Err(_)) => {
-            out.processes_missing = Some(reason);
-            return Lists::None;
-        }
-    };
-    matcher.device(&[&compute, &graphics]);
-    Lists::Both
-}
-
-/// Marks a device lost for good: whatever this reading got from it before is dropped.
-fn lose(device: &mut LiveDevice, out: &mut DeviceReading) -> Lists {
-    device.gone = Some(Reason::GpuLost);
-    *out = DeviceReading {
-        used_bytes: None,
-        used_missing: Some(Reason::GpuLost),
-        processes_missing: Some(Reason::GpuLost),
-    };
-    Lists::None
-}
-
-/// One NVML call, unless an earlier one showed it can never succeed; a failure that is
-/// final is kept in `skip`.
-fn call<T>(
-    skip: &mut Option<Reason>,
-    f: impl FnOnce() -> Result<T, NvmlError>,
-) -> Result<T, Reason> {
-    if let Some(reason) = skip {
-        return Err(reason.clone());
-    }
-    f().map_err(|error| {
-        let reason = Reason::of(&error);
-        if reason.is_final() {
-            *skip = Some(reason.clone());
-        }
-        reason
-    })
-}
-
 fn inert(missing: String) -> GpuInfo {
     GpuInfo {
         missing: Some(missing),
         ..GpuInfo::default()
     }
+}
+
+/// At most `limit` characters of `text`, for what a driver says (its version, a
+/// device's name): a driver's string is never kept whole if it is absurd.
+fn bounded(mut text: String, limit: usize) -> String {
+    if let Some((cut, _)) = text.char_indices().nth(limit) {
+        text.truncate(cut);
+    }
+    text
 }
 
 /// The sentence for a library that did not load or an NVML that did not start.
@@ -400,7 +358,7 @@ fn required_symbols(nvml: &Nvml, name: &str) -> Result<(), String> {
 
 /// Reads the driver version and the devices of a started NVML.
 fn start(nvml: Nvml) -> (GpuInfo, Option<Live>) {
-    let driver_version = nvml.sys_driver_version().ok();
+    let driver_version = nvml.sys_driver_version().ok().map(|v| bounded(v, 80));
     let count = match nvml.device_count() {
         Ok(count) => count,
         Err(error) => {
@@ -408,8 +366,8 @@ fn start(nvml: Nvml) -> (GpuInfo, Option<Live>) {
             return (
                 GpuInfo {
                     driver_version,
-                    devices: Vec::new(),
                     missing: Some(missing),
+                    ..GpuInfo::default()
                 },
                 None,
             );
@@ -418,14 +376,16 @@ fn start(nvml: Nvml) -> (GpuInfo, Option<Live>) {
     if count == 0 {
         let info = GpuInfo {
             driver_version,
-            devices: Vec::new(),
             missing: Some("NVML lists no GPU on this machine".into()),
+            ..GpuInfo::default()
         };
         return (info, None);
     }
+    let dropped = (count > MAX_DEVICES)
+        .then(|| format!("NVML counts {count} GPUs: stemmon reads the first {MAX_DEVICES}"));
     let mut devices = Vec::new();
     let mut live = Vec::new();
-    for index in 0..count {
+    for index in 0..count.min(MAX_DEVICES) {
         let (info, device) = match nvml.device_by_index(index) {
             Ok(device) => describe(index, &device),
             Err(error) => {
@@ -452,11 +412,14 @@ fn start(nvml: Nvml) -> (GpuInfo, Option<Live>) {
         driver_version,
         devices,
         missing: None,
+        dropped,
     };
     let live = Live {
         nvml,
         devices: live,
         matcher: Matcher::default(),
+        // SAFETY: nvmlProcessInfo_t is plain integers: all zeros is a valid value.
+        buffer: vec![unsafe { std::mem::zeroed() }; MAX_PROCESSES],
     };
     (info, Some(live))
 }
@@ -467,8 +430,8 @@ fn describe(index: u32, device: &Device<'_>) -> (DeviceInfo, LiveDevice) {
     let lost = matches!(total, Err(NvmlError::GpuLost));
     let info = DeviceInfo {
         index,
-        name: device.name().ok(),
-        uuid: device.uuid().ok(),
+        name: device.name().ok().map(|name| bounded(name, 96)),
+        uuid: device.uuid().ok().map(|uuid| bounded(uuid, 96)),
         memory_total_bytes: total.ok().filter(|&total| total != u64::MAX),
         missing: lost.then_some(Reason::GpuLost),
     };

@@ -43,6 +43,28 @@ pub(crate) trait Source: Send {
     /// The key of its figure of each process (`processes[]`), the highest seen.
     fn process_field(&self) -> Option<&'static str>;
 
+    /// Whether it reads anything (or is about to): the sampler's last reading at the
+    /// end is taken only then.
+    fn reads(&self) -> bool {
+        self.active()
+    }
+
+    /// Opens what it reads, on the sampler thread as it begins (NVML is loaded there,
+    /// never on the program's threads). Before, [`sample`](Source::sample) reads
+    /// nothing.
+    fn open(&mut self) {}
+
+    /// The pid of the helper process it reads through, once opened: no process of the
+    /// tree.
+    fn helper(&self) -> Option<u32> {
+        None
+    }
+
+    /// Ends what it reads, on the sampler thread as it ends (NVML's shutdown). A helper
+    /// process stays until the source is dropped, after the run's last sample: reaped
+    /// before it, its peak would count as the tree's.
+    fn close(&mut self) {}
+
     /// Reads now, for the tree `tree` just read.
     fn sample(&mut self, tree: &TreeReading) -> Reading<'_>;
 
@@ -61,11 +83,25 @@ pub(crate) struct SampleReaders {
     pub(crate) sources: Vec<Box<dyn Source>>,
 }
 
-/// The sources of a monitor of `config`, in the report's order.
+/// Notes how the monitor's helper process `pid` ended, if it is one: `stemmon run` calls
+/// this (through `Monitor::note_exited_child`) before it reaps a child.
+pub(crate) fn note_helper_end(pid: u32) -> bool {
+    #[cfg(all(unix, feature = "gpu"))]
+    return gpu::helper::note_end(pid);
+    #[cfg(not(all(unix, feature = "gpu")))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// The sources of a monitor of `config`, in the report's order. Nothing is opened
+/// here, on the program's thread: the sampler thread opens each ([`Source::open`]).
 pub(crate) fn open(config: &Config) -> Vec<Box<dyn Source>> {
     let _ = config;
     let sources = std::iter::empty::<Box<dyn Source>>();
     #[cfg(feature = "gpu")]
-    let sources = sources.chain([Box::new(gpu::source::Gpu::open()) as Box<dyn Source>]);
+    let sources =
+        sources.chain([Box::new(gpu::source::Gpu::new(gpu::plan(config))) as Box<dyn Source>]);
     sources.collect()
 }

@@ -9,6 +9,8 @@
 //! monitor's ledger, so each interval of the marks is counted once and by that monitor
 //! alone; nothing here is process-wide.
 
+#[cfg(all(unix, feature = "gpu"))]
+pub(crate) mod helpers;
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
 #[cfg(target_os = "linux")]
@@ -18,6 +20,8 @@ mod other;
 #[cfg(not(target_os = "linux"))]
 use other as imp;
 
+#[cfg(all(unix, feature = "gpu"))]
+pub(crate) use helpers::{child_end, die_with_parent, set_nonblocking, wait_readable};
 pub(crate) use imp::{
     boot_seconds, exited_child, has_exited, heavy_barrier, register_barrier, start_tick_seconds,
     thread_cpu_micros, ReaderHandle,

@@ -29,6 +29,17 @@
  *                                 fails with CODE
  *   lost                          every call on the device fails with GPU_IS_LOST
  *
+ * And what a hostile or broken driver does (the hostile tests):
+ *
+ *   init_sleep MS                 nvmlInit_v2 sleeps MS milliseconds first
+ *   read_sleep MS                 every device call sleeps MS milliseconds first
+ *   crash init                    nvmlInit_v2 dies of SIGSEGV
+ *   crash read                    every device call dies of SIGSEGV
+ *   claim_devices N               nvmlDeviceGetCount_v2 claims N devices (only the
+ *                                 ones declared answer)
+ *   claim_processes N             the process lists claim N entries: a buffer smaller
+ *                                 than N gets INSUFFICIENT_SIZE and N
+ *
  * CODE is an NVML return code's name without NVML_ERROR_: NO_PERMISSION,
  * NOT_SUPPORTED, GPU_IS_LOST, DRIVER_NOT_LOADED, UNKNOWN, ... */
 #define _GNU_SOURCE
@@ -36,7 +47,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 
 typedef int nvmlReturn_t;
 typedef struct fake_device *nvmlDevice_t;
@@ -90,6 +103,12 @@ static struct {
     int init_error;
     int count_error;
     int log;
+    long init_sleep_ms;
+    long read_sleep_ms;
+    int crash_init;
+    int crash_read;
+    unsigned long long claim_devices;
+    unsigned long long claim_processes;
     int device_count;
     struct fake_device devices[MAX_DEVICES];
 } state;
@@ -171,6 +190,17 @@ static void parse(FILE *file) {
             state.count_error = code_of(rest);
         } else if (strcmp(line, "log") == 0) {
             state.log = 1;
+        } else if (strcmp(line, "init_sleep") == 0) {
+            state.init_sleep_ms = strtol(rest, NULL, 10);
+        } else if (strcmp(line, "read_sleep") == 0) {
+            state.read_sleep_ms = strtol(rest, NULL, 10);
+        } else if (strcmp(line, "crash") == 0) {
+            state.crash_init |= strcmp(rest, "init") == 0;
+            state.crash_read |= strcmp(rest, "read") == 0;
+        } else if (strcmp(line, "claim_devices") == 0) {
+            state.claim_devices = strtoull(rest, NULL, 10);
+        } else if (strcmp(line, "claim_processes") == 0) {
+            state.claim_processes = strtoull(rest, NULL, 10);
         } else if (strcmp(line, "device") == 0) {
             device = state.device_count < MAX_DEVICES ? &state.devices[state.device_count++] : NULL;
         } else if (device == NULL) {
@@ -224,6 +254,22 @@ static void reload(void) {
     loaded = now;
 }
 
+static void pause_ms(long ms) {
+    if (ms > 0) {
+        struct timespec wait = {ms / 1000, (ms % 1000) * 1000000L};
+        while (nanosleep(&wait, &wait) != 0) {
+        }
+    }
+}
+
+/* A real fault, as a broken driver makes: a raised signal would be ignored by the
+ * handler that Rust programs install for SIGSEGV. */
+static void crash(void) {
+    volatile int *nowhere = NULL;
+    *nowhere = 1;
+    raise(SIGSEGV);
+}
+
 static void log_call(const char *function, int index) {
     if (!state.log) {
         return;
@@ -242,6 +288,10 @@ static struct fake_device *device_for(nvmlDevice_t handle, enum call call, const
     reload();
     long index = handle == NULL ? -1 : handle - handles;
     log_call(function, (int)index);
+    pause_ms(state.read_sleep_ms);
+    if (state.crash_read) {
+        crash();
+    }
     if (index < 0 || index >= state.device_count) {
         *result = INVALID_ARGUMENT;
         return NULL;
@@ -264,6 +314,13 @@ static nvmlReturn_t copy_processes(const nvmlProcessInfo_t *list, int count, uns
     if (info_count == NULL) {
         return INVALID_ARGUMENT;
     }
+    if (state.claim_processes > 0) {
+        unsigned long long claimed = state.claim_processes > 0xFFFFFFFFull ? 0xFFFFFFFFu : state.claim_processes;
+        if (*info_count < claimed || infos == NULL) {
+            *info_count = (unsigned int)claimed;
+            return INSUFFICIENT_SIZE;
+        }
+    }
     if (*info_count < (unsigned int)count || (count > 0 && infos == NULL)) {
         *info_count = (unsigned int)count;
         return INSUFFICIENT_SIZE;
@@ -275,6 +332,10 @@ static nvmlReturn_t copy_processes(const nvmlProcessInfo_t *list, int count, uns
 
 nvmlReturn_t nvmlInit_v2(void) {
     reload();
+    pause_ms(state.init_sleep_ms);
+    if (state.crash_init) {
+        crash();
+    }
     return state.init_error;
 }
 
@@ -292,7 +353,8 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
     if (state.count_error != SUCCESS) {
         return state.count_error;
     }
-    *count = (unsigned int)state.device_count;
+    *count = state.claim_devices > 0 ? (unsigned int)(state.claim_devices > 0xFFFFFFFFull ? 0xFFFFFFFFu : state.claim_devices)
+                                     : (unsigned int)state.device_count;
     return SUCCESS;
 }
 

@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use std::io::{self, Read as _};
 
 /// A tree process's GPU memory over every device read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProcessGpu {
     /// Its pid, as this process sees it.
     pub pid: u32,
@@ -61,6 +61,9 @@ struct Member {
     bytes: u64,
     known: bool,
     listed: bool,
+    /// It started after this reading began: what NVML lists under its pid is an
+    /// earlier process's.
+    late: bool,
 }
 
 /// Who an inner pid belongs to.
@@ -107,6 +110,7 @@ impl Matcher {
                 member.bytes = 0;
                 member.known = false;
                 member.listed = false;
+                member.late = false;
                 continue;
             }
             self.status.clear();
@@ -125,6 +129,7 @@ impl Matcher {
                     bytes: 0,
                     known: false,
                     listed: false,
+                    late: false,
                 },
             );
         }
@@ -147,6 +152,22 @@ impl Matcher {
                         })
                         .or_insert(Owner::One(pid));
                 }
+            }
+        }
+    }
+
+    /// Marks the tree processes that started after `now` (seconds since boot, as
+    /// `started`, one entry per pid of `tree`): NVML's listing of their pid is stale,
+    /// and is charged to none of them. A start known to the clock tick (10 ms) counts
+    /// as before `now` when it falls in the same tick.
+    pub fn exclude_later(&mut self, tree: &[u32], started: &[Option<f64>], now: Option<f64>) {
+        let Some(now) = now else {
+            return;
+        };
+        let tick = crate::sys::start_tick_seconds();
+        for (pid, started) in tree.iter().zip(started) {
+            if let (Some(member), Some(started)) = (self.members.get_mut(pid), started) {
+                member.late = *started > now + tick;
             }
         }
     }
@@ -190,6 +211,9 @@ impl Matcher {
             let Some(member) = self.members.get_mut(&last.pid) else {
                 continue;
             };
+            if member.late {
+                continue;
+            }
             member.listed = true;
             match last.bytes {
                 Some(bytes) => {
@@ -356,6 +380,35 @@ mod tests {
         let line = text.lines().find(|l| l.starts_with("NSpid:")).unwrap();
         let first: u32 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
         assert_eq!(first, pid, "{line}");
+    }
+
+    #[test]
+    fn a_pid_that_started_after_the_reading_is_not_charged() {
+        // NVML lists pid 4000 (8 GiB) in a reading that began at 100.0 s since boot; the
+        // tree process that has pid 4000 now started at 100.5 s: the listing is stale,
+        // an earlier process's. Its sibling, started before, is charged.
+        let mut fixture = Fixture(vec![(4000, status(&[4000])), (4001, status(&[4001]))]);
+        let mut matcher = Matcher::default();
+        let compute = [listing(4000, Some(8 << 30)), listing(4001, Some(1 << 20))];
+        let tree = [4000, 4001];
+        matcher.start(&tree, &mut fixture);
+        matcher.exclude_later(&tree, &[Some(100.5), Some(99.0)], Some(100.0));
+        matcher.device(&[&compute]);
+        let mut processes = Vec::new();
+        matcher.processes(&tree, &mut processes);
+        assert_eq!(
+            processes,
+            vec![ProcessGpu {
+                pid: 4001,
+                bytes: Some(1 << 20)
+            }]
+        );
+        assert_eq!(matcher.tally().known_bytes, 1 << 20);
+        // Within the clock tick of the start times (10 ms), a start counts as before.
+        matcher.start(&tree, &mut fixture);
+        matcher.exclude_later(&tree, &[Some(100.005), Some(99.0)], Some(100.0));
+        matcher.device(&[&compute]);
+        assert_eq!(matcher.tally().known_bytes, (8 << 30) + (1 << 20));
     }
 
     #[test]

@@ -1,21 +1,59 @@
 //! The GPU as a measurement source of the engine (see `sources`): at each sample the
 //! tree's GPU memory and the busiest device's, per process, and the `gpu` section.
+//!
+//! NVML is opened and read on the sampler thread alone, never on the program's: the
+//! source is made at start without touching the driver, and opened when the sampler
+//! thread begins. In-process, a driver that blocks holds only the sampler (the
+//! monitor's finish waits for it at most a tenth of a second), and one that takes over
+//! [`SLOW`] to answer is read no more. Through a helper process (`stemmon run`), a
+//! driver that crashes takes only the helper down.
 
-use super::{GpuSource, Reason};
+use super::helper::{Client, Reply};
+use super::{GpuInfo, GpuReading, GpuSource, Reason};
 use crate::memory::TreeReading;
 use crate::sources::{Reading, Source};
 use serde_json::json;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// The record figures it fills.
 const FIELDS: &[&str] = &["peak_tree_gpu_bytes", "peak_device_gpu_bytes"];
 /// The timeline's series it adds.
 const SERIES: &[&str] = &["tree_gpu_bytes"];
 
+/// An in-process reading that takes longer than this turns the source off: the sampler
+/// thread it holds also reads the tree's memory.
+const SLOW: Duration = Duration::from_secs(1);
+
+/// How the GPU is to be read, decided at start on the program's thread (no NVML call).
+#[derive(Clone, Debug)]
+pub(crate) enum Plan {
+    /// Not read: why.
+    Off(String),
+    /// NVML in this process, from this library (the driver's when `None`).
+    InProcess(Option<PathBuf>),
+    /// NVML in a helper process that this command starts.
+    Helper(Option<PathBuf>, super::helper::Command),
+}
+
+/// Where the readings come from once opened.
+enum Backend {
+    /// Not opened yet: the sampler thread opens it.
+    Pending(Plan),
+    InProcess(Box<GpuSource>),
+    Helper(Box<Client>),
+    /// Reads nothing more.
+    Off,
+}
+
 /// The GPU source with what the engine needs between samples.
 pub(crate) struct Gpu {
-    source: GpuSource,
-    /// The tree's pids of the current sample (kept to reuse its capacity).
+    backend: Backend,
+    info: GpuInfo,
+    /// The tree's pids of the current sample (kept to reuse its capacity), and when
+    /// each started.
     pids: Vec<u32>,
+    started: Vec<Option<f64>>,
     figures: [Option<u64>; 2],
     series: [Option<u64>; 1],
     processes: Vec<(u32, u64)>,
@@ -28,55 +66,56 @@ pub(crate) struct Gpu {
 }
 
 impl Gpu {
-    /// NVML from `STEMMON_NVML_LIBRARY`, else the driver's `libnvidia-ml.so.1`.
-    pub(crate) fn open() -> Gpu {
-        let library = crate::env::var("STEMMON_NVML_LIBRARY")
-            .filter(|path| !path.is_empty())
-            .map(std::path::PathBuf::from);
-        Gpu::of(GpuSource::open(library.as_deref()))
-    }
-
-    fn of(source: GpuSource) -> Gpu {
-        let devices = source.info().devices.len();
-        Gpu {
-            missing: source.missing().map(str::to_owned).into_iter().collect(),
-            source,
+    /// A source that reads as `plan` says, opened later on the sampler thread.
+    pub(crate) fn new(plan: Plan) -> Gpu {
+        let mut gpu = Gpu {
+            backend: Backend::Off,
+            info: GpuInfo::default(),
             pids: Vec::new(),
+            started: Vec::new(),
             figures: [None; 2],
             series: [None; 1],
             processes: Vec::new(),
-            device_peaks: vec![None; devices],
+            device_peaks: Vec::new(),
+            missing: Vec::new(),
             changed: true,
+        };
+        match plan {
+            Plan::Off(why) => gpu.info.missing = Some(why),
+            plan => {
+                gpu.backend = Backend::Pending(plan);
+                gpu.info.missing = Some("NVML was not opened yet".to_owned());
+            }
+        }
+        gpu
+    }
+
+    /// Takes what NVML said at its start.
+    fn adopt(&mut self, info: GpuInfo) {
+        self.device_peaks = vec![None; info.devices.len()];
+        self.info = info;
+        if let Some(dropped) = self.info.dropped.clone() {
+            self.note(dropped);
+        }
+        self.changed = true;
+    }
+
+    /// Keeps `reason` for the section, once.
+    fn note(&mut self, reason: String) {
+        if !self.missing.contains(&reason) {
+            self.missing.push(reason);
+            self.changed = true;
         }
     }
-}
 
-impl Source for Gpu {
-    fn active(&self) -> bool {
-        self.source.missing().is_none()
+    /// Stops reading, for `reason`: the figures from now on are unknown.
+    fn turn_off(&mut self, reason: String) {
+        self.backend = Backend::Off;
+        self.note(reason);
     }
 
-    fn fields(&self) -> &'static [&'static str] {
-        FIELDS
-    }
-
-    fn series(&self) -> &'static [&'static str] {
-        SERIES
-    }
-
-    fn process_field(&self) -> Option<&'static str> {
-        Some("peak_gpu_bytes")
-    }
-
-    fn sample(&mut self, tree: &TreeReading) -> Reading<'_> {
-        self.pids.clear();
-        self.pids.extend(
-            tree.root_process
-                .iter()
-                .chain(&tree.descendants)
-                .map(|p| p.pid),
-        );
-        let reading = self.source.read(&self.pids);
+    /// Folds one reading into the figures of this sample.
+    fn take(&mut self, reading: &GpuReading) {
         self.figures = [reading.tree_bytes, reading.device_bytes];
         self.series = [reading.tree_bytes];
         self.processes.clear();
@@ -97,16 +136,139 @@ impl Source for Gpu {
              them out (a lower bound)"
                 .to_owned()
         });
-        for reason in reading
-            .missing()
-            .map(reason_text)
-            .into_iter()
+        let reasons: Vec<String> = reading
+            .devices
+            .iter()
+            .flat_map(|d| [&d.used_missing, &d.processes_missing])
+            .flatten()
+            .map(Reason::to_string)
             .chain(unknown)
-        {
-            if !self.missing.contains(&reason) {
-                self.missing.push(reason);
-                self.changed = true;
+            .collect();
+        for reason in reasons {
+            self.note(reason);
+        }
+    }
+}
+
+impl Source for Gpu {
+    fn active(&self) -> bool {
+        self.info.missing.is_none()
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        FIELDS
+    }
+
+    fn series(&self) -> &'static [&'static str] {
+        SERIES
+    }
+
+    fn process_field(&self) -> Option<&'static str> {
+        Some("peak_gpu_bytes")
+    }
+
+    fn helper(&self) -> Option<u32> {
+        match &self.backend {
+            Backend::Helper(client) => Some(client.pid()),
+            _ => None,
+        }
+    }
+
+    fn close(&mut self) {
+        if matches!(self.backend, Backend::InProcess(_)) {
+            self.backend = Backend::Off;
+        }
+    }
+
+    fn reads(&self) -> bool {
+        matches!(
+            self.backend,
+            Backend::InProcess(_) | Backend::Helper(_) | Backend::Pending(_)
+        )
+    }
+
+    fn open(&mut self) {
+        let Backend::Pending(plan) = std::mem::replace(&mut self.backend, Backend::Off) else {
+            return;
+        };
+        self.changed = true;
+        match plan {
+            Plan::Off(_) => {}
+            Plan::InProcess(library) => {
+                let source = GpuSource::open(library.as_deref());
+                let info = source.info().clone();
+                let live = info.missing.is_none();
+                self.adopt(info);
+                if live {
+                    self.backend = Backend::InProcess(Box::new(source));
+                }
             }
+            Plan::Helper(library, command) => match Client::start(&command, library.as_deref()) {
+                Ok(client) => {
+                    self.info.missing = Some("NVML has not answered yet".to_owned());
+                    self.backend = Backend::Helper(Box::new(client));
+                }
+                Err(error) => {
+                    self.info.missing = Some(format!("the NVML helper did not start: {error}"));
+                }
+            },
+        }
+    }
+
+    fn sample(&mut self, tree: &TreeReading) -> Reading<'_> {
+        self.figures = [None; 2];
+        self.series = [None; 1];
+        self.processes.clear();
+        self.pids.clear();
+        self.started.clear();
+        for process in tree.root_process.iter().chain(&tree.descendants) {
+            self.pids.push(process.pid);
+            self.started.push(process.started);
+        }
+        match &mut self.backend {
+            Backend::InProcess(source) => {
+                let began = Instant::now();
+                let reading = source.read(&self.pids, &self.started).clone();
+                let took = began.elapsed();
+                self.take(&reading);
+                if took > SLOW {
+                    self.turn_off(format!(
+                        "NVML took {:.1} s to answer one reading (over {} s): the GPU is no \
+                         longer read",
+                        took.as_secs_f64(),
+                        SLOW.as_secs()
+                    ));
+                }
+            }
+            Backend::Helper(client) => match client.read(&self.pids, &self.started) {
+                Reply::Info(info, reading) => {
+                    let live = info.missing.is_none();
+                    self.adopt(info);
+                    if let Some(reading) = reading {
+                        self.take(&reading);
+                    }
+                    if !live {
+                        self.backend = Backend::Off;
+                    }
+                }
+                Reply::Reading(reading) => self.take(&reading),
+                Reply::Late(why) => {
+                    if let Some(why) = why {
+                        self.note(why);
+                    }
+                }
+                Reply::Ended(why) => {
+                    if self.info.missing.is_some() {
+                        // It never said what NVML found: that is all there is to say.
+                        self.info.missing = Some(why);
+                        self.backend = Backend::Off;
+                        self.changed = true;
+                    } else {
+                        self.turn_off(why);
+                    }
+                }
+            },
+            Backend::Pending(_) | Backend::Off => {}
         }
         Reading {
             figures: &self.figures,
@@ -119,7 +281,7 @@ impl Source for Gpu {
         if !std::mem::replace(&mut self.changed, false) {
             return None;
         }
-        let info = self.source.info();
+        let info = &self.info;
         let devices: Vec<serde_json::Value> = info
             .devices
             .iter()
@@ -131,21 +293,23 @@ impl Source for Gpu {
                     "uuid": device.uuid,
                     "memory_total_bytes": device.memory_total_bytes,
                     "peak_memory_used_bytes": peak,
-                    "missing": device.missing.as_ref().map(reason_text),
+                    "missing": device.missing.as_ref().map(Reason::to_string),
                 })
             })
+            .collect();
+        let missing: Vec<&str> = info
+            .missing
+            .iter()
+            .map(String::as_str)
+            .chain(self.missing.iter().map(String::as_str))
             .collect();
         Some((
             "gpu",
             json!({
                 "driver_version": info.driver_version,
                 "devices": devices,
-                "missing": (!self.missing.is_empty()).then(|| self.missing.join("; ")),
+                "missing": (!missing.is_empty()).then(|| missing.join("; ")),
             }),
         ))
     }
-}
-
-fn reason_text(reason: &Reason) -> String {
-    reason.to_string()
 }

@@ -193,13 +193,14 @@ fn this_process_and_a_child_on_two_devices() {
                 },
             ],
             missing: None,
+            dropped: None,
         }
     );
     let tree = [me, c];
     // The outsider's 512 MiB is not the tree's; the child on both lists of device 1
     // counts once.
     assert_eq!(
-        source.read(&tree),
+        source.read(&tree, &[]),
         &GpuReading {
             tree_bytes: Some(GIB + 100 * MIB + 200 * MIB + 50 * MIB),
             tree_complete: true,
@@ -215,14 +216,14 @@ fn this_process_and_a_child_on_two_devices() {
     );
     // The child grows mid-run.
     fake.set(&state(700 * MIB));
-    let reading = source.read(&tree);
+    let reading = source.read(&tree, &[]);
     assert_eq!(
         reading.tree_bytes,
         Some(GIB + 100 * MIB + 700 * MIB + 50 * MIB)
     );
     assert_eq!(reading.processes[1], process(c, Some(800 * MIB)));
     // The child leaves the tree: its memory is no longer the tree's.
-    let reading = source.read(&[me]);
+    let reading = source.read(&[me], &[]);
     assert_eq!(reading.tree_bytes, Some(GIB + 50 * MIB));
     assert_eq!(reading.processes, vec![process(me, Some(GIB + 50 * MIB))]);
 }
@@ -243,7 +244,7 @@ fn a_process_outside_the_tree_is_ignored() {
         return;
     };
     let mut source = fake.open();
-    let reading = source.read(&[me]);
+    let reading = source.read(&[me], &[]);
     // Read in full and nothing of the tree's on it: zero, not unknown.
     assert_eq!((reading.tree_bytes, reading.tree_complete), (Some(0), true));
     assert!(reading.processes.is_empty());
@@ -268,7 +269,7 @@ fn not_available_values_are_unknown_not_huge() {
     };
     let mut source = fake.open();
     assert_eq!(
-        source.read(&[me, c]),
+        source.read(&[me, c], &[]),
         &GpuReading {
             tree_bytes: Some(40 * MIB),
             tree_complete: false,
@@ -292,7 +293,7 @@ fn not_available_values_are_unknown_not_huge() {
         device(&format!("used {GIB}\ncompute {me} na\ngraphics {me} na")),
         device(&format!("used {GIB}"))
     ));
-    let reading = source.read(&[me, c]);
+    let reading = source.read(&[me, c], &[]);
     assert_eq!(reading.tree_bytes, None);
     assert_eq!(reading.unknown_processes, 1, "on both lists: one process");
     assert_eq!(reading.processes, vec![process(me, None)]);
@@ -331,7 +332,7 @@ fn no_permission_leaves_the_figure_unknown_and_is_asked_again() {
             missing: Some(Reason::NoPermission),
         }
     );
-    let reading = source.read(&[me]).clone();
+    let reading = source.read(&[me], &[]).clone();
     assert_eq!(
         reading.devices[0].processes_missing,
         Some(Reason::NoPermission)
@@ -353,14 +354,14 @@ fn no_permission_leaves_the_figure_unknown_and_is_asked_again() {
     assert!(Reason::NoPermission.to_string().contains("MIG"));
     // Refused once is not refused for good: the next reading asks again.
     fake.set(&state(""));
-    let reading = source.read(&[me]);
+    let reading = source.read(&[me], &[]);
     assert_eq!(reading.tree_bytes, Some(64 * MIB));
     assert_eq!(reading.devices[0].processes_missing, None);
     let calls = fake.calls();
-    // Refused at its count; then its count and its list.
+    // Refused once; then the list, in one call (into a buffer of a fixed size).
     assert_eq!(
         count(&calls, "nvmlDeviceGetComputeRunningProcesses_v3", 0),
-        1 + 2
+        1 + 1
     );
     assert_eq!(
         count(&calls, "nvmlDeviceGetHandleByIndex_v2", 1),
@@ -383,7 +384,7 @@ fn not_supported_is_asked_once() {
     let mut source = fake.open();
     assert_eq!(source.info().devices[0].memory_total_bytes, None);
     for _ in 0..3 {
-        let reading = source.read(&[me]);
+        let reading = source.read(&[me], &[]);
         assert_eq!(
             reading.devices[0],
             DeviceReading {
@@ -426,13 +427,13 @@ fn a_gpu_lost_mid_run_stays_lost() {
         return;
     };
     let mut source = fake.open();
-    let before = source.read(&[me]).clone();
+    let before = source.read(&[me], &[]).clone();
     assert_eq!(
         (before.tree_bytes, before.device_bytes),
         (Some(400 * MIB), Some(2 * GIB))
     );
     fake.set(&state("lost"));
-    let lost = source.read(&[me]).clone();
+    let lost = source.read(&[me], &[]).clone();
     assert_eq!(
         lost.devices,
         vec![
@@ -453,7 +454,7 @@ fn a_gpu_lost_mid_run_stays_lost() {
     // The GPU answers again: it is not asked.
     let calls_then = fake.calls();
     fake.set(&state(""));
-    let after = source.read(&[me]);
+    let after = source.read(&[me], &[]);
     assert_eq!(after, &lost);
     let calls = fake.calls();
     let new_calls = &calls[calls_then.len()..];
@@ -471,7 +472,7 @@ fn a_gpu_lost_at_open_is_never_read() {
     let mut source = fake.open();
     // Lost at its handle: named nowhere, listed with the reason.
     assert_eq!(source.info().devices[0].missing, Some(Reason::GpuLost));
-    let reading = source.read(&[me]);
+    let reading = source.read(&[me], &[]);
     assert_eq!((reading.tree_bytes, reading.tree_complete), (None, false));
     assert_eq!(fake.calls().lines().count(), 1, "{}", fake.calls());
 }
@@ -488,7 +489,10 @@ fn no_library_at_all() {
         "{missing}"
     );
     assert_eq!(source.info().devices, Vec::new());
-    assert_eq!(source.read(&[std::process::id()]), &GpuReading::default());
+    assert_eq!(
+        source.read(&[std::process::id()], &[]),
+        &GpuReading::default()
+    );
     // A file that is not a library is no driver either.
     std::fs::write(&path, "not a library").unwrap();
     let source = GpuSource::open(Some(&path));
@@ -514,7 +518,7 @@ fn a_library_that_lacks_a_symbol_is_too_old() {
         missing.ends_with("lacks nvmlDeviceGetGraphicsRunningProcesses_v3"),
         "{missing}"
     );
-    assert_eq!(source.read(&[1]), &GpuReading::default());
+    assert_eq!(source.read(&[1], &[]), &GpuReading::default());
 }
 
 #[test]
@@ -559,7 +563,7 @@ fn a_container_pid_is_mapped_through_nspid() {
         return;
     };
     let mut source = fake.open();
-    let reading = source.read_with(&[me, inner], &mut Status(inner));
+    let reading = source.read_with(&[me, inner], &[], None, &mut Status(inner));
     assert_eq!(reading.tree_bytes, Some(12 * MIB));
     assert_eq!(reading.processes, vec![process(inner, Some(12 * MIB))]);
 }
@@ -568,4 +572,23 @@ fn a_container_pid_is_mapped_through_nspid() {
 fn the_source_goes_to_the_sampler_thread() {
     fn send<T: Send>() {}
     send::<GpuSource>();
+}
+
+#[test]
+fn the_builder_turns_the_gpu_off() {
+    if std::env::var_os("STEMMON_GPU").is_some() {
+        cannot_run("the_builder_turns_the_gpu_off", "STEMMON_GPU is set");
+        return;
+    }
+    let monitor = crate::Monitor::builder()
+        .current_thread_only()
+        .log_interval(None)
+        .gpu(false)
+        .start()
+        .unwrap();
+    let report = monitor.finish();
+    assert_eq!(
+        report.figures.value("gpu").unwrap()["missing"],
+        "the GPU is not read: turned off by the monitor's gpu(false)"
+    );
 }

@@ -45,6 +45,9 @@ pub(crate) struct ProcReader {
     /// With a root other than this process: also walk this process's other children,
     /// the orphans it adopted as a subreaper (`stemmon run`).
     adopted: bool,
+    /// Children of this process that are the monitor's own (NVML's helper), never
+    /// part of the tree.
+    excluded: Vec<u32>,
     table: ProcTable,
     cgroup: Option<CgroupReader>,
     /// The processes of the current sample (kept to reuse its capacity).
@@ -80,6 +83,7 @@ impl ProcReader {
             marks: true,
             own_pid,
             adopted: false,
+            excluded: Vec::new(),
             table: ProcTable::new(own_pid, fd_budget()),
             cgroup: None,
             seen: Vec::new(),
@@ -197,6 +201,10 @@ impl TreeReader for ProcReader {
         self.adopted = adopt;
     }
 
+    fn exclude(&mut self, pid: u32) {
+        self.excluded.push(pid);
+    }
+
     fn configure_marks(&mut self, enabled: bool, reset: bool, root: u32) -> HighWaterMarks {
         self.set_marks(enabled, reset, root);
         if !enabled {
@@ -266,6 +274,10 @@ impl TreeReader for ProcReader {
         let complete = self
             .table
             .sample(root, reset, self.adopted, &ledger, &mut self.seen)?;
+        if !self.excluded.is_empty() {
+            let excluded = &self.excluded;
+            self.seen.retain(|seen| !excluded.contains(&seen.pid));
+        }
         let seen = std::mem::take(&mut self.seen);
         let mut reading = TreeReading {
             process_count: seen.len() as u32,
