@@ -122,13 +122,13 @@ fn main() {
     };
 
     let mut source = stemmon::readers::GpuSource::open(Some(&library));
-    assert_eq!(source.missing(), None, "the source reads");
+    assert_eq!(source.info().missing, None, "the source reads");
     let devices = source.info().devices.len() as u32;
     let nvml = Nvml::builder()
         .lib_path(library.as_os_str())
         .init()
         .expect("nvml-wrapper opens the same library");
-    let first = source.read(&tree).clone();
+    let first = source.read(&tree, &[]).clone();
     eprintln!("gpu_sample: {devices} devices, first reading {first:?}");
     if real.is_none() {
         assert_eq!(devices, 2);
@@ -143,14 +143,14 @@ fn main() {
 
     let mut group = c.benchmark_group("gpu_sample");
     group.bench_function("stemmon", |b| {
-        b.iter(|| black_box(source.read(black_box(&tree)).tree_bytes))
+        b.iter(|| black_box(source.read(black_box(&tree), &[]).tree_bytes))
     });
     group.bench_function("bare", |b| b.iter(|| black_box(bare(&nvml, devices))));
     group.finish();
     let (stemmon_ns, bare_ns) = interleaved(
         3.0,
         || {
-            black_box(source.read(&tree).tree_bytes);
+            black_box(source.read(&tree, &[]).tree_bytes);
         },
         || {
             black_box(bare(&nvml, devices));
