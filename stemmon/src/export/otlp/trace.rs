@@ -4,7 +4,7 @@
 //! The trace id is the run's id, the span ids are derived from it and the span's index,
 //! so that sending the same report twice sends the same trace.
 
-use super::points::{run_attributes, stage_attributes};
+use super::points::run_attributes;
 use super::proto::{KeyValue, Span, Status, SPAN_KIND_INTERNAL, STATUS_CODE_ERROR};
 use crate::report::Report;
 use std::collections::HashMap;
@@ -77,7 +77,7 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
     let root_id = span_id(&trace, 0);
     let status = |error: &Option<String>| {
         error.as_ref().map(|message| Status {
-            message: message.clone(),
+            message: status_message(message),
             code: STATUS_CODE_ERROR,
         })
     };
@@ -113,7 +113,11 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
         if let Some(name) = thread_names.get(&call.thread) {
             attributes.push(KeyValue::string("thread.name", name));
         }
-        attributes.extend(stage_attributes(stage));
+        // The call's own figures; the stage's totals are on the metrics alone.
+        attributes.push(KeyValue::of(
+            "stemmon.wall_seconds",
+            super::proto::any_value::Value::DoubleValue(call.wall_seconds),
+        ));
         let begin = at(start, call.start_seconds);
         spans.push(Span {
             trace_id: trace.to_vec(),
@@ -128,6 +132,17 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
         });
     }
     spans
+}
+
+/// The most characters of a span's status message.
+pub(crate) const STATUS_CHARS: usize = 256;
+
+/// An error as a span's status message: its first line, at most [`STATUS_CHARS`]
+/// characters, control characters escaped (`\u{1b}`).
+pub(crate) fn status_message(error: &str) -> String {
+    let line = error.lines().next().unwrap_or_default().trim_end();
+    let cut: String = line.chars().take(STATUS_CHARS).collect();
+    crate::log::escape(&cut).into_owned()
 }
 
 /// When one kept call ran, and its index in the report's spans.
