@@ -64,6 +64,8 @@ pub(crate) struct Program {
     /// `process.executable.path`: argv[0] where it names a path, or the running
     /// program's own.
     pub(crate) path: Option<String>,
+    /// `process.command_args`, sent only with `otlp_command_args`: the whole argv.
+    pub(crate) args: Option<Vec<String>>,
 }
 
 impl Program {
@@ -74,6 +76,7 @@ impl Program {
             name: command.as_deref().and_then(file_name),
             path: command.clone().filter(|c| c.contains('/')),
             command,
+            args: report.command.clone(),
         }
     }
 
@@ -83,6 +86,7 @@ impl Program {
             command: self.command.or_else(|| fallback.command.clone()),
             name: self.name.or_else(|| fallback.name.clone()),
             path: self.path.or_else(|| fallback.path.clone()),
+            args: self.args.or_else(|| fallback.args.clone()),
         }
     }
 }
@@ -142,7 +146,7 @@ fn resource(report: &Report, settings: &Settings, program: &Program) -> Resource
         KeyValue::string("telemetry.sdk.language", "rust"),
         KeyValue::string("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
     ]);
-    if let (true, Some(argv)) = (settings.command_args, &report.command) {
+    if let (true, Some(argv)) = (settings.command_args, &program.args) {
         let values = argv
             .iter()
             .map(|arg| proto::AnyValue {
@@ -292,14 +296,19 @@ impl Exporter {
                 command: argv.first().cloned(),
                 name: argv.first().and_then(|command| file_name(command)),
                 path: argv.first().filter(|c| c.contains('/')).cloned(),
+                args: Some(argv.clone()),
             },
             None => {
                 let exe = std::env::current_exe().ok();
                 let exe = exe.as_ref().map(|p| p.to_string_lossy().into_owned());
+                let args = std::env::args_os()
+                    .map(|arg| arg.to_string_lossy().into_owned())
+                    .collect();
                 Program {
                     command: None,
                     name: exe.as_deref().and_then(file_name),
                     path: exe,
+                    args: Some(args),
                 }
             }
         };
