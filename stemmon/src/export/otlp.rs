@@ -619,4 +619,89 @@ mod tests {
         let error = send_report(&report(), Some("c:4318"), &|_| None).unwrap_err();
         assert!(error.contains("is not an http:// URL"), "{error}");
     }
+
+    #[test]
+    fn the_docs_table_names_every_metric_and_attribute() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/otlp.md");
+        let Ok(docs) = std::fs::read_to_string(path) else {
+            // A packaged crate has no book.
+            return crate::env::cannot_run("the docs table", "no docs/src/otlp.md here");
+        };
+        let table = docs
+            .split("<!-- otlp-table")
+            .nth(1)
+            .expect("the docs' OTLP table");
+        // name -> (kind, unit), from the rows of the table.
+        let mut rows = std::collections::BTreeMap::new();
+        for line in table.lines().skip(3) {
+            if !line.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells[1].trim_matches('`').to_owned();
+            let unit = cells[3].trim_matches('`').to_owned();
+            assert!(
+                rows.insert(name, (cells[2].to_owned(), unit)).is_none(),
+                "{line}"
+            );
+        }
+        let mut sent = std::collections::BTreeSet::new();
+        for entry in metrics::metrics() {
+            sent.insert(entry.name);
+            let kind = format!("{:?}", entry.kind);
+            assert_eq!(
+                rows.get(entry.name),
+                Some(&(kind, entry.unit.to_owned())),
+                "{}: the docs' row",
+                entry.name
+            );
+        }
+        // Every attribute of the resource, a span and a point.
+        let mut report = report();
+        report.run_id = Some("0123456789abcdef0123456789abcdef".into());
+        report.labels.clear();
+        report.stages = vec![{
+            let mut built = crate::report::StageReport::default();
+            built.name = "s".into();
+            built.path = "s".into();
+            built
+        }];
+        report.threads = vec![{
+            let mut built = crate::report::ThreadReport::default();
+            built.name = Some("main".into());
+            built
+        }];
+        report.spans = vec![crate::report::Span::default()];
+        let asked = Settings {
+            command_args: true,
+            resource: Vec::new(),
+            ..settings()
+        };
+        let mut attributes: Vec<String> = resource(&report, &asked, &Program::of(&report))
+            .attributes
+            .into_iter()
+            .map(|kv| kv.key)
+            .collect();
+        let spans = trace::spans(&report, 0);
+        attributes.extend(spans[1].attributes.iter().map(|kv| kv.key.clone()));
+        for key in &attributes {
+            let (kind, _) = rows
+                .get(key.as_str())
+                .unwrap_or_else(|| panic!("{key}: no row in the docs' table"));
+            assert!(
+                ["resource", "span", "span, point"].contains(&kind.as_str()),
+                "{key}: {kind}"
+            );
+        }
+        // And nothing the table calls sent that is not.
+        for (name, (kind, _)) in &rows {
+            match kind.as_str() {
+                "not sent" => assert!(!sent.contains(name.as_str()), "{name} is sent"),
+                "resource" | "span" | "span, point" => {
+                    assert!(attributes.contains(name), "{name} is not set")
+                }
+                _ => assert!(sent.contains(name.as_str()), "{name} is not sent"),
+            }
+        }
+    }
 }

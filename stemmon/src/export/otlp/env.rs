@@ -16,9 +16,6 @@ pub(crate) const ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 pub(crate) const METRICS_ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT";
 /// The traces endpoint, used as it is.
 pub(crate) const TRACES_ENDPOINT_VAR: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
-/// Headers of every request: `k=v,k2=v2`, percent-encoded.
-#[cfg(test)]
-pub(crate) const HEADERS_VAR: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 /// The service's name: the resource's `service.name`.
 pub(crate) const SERVICE_NAME_VAR: &str = "OTEL_SERVICE_NAME";
 /// More resource attributes: `k=v,k2=v2`, percent-encoded.
@@ -473,6 +470,9 @@ fn percent_decode(text: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Headers of every request: `k=v,k2=v2`, percent-encoded.
+    const HEADERS_VAR: &str = "OTEL_EXPORTER_OTLP_HEADERS";
     use std::collections::HashMap;
 
     fn settings(
