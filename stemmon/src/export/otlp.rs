@@ -398,9 +398,9 @@ pub(crate) fn send_report(
     let Some(mut settings) = settings else {
         return Err(match warnings.pop() {
             Some(warning) => warning,
-            None if [Signal::Metrics, Signal::Traces]
-                .iter()
-                .all(|s| env(&s.exporter_var()).is_some()) =>
+            None if [Signal::Metrics, Signal::Traces].iter().all(|s| {
+                env(&s.exporter_var()).is_some_and(|v| v.trim().eq_ignore_ascii_case("none"))
+            }) =>
             {
                 "nothing to send: OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER are none"
                     .to_owned()
@@ -618,6 +618,12 @@ mod tests {
         assert!(error.starts_with("no OTLP endpoint: "), "{error}");
         let error = send_report(&report(), Some("c:4318"), &|_| None).unwrap_err();
         assert!(error.contains("is not an http:// URL"), "{error}");
+        let none = |name: &str| name.ends_with("S_EXPORTER").then(|| "none".to_owned());
+        let error = send_report(&report(), Some("http://c:4318"), &none).unwrap_err();
+        assert_eq!(
+            error,
+            "nothing to send: OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER are none"
+        );
     }
 
     #[test]

@@ -109,7 +109,7 @@ impl Signal {
 }
 
 /// Where one signal goes, and how.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(crate) struct Target {
     /// Where it is POSTed.
     pub(crate) endpoint: Endpoint,
@@ -119,6 +119,20 @@ pub(crate) struct Target {
     pub(crate) timeout: Duration,
     /// Whether the body goes gzip-compressed.
     pub(crate) gzip: bool,
+}
+
+/// The header names only: their values are secrets (an API key), and a monitor's
+/// `{:?}` must not print them.
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.headers.iter().map(|(name, _)| name.as_str()).collect();
+        f.debug_struct("Target")
+            .field("endpoint", &self.endpoint)
+            .field("headers", &names)
+            .field("timeout", &self.timeout)
+            .field("gzip", &self.gzip)
+            .finish()
+    }
 }
 
 /// Where OTLP goes and what the resource adds to the report's own identity.
@@ -636,8 +650,15 @@ mod tests {
             ],
         );
         assert!(w.is_empty(), "{w:?}");
+        let s = s.unwrap().unwrap();
+        // A monitor's `{:?}` names the headers, never their values.
+        let debug = format!("{s:?}");
+        assert!(
+            debug.contains("x-honeycomb-team") && !debug.contains("abc=="),
+            "{debug}"
+        );
         assert_eq!(
-            s.unwrap().unwrap().metrics.unwrap().headers,
+            s.metrics.unwrap().headers,
             [
                 ("x-honeycomb-team".to_owned(), "abc==".to_owned()),
                 ("Authorization".to_owned(), "Basic dXNlcjpwYXNz".to_owned())

@@ -350,4 +350,16 @@ mod tests {
         assert_eq!(spans.len(), 9);
         assert_eq!(span_id(&trace_id(&report), 0).len(), 8);
     }
+
+    #[test]
+    fn a_status_message_is_the_errors_first_line_bounded_and_escaped() {
+        assert_eq!(
+            status_message("a worker failed\nat line 2"),
+            "a worker failed"
+        );
+        assert_eq!(status_message("bell \u{7} here"), "bell \\u{7} here");
+        let long = "x".repeat(1000);
+        assert_eq!(status_message(&long).chars().count(), STATUS_CHARS);
+        assert_eq!(status_message(""), "");
+    }
 }
