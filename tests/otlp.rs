@@ -251,7 +251,10 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
     assert_eq!(root["startTimeUnixNano"], nanos(report, 0.0));
     assert_eq!(root["endTimeUnixNano"], nanos(report, report.wall_seconds));
     assert_eq!(root["status"]["code"], "STATUS_CODE_ERROR");
-    assert_eq!(root["status"]["message"], run_error.as_str());
+    // The error's Display text, which the report keeps beside its type's name.
+    assert_eq!(run_error, "BadInput");
+    assert_eq!(report.error_message.as_deref(), Some("bad input"));
+    assert_eq!(root["status"]["message"], "bad input");
     let by_name = |name: &str| -> &Value {
         let found: Vec<&Value> = spans.iter().filter(|s| s["name"] == name).collect();
         assert_eq!(found.len(), 1, "{name}");
@@ -296,14 +299,23 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
         load_span["startTimeUnixNano"],
         nanos(report, load_call.start_seconds)
     );
-    // Failed calls: ERROR with the failure, as the report records it.
-    for (name, stage) in [("parse", "parse"), ("explode", "explode")] {
+    // Failed calls: ERROR with the error's Display text where it has one, else the
+    // failure as the report records it.
+    for (name, message) in [("parse", "bad input"), ("explode", "panic")] {
         let status = &by_name(name)["status"];
         assert_eq!(status["code"], "STATUS_CODE_ERROR", "{name}");
-        let error = report.stage(stage).unwrap().error.clone().unwrap();
-        assert_eq!(status["message"], error.as_str(), "{name}");
+        assert_eq!(status["message"], message, "{name}");
     }
-    assert_eq!(by_name("explode")["status"]["message"], "panic");
+    assert_eq!(
+        report.stage("parse").unwrap().error.as_deref(),
+        Some("BadInput")
+    );
+    let parse_call = report
+        .spans
+        .iter()
+        .find(|s| report.stages[s.stage_id as usize].name == "parse")
+        .unwrap();
+    assert_eq!(parse_call.error_message.as_deref(), Some("bad input"));
     assert!(by_name("fit")
         .get("status")
         .is_none_or(|s| s.get("code").is_none()));

@@ -75,9 +75,11 @@ fn at(start: u64, seconds: f64) -> u64 {
 pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
     let trace = trace_id(report);
     let root_id = span_id(&trace, 0);
-    let status = |error: &Option<String>| {
-        error.as_ref().map(|message| Status {
-            message: status_message(message),
+    // The error's `Display` text where the report has it, else how it failed (its type,
+    // `panic`, `cancelled`).
+    let status = |error: &Option<String>, text: &Option<String>| {
+        error.as_ref().map(|error| Status {
+            message: status_message(text.as_deref().unwrap_or(error)),
             code: STATUS_CODE_ERROR,
         })
     };
@@ -90,7 +92,7 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
         start_time_unix_nano: start,
         end_time_unix_nano: at(start, report.wall_seconds),
         attributes: run_attributes(report),
-        status: status(&report.error),
+        status: status(&report.error, &report.error_message),
     }];
     let parents = parents(report);
     let thread_names: HashMap<u32, &str> = report
@@ -128,7 +130,7 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
             start_time_unix_nano: begin,
             end_time_unix_nano: at(begin, call.wall_seconds),
             attributes,
-            status: status(&call.error),
+            status: status(&call.error, &call.error_message),
         });
     }
     spans
