@@ -148,6 +148,11 @@ fn a_hostile_endpoint_costs_the_run_nothing_follows_no_redirect_and_sees_no_secr
         let endpoint = with_password(&server.url);
         let vars = vars(&endpoint);
         let done = run(dir.path(), name, &vars);
+        eprintln!(
+            "{name}: {:.3} s against {:.3} s with no endpoint",
+            done.elapsed.as_secs_f64(),
+            bare.elapsed.as_secs_f64()
+        );
         assert_eq!(done.status, Some(3), "{name}: {}", done.stderr);
         assert!(
             done.elapsed < bare.elapsed + Duration::from_millis(200),
@@ -190,6 +195,7 @@ fn a_hostile_endpoint_costs_the_run_nothing_follows_no_redirect_and_sees_no_secr
         // Memory: whatever the endpoint sends back (a flood of 64 KiB writes), within
         // 16 MiB of the run with no endpoint.
         let rss = run_maxrss(dir.path(), &vars);
+        eprintln!("{name}: {} KiB against {} KiB", rss >> 10, bare_rss >> 10);
         assert!(
             rss < bare_rss + 16 * MIB,
             "{name}: {} MiB against {} MiB",
@@ -274,6 +280,7 @@ fn each_request_waits_its_own_timeout_measured_by_the_server_within_ten_percent(
             "{request:?}"
         );
         let held = (request.closed.unwrap() - request.arrived).as_secs_f64() * 1e3;
+        eprintln!("{path}: held {held:.1} ms for a {ms} ms timeout");
         assert!(
             (ms * 0.9..=ms * 1.1).contains(&held),
             "{path}: held {held:.0} ms for a {ms} ms timeout"
@@ -293,6 +300,7 @@ fn each_request_waits_its_own_timeout_measured_by_the_server_within_ten_percent(
     assert_eq!(output.status.code(), Some(3), "{output:?}");
     let seen = server.closed(1, Duration::from_secs(10));
     let held = (seen[0].closed.unwrap() - seen[0].arrived).as_secs_f64() * 1e3;
+    eprintln!("the end of a run: held {held:.1} ms for a 300 ms timeout");
     assert!(
         (270.0..=330.0).contains(&held),
         "held {held:.0} ms for 300 ms"
