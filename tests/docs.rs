@@ -695,7 +695,7 @@ fn build(target: &Path, profile: &str) {
         .args(["build", "--quiet", "-p", "stemmon-examples", "--examples"])
         .args([
             "--features",
-            "parallel,heap,tracing,prometheus",
+            "parallel,heap,tracing,prometheus,otlp",
             "--target-dir",
         ])
         .arg(target);

@@ -5,77 +5,22 @@
 
 #[path = "support/otlp.rs"]
 mod otlp;
+#[path = "support/otlp_run.rs"]
+mod otlp_run;
 
 use otlp::{attributes, metrics, points, stage_point, value, Receiver};
+use otlp_run::{python, workspace, Run, CLEARED};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 use stemmon::Report;
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_fixture-otlp");
 
-/// The variables a run takes from the test alone: the OpenTelemetry ones and the
-/// schedulers' labels.
-const CLEARED: [&str; 16] = [
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_HEADERS",
-    "OTEL_EXPORTER_OTLP_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
-    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
-    "OTEL_SERVICE_NAME",
-    "OTEL_RESOURCE_ATTRIBUTES",
-    "OTEL_SDK_DISABLED",
-    "SLURM_JOB_ID",
-    "SLURM_ARRAY_TASK_ID",
-    "SLURM_PROCID",
-    "OMPI_COMM_WORLD_RANK",
-    "PMI_RANK",
-    "RANK",
-];
-
-fn workspace() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The receiver's interpreter, or `None` after saying why `test` cannot run.
-fn python(test: &str) -> Option<PathBuf> {
-    otlp::python(workspace())
-        .map_err(|why| stemmon_suite::cannot_run(test, &why))
-        .ok()
-}
-
-/// A run of the fixture: how it ended, its report, its stderr and how long it took.
-struct Run {
-    status: ExitStatus,
-    report: Report,
-    stderr: String,
-    elapsed: Duration,
-}
-
+/// A run of the fixture with `vars`, its report in `dir` as `name`.json.
 fn run(dir: &Path, name: &str, vars: &[(&str, &str)]) -> Run {
-    let mut command = stemmon_suite::fixture_command(FIXTURE);
-    for var in CLEARED {
-        command.env_remove(var);
-    }
-    let report = dir.join(format!("{name}.json"));
-    command
-        .env("STEMMON_OUTPUT", &report)
-        .envs(vars.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let started = Instant::now();
-    let output = command.output().expect("running the fixture");
-    let elapsed = started.elapsed();
-    Run {
-        status: output.status,
-        report: stemmon_suite::read_report(&report),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        elapsed,
-    }
+    otlp_run::run(FIXTURE, dir, name, vars)
 }
 
 /// Nanoseconds since the epoch of `seconds` into the run, as the exporter counts them.
@@ -132,14 +77,30 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
     assert_eq!(requests.last().unwrap()["path"], "/v1/traces");
 
     let run_id = report.run_id.clone().unwrap();
+    // The run id as a UUID: 8-4-4-4-12 of the same 32 digits.
+    let uuid = format!(
+        "{}-{}-{}-{}-{}",
+        &run_id[..8],
+        &run_id[8..12],
+        &run_id[12..16],
+        &run_id[16..20],
+        &run_id[20..]
+    );
     for body in metric_bodies.iter().chain(&traces) {
         let resource = attributes(otlp::resource(body));
         let expected: BTreeMap<String, String> = [
             ("service.name", "trainer"),
-            ("service.instance.id", &run_id),
+            ("service.instance.id", &uuid),
             // The run's own host wins over the variable's.
             ("host.name", &report.host),
             ("process.pid", &report.pid.to_string()),
+            ("process.executable.name", "fixture-otlp"),
+            // argv[0], the path the test started it by.
+            ("process.executable.path", FIXTURE),
+            ("process.command", FIXTURE),
+            ("telemetry.sdk.name", "stemmon"),
+            ("telemetry.sdk.language", "rust"),
+            ("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
             ("rank", "3"),
             ("job_id", "j42"),
             ("deployment.environment.name", "test"),
@@ -155,10 +116,7 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
             .unwrap()[0]["schemaUrl"]
             .as_str()
             .unwrap();
-        assert!(
-            schema.starts_with("https://opentelemetry.io/schemas/1."),
-            "{schema}"
-        );
+        assert_eq!(schema, "https://opentelemetry.io/schemas/1.44.0");
     }
 
     // While it ran: `stemmon.running` 1. At the end: 0, and the report's figures.
@@ -202,18 +160,32 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
     assert_eq!(report.stage("parse").unwrap().errors, 1);
     assert_eq!(report.stage("explode").unwrap().errors, 1);
 
-    // The whole run, under the process semantic conventions.
-    let memory = &last["process.memory.usage"];
+    // The monitored process alone under the process semantic conventions, as its
+    // process.pid says; the whole tree under stemmon.tree.*, in the same units.
+    let latest = report.latest_sample.as_ref().unwrap();
+    let own = &last["process.memory.usage"];
+    assert_eq!(own["unit"], "By");
+    assert_eq!(
+        value(&points(own)[0]),
+        latest.parent_rss_bytes.unwrap().to_string()
+    );
+    let root = report
+        .processes
+        .iter()
+        .find(|p| p.pid == report.pid)
+        .unwrap();
+    assert_eq!(
+        float(&value(&points(&last["process.cpu.time"])[0])),
+        root.cpu_seconds.unwrap()
+    );
+    let memory = &last["stemmon.tree.memory.usage"];
     assert_eq!(memory["unit"], "By");
     assert_ne!(memory["sum"].get("isMonotonic"), Some(&Value::Bool(true)));
-    let tree = report
-        .latest_sample
-        .as_ref()
-        .unwrap()
-        .tree_rss_bytes
-        .unwrap();
-    assert_eq!(value(&points(memory)[0]), tree.to_string());
-    let cpu = &last["process.cpu.time"];
+    assert_eq!(
+        value(&points(memory)[0]),
+        latest.tree_rss_bytes.unwrap().to_string()
+    );
+    let cpu = &last["stemmon.tree.cpu.time"];
     assert_eq!(cpu["unit"], "s");
     assert_eq!(cpu["sum"]["isMonotonic"], true);
     assert_eq!(
@@ -235,7 +207,7 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
         assert_eq!(point["timeUnixNano"], nanos(report, report.wall_seconds));
     }
     if let (Some(read), Some(write)) = (report.cpu_io.io_read_bytes, report.cpu_io.io_write_bytes) {
-        let disk = points(&last["process.disk.io"]);
+        let disk = points(&last["stemmon.tree.disk.io"]);
         let by = |direction: &str| {
             disk.iter()
                 .find(|p| attributes(p)["disk.io.direction"] == direction)
@@ -279,7 +251,10 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
     assert_eq!(root["startTimeUnixNano"], nanos(report, 0.0));
     assert_eq!(root["endTimeUnixNano"], nanos(report, report.wall_seconds));
     assert_eq!(root["status"]["code"], "STATUS_CODE_ERROR");
-    assert_eq!(root["status"]["message"], run_error.as_str());
+    // The error's Display text, which the report keeps beside its type's name.
+    assert_eq!(run_error, "BadInput");
+    assert_eq!(report.error_message.as_deref(), Some("bad input"));
+    assert_eq!(root["status"]["message"], "bad input");
     let by_name = |name: &str| -> &Value {
         let found: Vec<&Value> = spans.iter().filter(|s| s["name"] == name).collect();
         assert_eq!(found.len(), 1, "{name}");
@@ -301,23 +276,46 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
     let load_attributes = attributes(load_span);
     assert_eq!(load_attributes["stage.path"], "load");
     assert_eq!(load_attributes["thread.id"], "0");
-    assert_eq!(
-        load_attributes["stemmon.peak_tree_rss_bytes"],
-        peak.to_string()
-    );
+    // A span carries its own call's figures, not its stage's totals.
     let load_call = &report.spans[0];
+    assert_eq!(
+        float(&load_attributes["stemmon.wall_seconds"]),
+        load_call.wall_seconds
+    );
+    for span in &spans {
+        let keys = attributes(span);
+        for total in [
+            "stemmon.calls",
+            "stemmon.errors",
+            "stemmon.peak_tree_rss_bytes",
+        ] {
+            assert!(
+                span.get("parentSpanId").is_none() || !keys.contains_key(total),
+                "{total} on {span}"
+            );
+        }
+    }
     assert_eq!(
         load_span["startTimeUnixNano"],
         nanos(report, load_call.start_seconds)
     );
-    // Failed calls: ERROR with the failure, as the report records it.
-    for (name, stage) in [("parse", "parse"), ("explode", "explode")] {
+    // Failed calls: ERROR with the error's Display text where it has one, else the
+    // failure as the report records it.
+    for (name, message) in [("parse", "bad input"), ("explode", "panic")] {
         let status = &by_name(name)["status"];
         assert_eq!(status["code"], "STATUS_CODE_ERROR", "{name}");
-        let error = report.stage(stage).unwrap().error.clone().unwrap();
-        assert_eq!(status["message"], error.as_str(), "{name}");
+        assert_eq!(status["message"], message, "{name}");
     }
-    assert_eq!(by_name("explode")["status"]["message"], "panic");
+    assert_eq!(
+        report.stage("parse").unwrap().error.as_deref(),
+        Some("BadInput")
+    );
+    let parse_call = report
+        .spans
+        .iter()
+        .find(|s| report.stages[s.stage_id as usize].name == "parse")
+        .unwrap();
+    assert_eq!(parse_call.error_message.as_deref(), Some("bad input"));
     assert!(by_name("fit")
         .get("status")
         .is_none_or(|s| s.get("code").is_none()));
@@ -423,4 +421,145 @@ fn the_builders_endpoint_sends_a_monitors_metrics_and_trace_and_a_bad_one_fails_
     let traces = receiver.bodies("/v1/traces");
     assert_eq!(traces.len(), 1);
     assert_eq!(otlp::spans(&traces[0]).len(), 2);
+}
+
+/// The requests `receiver` got for `path`, whole (headers, encoding, body).
+fn requests_to(receiver: &Receiver, path: &str) -> Vec<Value> {
+    receiver
+        .requests()
+        .into_iter()
+        .filter(|r| r["path"] == path)
+        .collect()
+}
+
+#[test]
+fn the_variables_choose_each_signal_its_headers_its_compression_and_the_argv() {
+    let test = "the_variables_choose_each_signal_its_headers_its_compression_and_the_argv";
+    let Some(python) = python(test) else {
+        return;
+    };
+    let dir = stemmon_suite::temp_dir("otlp-variables");
+    let small = ("OTLP_FIXTURE_MIB", "16");
+
+    // Metrics off; the trace gzip-compressed, with its own headers instead of the general.
+    let receiver = Receiver::start(workspace(), &python, &dir, None);
+    let done = run(
+        &dir,
+        "traces-only",
+        &[
+            small,
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.url),
+            ("OTEL_METRICS_EXPORTER", "none"),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "x-all=1"),
+            ("OTEL_EXPORTER_OTLP_TRACES_HEADERS", "x-traces=2"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "gzip"),
+        ],
+    );
+    assert_eq!(done.report.export_error, None, "{}", done.stderr);
+    assert!(!done.stderr.contains("warning"), "{}", done.stderr);
+    assert!(requests_to(&receiver, "/v1/metrics").is_empty());
+    let traces = requests_to(&receiver, "/v1/traces");
+    assert_eq!(traces.len(), 1);
+    let trace = &traces[0];
+    assert_eq!(trace["content_encoding"], "gzip");
+    assert_eq!(trace["headers"]["x-traces"], "2");
+    assert!(trace["headers"].get("x-all").is_none(), "{trace}");
+    // The receiver inflated it into the whole trace; the wire held less.
+    let spans = otlp::spans(&trace["body"]);
+    assert_eq!(spans.len(), done.report.spans.len() + 1);
+    let raw = serde_json::to_string(&trace["body"]).unwrap().len() as u64;
+    assert!(trace["wire_bytes"].as_u64().unwrap() < raw, "{trace}");
+    // No argv unless asked for.
+    assert!(!attributes(otlp::resource(&trace["body"])).contains_key("process.command_args"));
+
+    // The trace off; the metrics gzip-compressed by their own variable; the argv asked for.
+    let receiver = Receiver::start(workspace(), &python, &dir, None);
+    let done = run(
+        &dir,
+        "metrics-only",
+        &[
+            small,
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.url),
+            ("OTEL_TRACES_EXPORTER", "none"),
+            ("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "gzip"),
+            ("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "x-metrics=3"),
+            ("STEMMON_OTLP_COMMAND_ARGS", "1"),
+        ],
+    );
+    assert_eq!(done.report.export_error, None, "{}", done.stderr);
+    assert!(requests_to(&receiver, "/v1/traces").is_empty());
+    let metrics_sent = requests_to(&receiver, "/v1/metrics");
+    assert!(!metrics_sent.is_empty());
+    for request in &metrics_sent {
+        assert_eq!(request["content_encoding"], "gzip");
+        assert_eq!(request["headers"]["x-metrics"], "3");
+    }
+    let resource = otlp::resource(&metrics_sent[0]["body"]);
+    let argv = resource["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|kv| kv["key"] == "process.command_args")
+        .expect("process.command_args");
+    assert_eq!(
+        argv["value"]["arrayValue"]["values"][0]["stringValue"],
+        FIXTURE
+    );
+
+    // Both off, or the SDK disabled: nothing sent, nothing warned, no export error.
+    let receiver = Receiver::start(workspace(), &python, &dir, None);
+    for (name, vars) in [
+        (
+            "both-none",
+            vec![
+                ("OTEL_METRICS_EXPORTER", "none"),
+                ("OTEL_TRACES_EXPORTER", "none"),
+            ],
+        ),
+        ("disabled", vec![("OTEL_SDK_DISABLED", "true")]),
+    ] {
+        let mut vars = vars;
+        vars.extend([small, ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.url)]);
+        let done = run(&dir, name, &vars);
+        assert_eq!(done.report.export_error, None, "{name}");
+        assert!(!done.stderr.contains("warning"), "{name}: {}", done.stderr);
+    }
+    assert!(receiver.requests().is_empty());
+
+    // A set variable that is not honoured: one warning, by name; the rest still goes.
+    let receiver = Receiver::start(workspace(), &python, &dir, None);
+    let done = run(
+        &dir,
+        "not-honoured",
+        &[
+            small,
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.url),
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", "ca.pem"),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "soon"),
+            ("OTEL_EXPORTER_OTLP_COMPRESSION", "zstd"),
+        ],
+    );
+    let warnings: Vec<&str> = done
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("[stemmon] warning: "))
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "[stemmon] warning: ignoring OTEL_EXPORTER_OTLP_TIMEOUT=\"soon\": expected a whole \
+             number of milliseconds, 1 or more",
+            "[stemmon] warning: ignoring OTEL_EXPORTER_OTLP_COMPRESSION=\"zstd\": expected gzip \
+             or none",
+            "[stemmon] warning: ignoring OTEL_EXPORTER_OTLP_CERTIFICATE: stemmon does not honour \
+             it",
+        ],
+        "{}",
+        done.stderr
+    );
+    assert_eq!(done.report.export_error, None);
+    assert_eq!(requests_to(&receiver, "/v1/traces").len(), 1);
+    assert!(requests_to(&receiver, "/v1/metrics")
+        .iter()
+        .all(|r| r["content_encoding"].is_null()));
 }

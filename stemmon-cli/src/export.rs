@@ -30,11 +30,15 @@ pub(crate) fn chrome(report: &Path, output: Option<&Path>) -> Result<(), Failure
     input::write_or_print(output, &text)
 }
 
-/// Sends `report`'s metrics and trace over OTLP; says on stdout where they went.
+/// Sends `report`'s metrics and trace over OTLP; says on stdout where they went, and on
+/// stderr which signal was not accepted (exit 0 when any was, 2 when none was).
 pub(crate) fn otlp(report: &Path, endpoint: Option<&str>) -> Result<(), Failure> {
     let report = input::load(report)?.report;
     let sent = stemmon::otlp::send(&report, endpoint)
         .map_err(|error| Failure::input(format!("OTLP export failed: {error}")))?;
+    for refused in &sent.refused {
+        crate::print_err(&format!("stemmon: warning: not sent: {refused}"));
+    }
     let mut lines = String::new();
     if let Some(url) = &sent.metrics_url {
         lines.push_str(&format!("sent {} data points to {url}\n", sent.data_points));

@@ -49,7 +49,7 @@ enum Command {
 /// open, or sends its metrics and trace to an OpenTelemetry collector.
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "With --format otlp: OTLP/HTTP with protobuf bodies; OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read, and without --endpoint, OTEL_EXPORTER_OTLP_ENDPOINT (or the per-signal endpoints)."
+    after_help = "With --format otlp: OTLP/HTTP with protobuf bodies; the OTEL_EXPORTER_OTLP[_METRICS|_TRACES]_{HEADERS,TIMEOUT,COMPRESSION}, OTEL_{METRICS,TRACES}_EXPORTER, OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES variables are read, and without --endpoint, OTEL_EXPORTER_OTLP_ENDPOINT (or the per-signal endpoints); STEMMON_OTLP_COMMAND_ARGS=1 adds the argv. No redirect is followed. Exit 0 when any signal was accepted (a warning names the other), 2 when none was."
 )]
 struct ExportArgs {
     /// The report to export.

@@ -49,6 +49,10 @@ pub(crate) struct Args {
     /// `STEMMON_HIGH_WATER_MARKS=0` turns them off too.
     #[arg(long)]
     no_high_water_marks: bool,
+    /// Put the command's whole argv in the OTLP resource (`process.command_args`); off
+    /// by default, since secrets live there. `STEMMON_OTLP_COMMAND_ARGS=1` turns it on too.
+    #[arg(long)]
+    otlp_command_args: bool,
     /// A label for the report and the exported metrics (repeatable): `--label rank=3`.
     #[arg(long, value_name = "K=V", value_parser = label)]
     label: Vec<(String, String)>,
@@ -261,6 +265,9 @@ mod unix {
             builder = builder.spawn_floor(floor);
         }
         builder = builder.reset_marks(args.high_water_marks);
+        if args.otlp_command_args {
+            builder = builder.otlp_command_args(true);
+        }
         if let Some(output) = &args.output {
             builder = builder.output(output);
         }

@@ -80,10 +80,12 @@ fn export_otlp_sends_a_reports_metrics_and_trace_and_a_dead_endpoint_is_exit_2()
     assert_eq!((metric_bodies.len(), traces.len()), (1, 1));
     let resource = attributes(otlp::resource(&metric_bodies[0]));
     assert_eq!(resource["service.name"], "replay");
-    assert_eq!(
-        resource["service.instance.id"],
-        *report.run_id.as_ref().unwrap()
-    );
+    // The run id, written as a UUID.
+    let id = report.run_id.as_ref().unwrap();
+    assert_eq!(resource["service.instance.id"].replace('-', ""), *id);
+    assert_eq!(resource["service.instance.id"].len(), 36);
+    assert_eq!(resource["telemetry.sdk.name"], "stemmon");
+    assert!(!resource.contains_key("process.command_args"));
     assert_eq!(resource["rank"], "2");
     let last = metrics(&metric_bodies[0]);
     let peaks = points(&last["stemmon.stage.peak_tree_rss"]);
@@ -149,4 +151,72 @@ fn export_otlp_sends_a_reports_metrics_and_trace_and_a_dead_endpoint_is_exit_2()
         assert!(stderr.starts_with(expected), "{stderr}");
     }
     assert_eq!(receiver.bodies("/v1/traces").len(), 2);
+}
+
+#[test]
+fn a_backend_that_takes_one_signal_is_exit_0_with_a_warning_naming_the_other() {
+    let test = "a_backend_that_takes_one_signal_is_exit_0_with_a_warning_naming_the_other";
+    let Some(python) = python(test) else {
+        return;
+    };
+    let dir = TempDir::new("export-otlp-one-signal");
+    let path = staged_report(dir.path(), "staged.json", Workload::default(), 1);
+    let path = path.to_str().unwrap();
+    // Traces only, as Phoenix or Tempo: 405 on /v1/metrics.
+    let traces_only = Receiver::start_with(
+        &workspace(),
+        &python,
+        dir.path(),
+        &["--refuse", "/v1/metrics"],
+    );
+    let output = export(&["--endpoint", &traces_only.url, path]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(
+        stdout.starts_with("sent ") && stdout.contains(" spans to "),
+        "{stdout}"
+    );
+    assert_eq!(
+        stderr.trim_end(),
+        format!(
+            "stemmon: warning: not sent: could not send OTLP to {}/v1/metrics: HTTP 405 Method \
+             Not Allowed (it may not take metrics: OTEL_METRICS_EXPORTER=none sends no metrics)",
+            traces_only.url
+        )
+    );
+    assert_eq!(traces_only.bodies("/v1/traces").len(), 1);
+    // Told so, it sends none.
+    let mut command = stemmon();
+    let output = command
+        .args([
+            "export",
+            "--format",
+            "otlp",
+            "--endpoint",
+            &traces_only.url,
+            path,
+        ])
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    assert!(output.stderr.is_empty(), "{output:?}");
+    // Neither accepted: exit 2, one line naming both.
+    let neither = Receiver::start_with(
+        &workspace(),
+        &python,
+        dir.path(),
+        &["--refuse", "/v1/metrics", "--refuse", "/v1/traces"],
+    );
+    let output = export(&["--endpoint", &neither.url, path]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("/v1/metrics: HTTP 405") && stderr.contains("/v1/traces: HTTP 405"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty());
 }

@@ -186,8 +186,8 @@ fn typed_async_block(ty: &Type, block: &syn::Block) -> TokenStream {
 /// Imports the two autoref traits for one expression, without leaking them into the body.
 fn error_of(value: TokenStream) -> TokenStream {
     quote! {{
-        use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-        (&#value).__stemmon_error()
+        use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+        (&&&::stemmon::__private::ErrorOf(&#value)).__stemmon_error()
     }}
 }
 
@@ -372,8 +372,8 @@ mod tests {
                         move || -> Result<u8, ::std::num::ParseIntError> { text.parse() }
                     );
                     ::stemmon::__private::set_error(&__stemmon_stage, {
-                        use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-                        (&__stemmon_ret).__stemmon_error()
+                        use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+                        (&&&::stemmon::__private::ErrorOf(&__stemmon_ret)).__stemmon_error()
                     });
                     __stemmon_ret
                 }
@@ -425,8 +425,8 @@ mod tests {
                             { self.fetch().await }
                         }).await;
                     __stemmon_stage.set_error({
-                        use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-                        (&__stemmon_ret).__stemmon_error()
+                        use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+                        (&&&::stemmon::__private::ErrorOf(&__stemmon_ret)).__stemmon_error()
                     });
                     __stemmon_ret
                 }
@@ -481,8 +481,8 @@ mod tests {
                         move || -> Result<u8, E> { text.parse() }
                     );
                     ::stemmon::__private::set_error(&__stemmon_stage, {
-                        use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-                        (&__stemmon_ret).__stemmon_error()
+                        use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+                        (&&&::stemmon::__private::ErrorOf(&__stemmon_ret)).__stemmon_error()
                     });
                     __stemmon_ret
                 }
@@ -678,8 +678,8 @@ mod tests {
                         move || -> Result<(), Box<dyn Error>> { run()?; Ok(()) }
                     );
                     __stemmon_main.set_error({
-                        use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-                        (&__stemmon_ret).__stemmon_error()
+                        use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+                        (&&&::stemmon::__private::ErrorOf(&__stemmon_ret)).__stemmon_error()
                     });
                     __stemmon_ret
                 }

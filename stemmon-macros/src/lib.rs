@@ -85,8 +85,8 @@ use proc_macro::TokenStream;
 ///         move || -> Result<u32, std::num::ParseIntError> { text.trim().parse() },
 ///     );
 ///     ::stemmon::__private::set_error(&__stemmon_stage, {
-///         use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-///         (&__stemmon_ret).__stemmon_error()
+///         use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+///         (&&&::stemmon::__private::ErrorOf(&__stemmon_ret)).__stemmon_error()
 ///     });
 ///     __stemmon_ret
 /// }
@@ -120,8 +120,8 @@ use proc_macro::TokenStream;
 ///         })
 ///         .await;
 ///     __stemmon_stage.set_error({
-///         use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-///         (&__stemmon_ret).__stemmon_error()
+///         use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+///         (&&&::stemmon::__private::ErrorOf(&__stemmon_ret)).__stemmon_error()
 ///     });
 ///     __stemmon_ret
 /// }
@@ -214,8 +214,8 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 ///         Ok(())
 ///     });
 ///     __stemmon_main.set_error({
-///         use ::stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
-///         (&__stemmon_ret).__stemmon_error()
+///         use ::stemmon::__private::{ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
+///         (&&&::stemmon::__private::ErrorOf(&__stemmon_ret)).__stemmon_error()
 ///     });
 ///     __stemmon_ret
 ///     // `__stemmon_main` drops here, or while a panic unwinds: it finalizes the monitor,

@@ -44,6 +44,11 @@ pub struct Report {
     /// signal that ended it (`"SIGTERM"`); under `stemmon run`, `"exit N"` when the
     /// command exited with a non-zero code N.
     pub error: Option<String>,
+    /// The `Display` text of the `Err` `main` returned, where its type has one: the
+    /// first line, at most 256 characters (`error` keeps the type's name). Absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
     /// The exit code of the command `stemmon run` watched (128 + N when signal N
     /// killed it, as the shell and `stemmon run` itself give it); `null` otherwise.
     pub exit_code: Option<i32>,

@@ -183,6 +183,11 @@ pub struct Span {
     pub wall_seconds: f64,
     /// How the call failed, if it did.
     pub error: Option<String>,
+    /// The `Display` text of the `Err` the call returned, where its type has one: the
+    /// first line, at most 256 characters (`error` keeps the type's name). Absent
+    /// otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
 }
 
 /// A thread that recorded stages.

@@ -202,6 +202,18 @@ pub const OTLP: Setting = Setting {
           OTEL_* variables)",
 };
 
+/// The argv on OTLP.
+pub const OTLP_COMMAND_ARGS: Setting = Setting {
+    name: "otlp_command_args",
+    kind: Kind::Flag,
+    default: "false",
+    attribute: false,
+    env: Some("STEMMON_OTLP_COMMAND_ARGS"),
+    flag: Some("--otlp-command-args"),
+    doc: "put the program's whole argv in the OTLP resource as `process.command_args` \
+          (off: secrets live there)",
+};
+
 /// The NVML library.
 pub const NVML_LIBRARY: Setting = Setting {
     name: "nvml_library",
@@ -249,6 +261,7 @@ pub const SETTINGS: &[Setting] = &[
     PROMETHEUS_TEXTFILE,
     PUSHGATEWAY,
     OTLP,
+    OTLP_COMMAND_ARGS,
     NVML_LIBRARY,
     GPU,
     DISABLE,

@@ -145,18 +145,31 @@ impl MonitorBuilder {
     /// at `endpoint`, its base URL (`http://collector:4318`: `/v1/metrics` and
     /// `/v1/traces` are appended; `https://` with the `otlp-tls` feature). The metrics go
     /// at each `running` log line and at the end, the trace (a span per kept stage call)
-    /// at the end, from a thread of their own with a 2 s timeout per request; the end of
-    /// the run waits for them at most 1 s.
+    /// at the end, from a thread of their own with the timeout per request
+    /// (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default); the end of the run waits for them
+    /// that long, at most 1 s. No redirect is followed.
     ///
     /// The OpenTelemetry SDKs' variables override it: `OTEL_EXPORTER_OTLP_ENDPOINT`, the
     /// per-signal `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT` / `..._TRACES_ENDPOINT` (used as
-    /// they are), `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_SERVICE_NAME`,
-    /// `OTEL_RESOURCE_ATTRIBUTES`; `OTEL_SDK_DISABLED=true` turns OTLP off. A failed send
-    /// is the report's `export_error`, never the program's. A bad `endpoint` fails
+    /// they are), `OTEL_EXPORTER_OTLP[_{METRICS,TRACES}]_{HEADERS,TIMEOUT,COMPRESSION}`,
+    /// `OTEL_{METRICS,TRACES}_EXPORTER` (`none` sends no such signal),
+    /// `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES`; `OTEL_SDK_DISABLED=true` turns
+    /// OTLP off. Credentials go in `OTEL_EXPORTER_OTLP_HEADERS`: a URL's `user:password@`
+    /// is shown as `***` everywhere. A failed send is the report's `export_error`, never
+    /// the program's. A bad `endpoint` (a port out of range included) fails
     /// [`start`](Self::start).
     #[cfg(feature = "otlp")]
     pub fn otlp(mut self, endpoint: impl Into<String>) -> Self {
         self.config.otlp = Some(endpoint.into());
+        self
+    }
+
+    /// Whether the OTLP resource carries `process.command_args`, the program's whole
+    /// argv (off by default, as the semantic conventions have it: secrets live there).
+    /// `STEMMON_OTLP_COMMAND_ARGS` overrides it.
+    #[cfg(feature = "otlp")]
+    pub fn otlp_command_args(mut self, on: bool) -> Self {
+        self.config.otlp_command_args = on;
         self
     }
 

@@ -35,6 +35,9 @@ pub(crate) struct Config {
     /// The OTLP base endpoint given with `.otlp(endpoint)`.
     #[cfg(feature = "otlp")]
     pub(crate) otlp: Option<String>,
+    /// `.otlp_command_args(true)`: the OTLP resource carries `process.command_args`.
+    #[cfg(feature = "otlp")]
+    pub(crate) otlp_command_args: bool,
     pub(crate) reader: Reader,
     /// The root of the sampled tree: this process unless told otherwise.
     pub(crate) root: Option<u32>,
@@ -75,6 +78,8 @@ impl Default for Config {
             pushgateway: None,
             #[cfg(feature = "otlp")]
             otlp: None,
+            #[cfg(feature = "otlp")]
+            otlp_command_args: false,
             reader: Reader::Native,
             root: None,
             command: None,

@@ -56,10 +56,11 @@ impl Drop for PollFrame<'_> {
 }
 
 impl AsyncStage {
-    /// Records the error type this call returned (see [`crate::__private::ErrorOfResult`]).
-    pub fn set_error(&mut self, type_name: Option<&'static str>) {
-        if type_name.is_some() {
-            self.error = type_name;
+    /// Records the error this call returned (see [`crate::__private::ErrorOf`]): its
+    /// type's name; an async call keeps no span, so no `Display` text either.
+    pub fn set_error(&mut self, error: Option<crate::__private::CallError>) {
+        if let Some(error) = error {
+            self.error = Some(error.type_name);
         }
     }
 }

@@ -6,7 +6,7 @@ use crate::env;
 use crate::main_config::{self, MainConfig};
 use crate::monitor::Monitor;
 use crate::recorder::short_type_name;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 /// The monitor of a `#[monitor_main]` function: finalizes on drop, so a return, an
 /// `Err` and a panic all leave a report.
@@ -14,13 +14,15 @@ use std::cell::Cell;
 pub struct MainGuard {
     monitor: Option<Monitor>,
     error: Cell<Option<&'static str>>,
+    message: RefCell<Option<Box<str>>>,
 }
 
 impl MainGuard {
-    /// Records the error type `main` returned.
-    pub fn set_error(&self, type_name: Option<&'static str>) {
-        if type_name.is_some() {
-            self.error.set(type_name);
+    /// Records the error `main` returned: its type and its `Display` text.
+    pub fn set_error(&self, error: Option<crate::__private::CallError>) {
+        if let Some(error) = error {
+            self.error.set(Some(error.type_name));
+            *self.message.borrow_mut() = error.message;
         }
     }
 }
@@ -33,6 +35,9 @@ impl Drop for MainGuard {
             } else {
                 self.error.get().map(short_type_name)
             };
+            if !std::thread::panicking() {
+                monitor.set_error_message(self.message.borrow_mut().take());
+            }
             match error {
                 Some(error) => monitor.finish_with_error(error),
                 None => monitor.finish(),
@@ -50,6 +55,7 @@ pub fn main_start(config: MainConfig) -> MainGuard {
     let inert = MainGuard {
         monitor: None,
         error: Cell::new(None),
+        message: RefCell::new(None),
     };
     let (builder, warnings) = main_config::resolve(&config, &env::var);
     for warning in &warnings {
@@ -66,6 +72,7 @@ pub fn main_start(config: MainConfig) -> MainGuard {
             MainGuard {
                 monitor: Some(monitor),
                 error: Cell::new(None),
+                message: RefCell::new(None),
             }
         }
         Err(error) => {

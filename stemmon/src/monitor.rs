@@ -190,6 +190,12 @@ impl Monitor {
         self.finalize(None, None)
     }
 
+    /// Records the `Display` text of `main`'s `Err` for the report's `error_message`
+    /// (`#[monitor_main]`, before [`finish_with_error`](Monitor::finish_with_error)).
+    pub(crate) fn set_error_message(&self, message: Option<Box<str>>) {
+        self.recorder.set_run_message(message);
+    }
+
     /// Finishes like [`finish`](Monitor::finish), with `error` as the run's failure in
     /// the report's `error` and the `failed (<error>)` line: what `#[monitor_main]` does
     /// when `main` returns `Err`, and `stemmon run` when the command was killed.

@@ -47,17 +47,16 @@ impl Stage {
         }
     }
 
-    /// Records that this call failed with an error of the type named `type_name`
-    /// (a `std::any::type_name`); shortened when the stage closes.
+    /// Records that this call failed with `error`: its type (a `std::any::type_name`,
+    /// shortened when the stage closes) and its `Display` text, if any.
     #[inline]
-    pub(crate) fn set_error(&self, type_name: Option<&'static str>) {
+    pub(crate) fn set_error(&self, error: Option<crate::__private::CallError>) {
         // A folded (directly recursive) call shares its parent's frame: the outermost
         // call's own result decides whether that one failed.
-        if let (true, Some(type_name), Entered::Pushed(seq)) =
-            (self.epoch != 0, type_name, self.entered)
-        {
+        if let (true, Some(error), Entered::Pushed(seq)) = (self.epoch != 0, error, self.entered) {
             context::with_epoch(self.epoch, |a| {
-                a.recorder.set_error(&a.slot, seq, type_name);
+                a.recorder
+                    .set_error(&a.slot, seq, error.type_name, error.message);
             });
         }
     }

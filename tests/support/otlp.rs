@@ -42,14 +42,25 @@ impl Receiver {
     /// Starts the receiver with `python`, its requests logged in `dir`; with `delay`, it
     /// answers each request that many seconds late.
     pub fn start(workspace: &Path, python: &Path, dir: &Path, delay: Option<f64>) -> Receiver {
-        let out = dir.join(format!("otlp-{}.jsonl", delay.unwrap_or(0.0)));
+        let delay = delay.map(|d| d.to_string());
+        let args: Vec<&str> = match &delay {
+            Some(delay) => vec!["--delay", delay],
+            None => Vec::new(),
+        };
+        Receiver::start_with(workspace, python, dir, &args)
+    }
+
+    /// Starts the receiver with `args` (`--delay S`, `--status CODE`, `--refuse PATH`),
+    /// its requests logged in a file of its own in `dir`.
+    pub fn start_with(workspace: &Path, python: &Path, dir: &Path, args: &[&str]) -> Receiver {
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let out = dir.join(format!("otlp-{}-{n}.jsonl", std::process::id()));
         let mut command = Command::new(python);
         command
             .arg(workspace.join("tests/support/otlp_receiver.py"))
-            .arg(&out);
-        if let Some(delay) = delay {
-            command.args(["--delay", &delay.to_string()]);
-        }
+            .arg(&out)
+            .args(args);
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

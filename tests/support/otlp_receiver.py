@@ -3,16 +3,20 @@
 Decodes each POST to /v1/metrics and /v1/traces with the official `opentelemetry-proto`
 package, appends it to OUT as one JSON line ({"path": ..., "body": MessageToDict(...)}),
 and answers with the empty protobuf response. Prints its port on the first line of stdout.
-Trace and span ids are written as hex, as OTLP/JSON has them.
+Trace and span ids are written as hex, as OTLP/JSON has them. A body sent with
+`Content-Encoding: gzip` is inflated first (its line says `"content_encoding": "gzip"`
+and its size on the wire, `"wire_bytes"`).
 
-    python3 otlp_receiver.py OUT [--delay SECONDS] [--status CODE]
+    python3 otlp_receiver.py OUT [--delay SECONDS] [--status CODE] [--refuse PATH]
 
 --delay answers each request that many seconds late (a slow collector); --status answers
-with that HTTP status and no body (a collector that refuses).
+with that HTTP status and no body (a collector that refuses); --refuse answers 405 to
+every POST to PATH, unlogged (a backend that takes one signal, as Phoenix or Tempo).
 """
 
 import argparse
 import base64
+import gzip
 import json
 import sys
 import threading
@@ -51,6 +55,7 @@ def main():
     parser.add_argument("out")
     parser.add_argument("--delay", type=float, default=0.0)
     parser.add_argument("--status", type=int, default=200)
+    parser.add_argument("--refuse", action="append", default=[])
     args = parser.parse_args()
     lock = threading.Lock()
 
@@ -60,6 +65,15 @@ def main():
         def do_POST(self):
             length = int(self.headers.get("Content-Length", "0"))
             body = self.rfile.read(length)
+            if self.path in args.refuse:
+                self.answer(405, b"")
+                return
+            encoding = self.headers.get("Content-Encoding")
+            if encoding == "gzip":
+                body = gzip.decompress(body)
+            elif encoding not in (None, "identity"):
+                self.answer(415, b"")
+                return
             service = SERVICES.get(self.path)
             if service is None:
                 self.answer(404, b"")
@@ -70,6 +84,8 @@ def main():
             line = {
                 "path": self.path,
                 "content_type": self.headers.get("Content-Type"),
+                "content_encoding": encoding,
+                "wire_bytes": length,
                 "headers": {k.lower(): v for k, v in self.headers.items()},
                 "body": hex_ids(MessageToDict(request)),
             }

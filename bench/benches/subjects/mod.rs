@@ -20,12 +20,14 @@ pub fn attribute(x: u64) -> u64 {
 /// What `#[monitored]` expands to, written by hand: the guard, the body in a closure,
 /// and the error check (a no-op for a non-`Result` value).
 #[inline(never)]
+// The three borrows are the specialization, as the expansion writes them.
+#[allow(clippy::needless_borrow)]
 pub fn enter(x: u64) -> u64 {
     #[allow(unused_imports)]
-    use stemmon::__private::{ErrorOfOther as _, ErrorOfResult as _};
+    use stemmon::__private::{ErrorOf, ErrorOfDisplay as _, ErrorOfOther as _, ErrorOfResult as _};
     let stage = stemmon::__private::enter("enter");
     let value = stemmon::__private::call(|| body(x));
-    stemmon::__private::set_error(&stage, (&value).__stemmon_error());
+    stemmon::__private::set_error(&stage, (&&&ErrorOf(&value)).__stemmon_error());
     value
 }
 

@@ -1,5 +1,5 @@
-//! Metrics and a trace over OTLP/HTTP with protobuf bodies (SPEC §16), for an
-//! OpenTelemetry collector, Grafana / Tempo, Jaeger, Datadog or Honeycomb.
+//! Metrics and a trace over OTLP/HTTP with protobuf bodies, for an OpenTelemetry
+//! collector, Grafana / Tempo, Jaeger, Datadog, Honeycomb or Arize Phoenix.
 //!
 //! Configured by the OpenTelemetry SDKs' standard variables ([`env`](mod@env)) or the builder's
 //! `.otlp(endpoint)`. The metrics ([`metrics::METRICS`], made into points by [`points`]) go at every `running` line and at
@@ -8,6 +8,7 @@
 //! the collector.
 
 mod delivery;
+pub(crate) mod endpoint;
 pub(crate) mod env;
 mod metrics;
 mod points;
@@ -17,15 +18,14 @@ mod trace;
 use crate::config::Config;
 use crate::error::Error;
 use crate::report::Report;
-use delivery::{Client, Delivery, Request, Signal};
-pub(crate) use env::{Disable, Settings};
+use delivery::{Client, Delivery, Request};
+pub(crate) use env::{Disable, Settings, Signal};
 use points::Times;
 use prost::Message as _;
 use proto::{any_value, ArrayValue, InstrumentationScope, KeyValue, Resource};
-use std::time::Duration;
 
-/// The semantic conventions the names and attributes follow.
-pub(crate) const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.39.0";
+/// The semantic conventions the names and attributes follow (version 1.44.0).
+pub(crate) const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.44.0";
 
 /// The instrumentation scope of every metric and span.
 fn scope() -> InstrumentationScope {
@@ -35,17 +35,17 @@ fn scope() -> InstrumentationScope {
     }
 }
 
-/// The file name of the program the report is about: its command's (`stemmon run`), or
-/// the monitored process's in the report's process list.
-fn executable(report: &Report) -> Option<String> {
-    let command = match &report.command {
-        Some(argv) => argv.first()?.clone(),
+/// The command the report's program was started with (its argv[0]): its command's
+/// (`stemmon run`), or the monitored process's in the report's process list.
+fn command(report: &Report) -> Option<String> {
+    match &report.command {
+        Some(argv) => argv.first().cloned(),
         None => {
             let root = report.processes.iter().find(|p| p.pid == report.pid)?;
-            root.command.split(' ').next()?.to_owned()
+            root.command.split(' ').next().map(str::to_owned)
         }
-    };
-    file_name(&command)
+    }
+    .filter(|command| !command.is_empty())
 }
 
 /// The last component of a path, if it has one.
@@ -54,30 +54,99 @@ fn file_name(path: &str) -> Option<String> {
     Some(name.to_string_lossy().into_owned())
 }
 
+/// The program the resource describes: its command, file name and path (where known).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Program {
+    /// `process.command`: argv[0] as given.
+    pub(crate) command: Option<String>,
+    /// `process.executable.name`.
+    pub(crate) name: Option<String>,
+    /// `process.executable.path`: argv[0] where it names a path, or the running
+    /// program's own.
+    pub(crate) path: Option<String>,
+    /// `process.command_args`, sent only with `otlp_command_args`: the whole argv.
+    pub(crate) args: Option<Vec<String>>,
+}
+
+impl Program {
+    /// What the report says of its program.
+    fn of(report: &Report) -> Program {
+        let command = command(report);
+        Program {
+            name: command.as_deref().and_then(file_name),
+            path: command.clone().filter(|c| c.contains('/')),
+            command,
+            args: report.command.clone(),
+        }
+    }
+
+    /// What the report says, filled in with `fallback` (the running program's own).
+    fn or(self, fallback: &Program) -> Program {
+        Program {
+            command: self.command.or_else(|| fallback.command.clone()),
+            name: self.name.or_else(|| fallback.name.clone()),
+            path: self.path.or_else(|| fallback.path.clone()),
+            args: self.args.or_else(|| fallback.args.clone()),
+        }
+    }
+}
+
+/// The run id (32 hex digits) as a UUID, `8-4-4-4-12`; a report without one gets the
+/// trace's id, so that the trace and the instance agree.
+fn instance_id(report: &Report) -> String {
+    let hex: String = trace::trace_id(report)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
 /// The resource of `report`: `service.name` (`OTEL_SERVICE_NAME`, else `service.name` in
 /// `OTEL_RESOURCE_ATTRIBUTES`, else `unknown_service:<executable>` as the SDKs default),
-/// `service.instance.id` (the run id), `host.name`, `process.pid`,
-/// `process.command_args`, each label under its own name, then the rest of
-/// `OTEL_RESOURCE_ATTRIBUTES`. Where the variable names an attribute stemmon sets, the
-/// program's own value wins, as the specification has the resource a program provides
-/// win over the variable's.
-fn resource(report: &Report, settings: &Settings, executable: Option<&str>) -> Resource {
+/// `service.instance.id` (the run id as a UUID), `host.name`, `process.pid`,
+/// `process.executable.name`, `process.executable.path`, `process.command`,
+/// `telemetry.sdk.*`, `process.command_args` only with `otlp_command_args`, each label
+/// under its own name, then the rest of `OTEL_RESOURCE_ATTRIBUTES`. Where the variable
+/// names an attribute stemmon sets, the program's own value wins, as the specification
+/// has the resource a program provides win over the variable's.
+fn resource(report: &Report, settings: &Settings, program: &Program) -> Resource {
     let service = settings
         .service_name
         .clone()
-        .unwrap_or_else(|| match executable {
+        .unwrap_or_else(|| match &program.name {
             Some(name) => format!("unknown_service:{name}"),
             None => "unknown_service".to_owned(),
         });
-    let mut attributes = vec![KeyValue::string("service.name", &service)];
-    if let Some(id) = &report.run_id {
-        attributes.push(KeyValue::string("service.instance.id", id));
-    }
+    let mut attributes = vec![
+        KeyValue::string("service.name", &service),
+        KeyValue::string("service.instance.id", &instance_id(report)),
+    ];
     if !report.host.is_empty() {
         attributes.push(KeyValue::string("host.name", &report.host));
     }
     attributes.push(KeyValue::int("process.pid", i64::from(report.pid)));
-    if let Some(argv) = &report.command {
+    for (key, value) in [
+        ("process.executable.name", &program.name),
+        ("process.executable.path", &program.path),
+        ("process.command", &program.command),
+    ] {
+        if let Some(value) = value {
+            attributes.push(KeyValue::string(key, value));
+        }
+    }
+    attributes.extend([
+        KeyValue::string("telemetry.sdk.name", "stemmon"),
+        KeyValue::string("telemetry.sdk.language", "rust"),
+        KeyValue::string("telemetry.sdk.version", env!("CARGO_PKG_VERSION")),
+    ]);
+    if let (true, Some(argv)) = (settings.command_args, &program.args) {
         let values = argv
             .iter()
             .map(|arg| proto::AnyValue {
@@ -90,7 +159,9 @@ fn resource(report: &Report, settings: &Settings, executable: Option<&str>) -> R
         ));
     }
     for (name, value) in &report.labels {
-        attributes.push(KeyValue::string(name, value));
+        if !attributes.iter().any(|kv| &kv.key == name) {
+            attributes.push(KeyValue::string(name, value));
+        }
     }
     for (key, value) in &settings.resource {
         if !attributes.iter().any(|kv| &kv.key == key) {
@@ -132,14 +203,14 @@ fn times(report: &Report) -> Times {
 fn requests(
     report: &Report,
     settings: &Settings,
-    executable: Option<&str>,
+    program: &Program,
     trace: bool,
 ) -> (Vec<Request>, Counts) {
-    let resource = resource(report, settings, executable);
+    let resource = resource(report, settings, program);
     let times = times(report);
     let mut requests = Vec::new();
     let mut counts = Counts::default();
-    if let Some(url) = &settings.metrics_url {
+    if let Some(target) = &settings.metrics {
         let metrics = points::metrics(report, times);
         counts.data_points = metrics
             .iter()
@@ -162,11 +233,11 @@ fn requests(
         };
         requests.push(Request {
             signal: Signal::Metrics,
-            url: url.clone(),
+            target: target.clone(),
             body: body.encode_to_vec(),
         });
     }
-    if let (true, Some(url)) = (trace, &settings.traces_url) {
+    if let (true, Some(target)) = (trace, &settings.traces) {
         let spans = trace::spans(report, times.start);
         counts.spans = spans.len();
         let body = proto::ExportTraceServiceRequest {
@@ -182,7 +253,7 @@ fn requests(
         };
         requests.push(Request {
             signal: Signal::Traces,
-            url: url.clone(),
+            target: target.clone(),
             body: body.encode_to_vec(),
         });
     }
@@ -200,44 +271,69 @@ pub(crate) struct Counts {
 #[derive(Debug)]
 pub(crate) struct Exporter {
     settings: Settings,
-    /// The program's file name, for `unknown_service:<executable>`.
-    executable: Option<String>,
+    /// The running program's own command, name and path, where the report lacks them.
+    program: Program,
     delivery: Delivery,
 }
 
 impl Exporter {
-    /// The exporter `config` (`.otlp(endpoint)`) and the environment ask for, `None` if
-    /// neither names an endpoint (see [`Settings::from_parts`]).
+    /// The exporter `config` (`.otlp(endpoint)`, `.otlp_command_args(on)`) and the
+    /// environment ask for, `None` if neither names an endpoint (see
+    /// [`Settings::from_parts`]).
     pub(crate) fn from_parts(
         config: &Config,
         env: &dyn Fn(&str) -> Option<String>,
         warn: &mut dyn FnMut(&str),
     ) -> Result<Option<Exporter>, Error> {
-        let Some(settings) =
+        let Some(mut settings) =
             Settings::from_parts(config.otlp.as_deref(), Disable::Honour, env, warn)?
         else {
             return Ok(None);
         };
-        let executable = match &config.command {
-            Some(argv) => argv.first().and_then(|command| file_name(command)),
-            None => std::env::current_exe()
-                .ok()
-                .and_then(|path| file_name(&path.to_string_lossy())),
+        settings.command_args = command_args(env, warn).unwrap_or(config.otlp_command_args);
+        let program = match &config.command {
+            Some(argv) => Program {
+                command: argv.first().cloned(),
+                name: argv.first().and_then(|command| file_name(command)),
+                path: argv.first().filter(|c| c.contains('/')).cloned(),
+                args: Some(argv.clone()),
+            },
+            None => {
+                let exe = std::env::current_exe().ok();
+                let exe = exe.as_ref().map(|p| p.to_string_lossy().into_owned());
+                let args = std::env::args_os()
+                    .map(|arg| arg.to_string_lossy().into_owned())
+                    .collect();
+                Program {
+                    command: None,
+                    name: exe.as_deref().and_then(file_name),
+                    path: exe,
+                    args: Some(args),
+                }
+            }
         };
-        let delivery = Delivery::start(Client::new(settings.headers.clone()));
+        // The end of the run waits the longest timeout, bounded by FINAL_WAIT.
+        let final_wait = [&settings.metrics, &settings.traces]
+            .into_iter()
+            .flatten()
+            .map(|target| target.timeout)
+            .max()
+            .unwrap_or(delivery::FINAL_WAIT)
+            .min(delivery::FINAL_WAIT);
+        let delivery = Delivery::start(Client::new(), final_wait);
         Ok(Some(Exporter {
             settings,
-            executable,
+            program,
             delivery,
         }))
     }
 
     /// Hands the metrics of `report` to the exporter thread, or, with `last`, the final
-    /// metrics and the trace, waiting for them at most [`delivery::FINAL_WAIT`]. Returns
-    /// the failure of this send (`last`) or of an earlier one not yet returned.
+    /// metrics and the trace, waiting for them at most the end's wait. Returns the
+    /// failure of this send (`last`) or of an earlier one not yet returned.
     pub(crate) fn export(&self, report: &Report, last: bool) -> Result<(), String> {
-        let executable = executable(report).or_else(|| self.executable.clone());
-        let (requests, _) = requests(report, &self.settings, executable.as_deref(), last);
+        let program = Program::of(report).or(&self.program);
+        let (requests, _) = requests(report, &self.settings, &program, last);
         if last {
             self.delivery.finish(requests)
         } else {
@@ -246,18 +342,44 @@ impl Exporter {
     }
 }
 
+/// `STEMMON_OTLP_COMMAND_ARGS`, parsed by the settings table: `None` unset; a bad value
+/// is warned about and ignored.
+fn command_args(env: &dyn Fn(&str) -> Option<String>, warn: &mut dyn FnMut(&str)) -> Option<bool> {
+    use stemmon_report::settings::{Value, OTLP_COMMAND_ARGS};
+    let name = OTLP_COMMAND_ARGS.env?;
+    let text = env(name)?;
+    match OTLP_COMMAND_ARGS.parse(&text) {
+        Ok(Value::Flag(on)) => Some(on),
+        Ok(_) => None,
+        Err(expected) => {
+            warn(&crate::env::warning(name, &text, &expected));
+            None
+        }
+    }
+}
+
+/// What one signal's send came to: where it went (as shown) and, if it failed, why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Outcome {
+    pub(crate) signal: Signal,
+    pub(crate) shown: String,
+    pub(crate) result: Result<(), String>,
+}
+
 /// Sends the metrics and the trace of a finished `report` from the calling thread, each
-/// request within `timeout`; `endpoint` (a base endpoint) overrides the environment's.
+/// request within its timeout (`OTEL_EXPORTER_OTLP[_<SIGNAL>]_TIMEOUT`, else 10 s);
+/// `endpoint` (a base endpoint) overrides the environment's; `STEMMON_OTLP_COMMAND_ARGS`
+/// adds `process.command_args`. `Err` when nothing could be sent (no endpoint, a bad one);
+/// otherwise each signal's outcome.
 pub(crate) fn send_report(
     report: &Report,
     endpoint: Option<&str>,
     env: &dyn Fn(&str) -> Option<String>,
-    timeout: Duration,
-) -> Result<(Settings, Counts), String> {
+) -> Result<(Vec<Outcome>, Counts), String> {
     let mut warnings = Vec::new();
     let settings = match endpoint {
         Some(endpoint) => {
-            env::check_url(endpoint)?;
+            endpoint::Endpoint::parse(endpoint)?;
             // The endpoint given wins over every endpoint variable.
             let overridden = |name: &str| match name {
                 env::ENDPOINT_VAR => Some(endpoint.to_owned()),
@@ -273,9 +395,16 @@ pub(crate) fn send_report(
         }),
     }
     .map_err(|e| e.to_string())?;
-    let Some(settings) = settings else {
+    let Some(mut settings) = settings else {
         return Err(match warnings.pop() {
             Some(warning) => warning,
+            None if [Signal::Metrics, Signal::Traces].iter().all(|s| {
+                env(&s.exporter_var()).is_some_and(|v| v.trim().eq_ignore_ascii_case("none"))
+            }) =>
+            {
+                "nothing to send: OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER are none"
+                    .to_owned()
+            }
             None => format!(
                 "no OTLP endpoint: give one, or set {} (or {} and {})",
                 env::ENDPOINT_VAR,
@@ -284,31 +413,43 @@ pub(crate) fn send_report(
             ),
         });
     };
+    settings.command_args =
+        command_args(env, &mut |w| warnings.push(w.to_owned())).unwrap_or(false);
     for warning in &warnings {
         super::warn(warning);
     }
-    let (requests, counts) = requests(report, &settings, executable(report).as_deref(), true);
-    let client = Client::new(settings.headers.clone());
-    let errors: Vec<String> = requests
+    let (requests, counts) = requests(report, &settings, &Program::of(report), true);
+    let client = Client::new();
+    let outcomes = requests
         .iter()
-        .filter_map(|r| client.post(r.signal, &r.url, &r.body, timeout).err())
+        .map(|request| Outcome {
+            signal: request.signal,
+            shown: request.target.endpoint.shown().to_owned(),
+            result: client.post(request, request.target.timeout),
+        })
         .collect();
-    if errors.is_empty() {
-        Ok((settings, counts))
-    } else {
-        Err(errors.join("; "))
-    }
+    Ok((outcomes, counts))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    fn target(url: &str) -> env::Target {
+        env::Target {
+            endpoint: endpoint::Endpoint::parse(url).unwrap(),
+            headers: Vec::new(),
+            timeout: Duration::from_secs(1),
+            gzip: false,
+        }
+    }
 
     fn settings() -> Settings {
         Settings {
-            metrics_url: Some("http://c:4318/v1/metrics".into()),
-            traces_url: Some("http://c:4318/v1/traces".into()),
+            metrics: Some(target("http://c:4318/v1/metrics")),
+            traces: Some(target("http://c:4318/v1/traces")),
             resource: vec![
                 ("host.name".into(), "from-variable".into()),
                 ("deployment.environment.name".into(), "prod".into()),
@@ -333,7 +474,8 @@ mod tests {
 
     #[test]
     fn the_resource_is_the_reports_identity_and_the_variables_attributes() {
-        let resource = resource(&report(), &settings(), executable(&report()).as_deref());
+        let report = report();
+        let resource = resource(&report, &settings(), &Program::of(&report));
         let keys: Vec<&str> = resource
             .attributes
             .iter()
@@ -346,35 +488,85 @@ mod tests {
                 "service.instance.id",
                 "host.name",
                 "process.pid",
-                "process.command_args",
+                "process.executable.name",
+                "process.executable.path",
+                "process.command",
+                "telemetry.sdk.name",
+                "telemetry.sdk.language",
+                "telemetry.sdk.version",
                 "rank",
                 "deployment.environment.name"
             ]
         );
+        let get = |key: &str| {
+            resource
+                .attributes
+                .iter()
+                .find(|kv| kv.key == key)
+                .unwrap()
+                .clone()
+        };
         assert_eq!(
-            resource.attributes[0],
+            get("service.name"),
             KeyValue::string("service.name", "unknown_service:python3")
         );
-        // The program's own host wins over the variable's.
+        // The run id as a UUID.
         assert_eq!(
-            resource.attributes[2],
-            KeyValue::string("host.name", "node-7")
+            get("service.instance.id"),
+            KeyValue::string(
+                "service.instance.id",
+                "01234567-89ab-cdef-0123-456789abcdef"
+            )
         );
-        assert_eq!(resource.attributes[3], KeyValue::int("process.pid", 4242));
-        assert_eq!(resource.attributes[5], KeyValue::string("rank", "3"));
+        // The program's own host wins over the variable's.
+        assert_eq!(get("host.name"), KeyValue::string("host.name", "node-7"));
+        assert_eq!(get("process.pid"), KeyValue::int("process.pid", 4242));
+        assert_eq!(
+            get("process.executable.path"),
+            KeyValue::string("process.executable.path", "/usr/bin/python3")
+        );
+        assert_eq!(
+            get("telemetry.sdk.language"),
+            KeyValue::string("telemetry.sdk.language", "rust")
+        );
+        // The argv only when asked for.
+        let asked = Settings {
+            command_args: true,
+            ..settings()
+        };
+        let with_args = super::resource(&report, &asked, &Program::of(&report));
+        assert!(with_args
+            .attributes
+            .iter()
+            .any(|kv| kv.key == "process.command_args"));
         let named = Settings {
             service_name: Some("trainer".into()),
             ..settings()
         };
-        let resource = super::resource(&Report::default(), &named, None);
+        let resource = super::resource(&Report::default(), &named, &Program::default());
         assert_eq!(
             resource.attributes[0],
             KeyValue::string("service.name", "trainer")
         );
-        let bare = super::resource(&Report::default(), &Settings::default(), None);
+        let bare = super::resource(
+            &Report::default(),
+            &Settings::default(),
+            &Program::default(),
+        );
         assert_eq!(
             bare.attributes[0],
             KeyValue::string("service.name", "unknown_service")
+        );
+        let KeyValue { value, .. } = &bare.attributes[1];
+        let Some(proto::AnyValue {
+            value: Some(any_value::Value::StringValue(uuid)),
+        }) = value
+        else {
+            panic!("{value:?}")
+        };
+        assert_eq!(
+            uuid.split('-').map(str::len).collect::<Vec<_>>(),
+            [8, 4, 4, 4, 12]
         );
     }
 
@@ -401,30 +593,121 @@ mod tests {
     #[test]
     fn a_signal_without_an_endpoint_is_not_sent_and_the_trace_goes_at_the_end_only() {
         let report = report();
-        let (running, counts) = requests(&report, &settings(), None, false);
+        let program = Program::default();
+        let (running, counts) = requests(&report, &settings(), &program, false);
         assert_eq!(running.len(), 1);
-        assert_eq!(running[0].url, "http://c:4318/v1/metrics");
+        assert_eq!(running[0].target.endpoint.url(), "http://c:4318/v1/metrics");
         assert_eq!(counts.spans, 0);
         assert!(counts.data_points > 0);
-        let (last, counts) = requests(&report, &settings(), None, true);
+        let (last, counts) = requests(&report, &settings(), &program, true);
         assert_eq!(last.len(), 2);
-        assert_eq!(last[1].url, "http://c:4318/v1/traces");
+        assert_eq!(last[1].target.endpoint.url(), "http://c:4318/v1/traces");
         assert_eq!(counts.spans, 1, "the root alone");
         let traces_only = Settings {
-            metrics_url: None,
+            metrics: None,
             ..settings()
         };
-        let (last, _) = requests(&report, &traces_only, None, true);
+        let (last, _) = requests(&report, &traces_only, &program, true);
         assert_eq!(last.len(), 1);
         assert_eq!(last[0].signal, Signal::Traces);
     }
 
     #[test]
     fn sending_needs_an_endpoint_and_says_how_to_give_one() {
-        let error = send_report(&report(), None, &|_| None, Duration::from_secs(1)).unwrap_err();
+        let error = send_report(&report(), None, &|_| None).unwrap_err();
         assert!(error.starts_with("no OTLP endpoint: "), "{error}");
-        let error =
-            send_report(&report(), Some("c:4318"), &|_| None, Duration::from_secs(1)).unwrap_err();
+        let error = send_report(&report(), Some("c:4318"), &|_| None).unwrap_err();
         assert!(error.contains("is not an http:// URL"), "{error}");
+        let none = |name: &str| name.ends_with("S_EXPORTER").then(|| "none".to_owned());
+        let error = send_report(&report(), Some("http://c:4318"), &none).unwrap_err();
+        assert_eq!(
+            error,
+            "nothing to send: OTEL_METRICS_EXPORTER and OTEL_TRACES_EXPORTER are none"
+        );
+    }
+
+    #[test]
+    fn the_docs_table_names_every_metric_and_attribute() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/src/otlp.md");
+        let Ok(docs) = std::fs::read_to_string(path) else {
+            // A packaged crate has no book.
+            return crate::env::cannot_run("the docs table", "no docs/src/otlp.md here");
+        };
+        let table = docs
+            .split("<!-- otlp-table")
+            .nth(1)
+            .expect("the docs' OTLP table");
+        // name -> (kind, unit), from the rows of the table.
+        let mut rows = std::collections::BTreeMap::new();
+        for line in table.lines().skip(3) {
+            if !line.starts_with('|') {
+                break;
+            }
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let name = cells[1].trim_matches('`').to_owned();
+            let unit = cells[3].trim_matches('`').to_owned();
+            assert!(
+                rows.insert(name, (cells[2].to_owned(), unit)).is_none(),
+                "{line}"
+            );
+        }
+        let mut sent = std::collections::BTreeSet::new();
+        for entry in metrics::metrics() {
+            sent.insert(entry.name);
+            let kind = format!("{:?}", entry.kind);
+            assert_eq!(
+                rows.get(entry.name),
+                Some(&(kind, entry.unit.to_owned())),
+                "{}: the docs' row",
+                entry.name
+            );
+        }
+        // Every attribute of the resource, a span and a point.
+        let mut report = report();
+        report.run_id = Some("0123456789abcdef0123456789abcdef".into());
+        report.labels.clear();
+        report.stages = vec![{
+            let mut built = crate::report::StageReport::default();
+            built.name = "s".into();
+            built.path = "s".into();
+            built
+        }];
+        report.threads = vec![{
+            let mut built = crate::report::ThreadReport::default();
+            built.name = Some("main".into());
+            built
+        }];
+        report.spans = vec![crate::report::Span::default()];
+        let asked = Settings {
+            command_args: true,
+            resource: Vec::new(),
+            ..settings()
+        };
+        let mut attributes: Vec<String> = resource(&report, &asked, &Program::of(&report))
+            .attributes
+            .into_iter()
+            .map(|kv| kv.key)
+            .collect();
+        let spans = trace::spans(&report, 0);
+        attributes.extend(spans[1].attributes.iter().map(|kv| kv.key.clone()));
+        for key in &attributes {
+            let (kind, _) = rows
+                .get(key.as_str())
+                .unwrap_or_else(|| panic!("{key}: no row in the docs' table"));
+            assert!(
+                ["resource", "span", "span, point"].contains(&kind.as_str()),
+                "{key}: {kind}"
+            );
+        }
+        // And nothing the table calls sent that is not.
+        for (name, (kind, _)) in &rows {
+            match kind.as_str() {
+                "not sent" => assert!(!sent.contains(name.as_str()), "{name} is sent"),
+                "resource" | "span" | "span, point" => {
+                    assert!(attributes.contains(name), "{name} is not set")
+                }
+                _ => assert!(sent.contains(name.as_str()), "{name} is not sent"),
+            }
+        }
     }
 }

@@ -191,7 +191,7 @@ mod tests {
         for _ in 0..2 {
             let call = rig.recorder.enter(&main, "parse".into());
             rig.recorder
-                .set_error(&main, call_seq(call), "my::ParseError");
+                .set_error(&main, call_seq(call), "my::ParseError", None);
             rig.recorder.exit(&main, call);
         }
         rig.recorder.exit(&main, fit);

@@ -123,6 +123,8 @@ pub(crate) struct State {
     processes: processes::Processes,
     /// Set once finished.
     pub(crate) ended: Option<Ended>,
+    /// The `Display` text of `main`'s `Err`, where it has one.
+    pub(crate) run_message: Option<String>,
     /// The heap sweeps' memory of every thread (SPEC §11).
     heap: heap::HeapSweep,
     /// The start, in seconds since boot (the clock of the processes' start times),
@@ -220,6 +222,7 @@ impl Recorder {
                 cpu: cpu::TreeCpu::default(),
                 processes: processes::Processes::default(),
                 ended: None,
+                run_message: None,
                 heap: heap::HeapSweep::new(),
                 boot_origin,
                 extra: extra::Extra::default(),
@@ -371,9 +374,20 @@ impl Recorder {
         record
     }
 
-    /// Records the `Err` type the open call `seq` returned.
-    pub(crate) fn set_error(&self, slot: &ThreadSlot, seq: u32, type_name: &'static str) {
-        slot.lock().set_error(seq, type_name);
+    /// Records the `Err` the open call `seq` returned: its type and `Display` text.
+    pub(crate) fn set_error(
+        &self,
+        slot: &ThreadSlot,
+        seq: u32,
+        type_name: &'static str,
+        message: Option<Box<str>>,
+    ) {
+        slot.lock().set_error(seq, type_name, message);
+    }
+
+    /// Records the `Display` text of the `Err` `main` returned, for the report.
+    pub(crate) fn set_run_message(&self, message: Option<Box<str>>) {
+        self.lock().run_message = message.map(String::from);
     }
 
     /// Closes the call `entered` returned.
@@ -437,7 +451,8 @@ impl Recorder {
         self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
-        self.keep_span(&mut state, &frame, slot.id, nanos, &error);
+        let message = thread.take_message(frame.seq);
+        self.keep_span(&mut state, &frame, slot.id, nanos, &error, message);
         let message = state.finish_call(frame.record, nanos, error);
         if let Some(message) = message {
             let stage = OpenStage::on_thread(&thread.stack, slot.id);

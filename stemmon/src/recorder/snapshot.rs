@@ -152,6 +152,7 @@ impl Recorder {
             built.start_unix_seconds = Some(self.info.start_unix_seconds);
             built.running = state.ended.is_none();
             built.error = state.ended.as_ref().and_then(|ended| ended.error.clone());
+            built.error_message = built.error.as_ref().and(state.run_message.clone());
             built.exit_code = state.ended.as_ref().and_then(|ended| ended.exit_code);
             built.wall_seconds = wall_seconds;
             built.cpu_io = state.cpu.run_report(wall_seconds);

@@ -54,6 +54,7 @@ impl Recorder {
         thread: u32,
         nanos: u64,
         error: &Option<Cow<'static, str>>,
+        message: Option<Box<str>>,
     ) {
         let span = {
             let mut built = Span::default();
@@ -62,6 +63,7 @@ impl Recorder {
             built.start_seconds = self.elapsed(frame.entered);
             built.wall_seconds = seconds(nanos);
             built.error = error.as_ref().map(|e| e.to_string());
+            built.error_message = message.map(String::from);
             built
         };
         state.spans.keep(span, nanos >= LONG_CALL_NANOS);

@@ -149,6 +149,8 @@ pub(crate) struct ThreadState {
     pub(crate) calls: u64,
     /// This thread's CPU clock and its open calls' entry figures.
     pub(crate) cpu: ThreadCpu,
+    /// The `Display` text of open calls' errors, by `seq`, until they close.
+    messages: Vec<(u32, Box<str>)>,
 }
 
 impl ThreadState {
@@ -317,11 +319,31 @@ impl ThreadState {
         self.completed[index] = true;
     }
 
-    /// Records the error of the open call `seq`.
-    pub(crate) fn set_error(&mut self, seq: u32, type_name: &'static str) {
+    /// Records the error of the open call `seq`, and its `Display` text beside the
+    /// stack (a frame stays `Copy`) until the call closes.
+    pub(crate) fn set_error(
+        &mut self,
+        seq: u32,
+        type_name: &'static str,
+        message: Option<Box<str>>,
+    ) {
         if let Some(index) = self.position(seq) {
             self.stack[index].error = Some(type_name);
+            self.messages.retain(|(open, _)| *open != seq);
+            if let Some(message) = message {
+                // Bounded whatever happens to calls that never close.
+                if self.messages.len() >= 64 {
+                    self.messages.remove(0);
+                }
+                self.messages.push((seq, message));
+            }
         }
+    }
+
+    /// The `Display` text recorded for the call `seq`, taken.
+    pub(crate) fn take_message(&mut self, seq: u32) -> Option<Box<str>> {
+        let at = self.messages.iter().position(|(open, _)| *open == seq)?;
+        Some(self.messages.remove(at).1)
     }
 
     #[inline]

@@ -5,16 +5,14 @@
 //! newer one replaces it (latest wins), so a slow endpoint never holds a sample nor
 //! piles up requests. Only the final one is waited for, and for a bounded time.
 
+use super::env::{Signal, Target};
 use super::proto::{ExportMetricsServiceResponse, ExportTraceServiceResponse};
 use prost::Message as _;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Longest one request may take, connection included.
-pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Longest the end of a run waits for its final metrics and trace: what a dead or slow
-/// endpoint can add to a program's run time.
+/// Longest the end of a run waits for its final metrics and trace, whatever the
+/// timeouts say: what a dead or slow endpoint can add to a program's run time.
 pub(crate) const FINAL_WAIT: Duration = Duration::from_secs(1);
 
 /// The most of a response's body read: a partial success's message, or an error's.
@@ -23,58 +21,60 @@ const RESPONSE_LIMIT: u64 = 64 << 10;
 /// The `Content-Type` of every request: OTLP/HTTP with protobuf bodies.
 const CONTENT_TYPE: &str = "application/x-protobuf";
 
-/// What a request carries, which says how to read the collector's answer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Signal {
-    Metrics,
-    Traces,
-}
-
-/// An HTTP client for OTLP: POSTs a protobuf body with the configured headers.
+/// An HTTP client for OTLP: POSTs a protobuf body, follows no redirect.
 #[derive(Debug)]
 pub(crate) struct Client {
     agent: ureq::Agent,
-    headers: Vec<(String, String)>,
 }
 
 impl Client {
-    /// A client that sends `headers` with every request.
-    pub(crate) fn new(headers: Vec<(String, String)>) -> Client {
+    /// A client that follows no redirect: a 3xx is a failed export, so that no header
+    /// (an API key) ever reaches a host the endpoint points to.
+    pub(crate) fn new() -> Client {
         let agent = ureq::Agent::config_builder()
             // The status is read here, so that the collector's reason reaches the report.
             .http_status_as_error(false)
+            .max_redirects(0)
             .user_agent(concat!("stemmon/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        Client { agent, headers }
+        Client { agent }
     }
 
-    /// POSTs `body` to `url` within `timeout`. A 2xx answer with a partial success that
-    /// rejected points or spans is a failure too, with the collector's reason.
-    pub(crate) fn post(
-        &self,
-        signal: Signal,
-        url: &str,
-        body: &[u8],
-        timeout: Duration,
-    ) -> Result<(), String> {
-        let fail = |why: String| format!("could not send OTLP to {url}: {why}");
+    /// POSTs `request` within `timeout` (at most its own). It counts as sent only when
+    /// the endpoint answered the POST of the whole body with a 2xx; one with a partial
+    /// success that rejected points or spans is a failure too, with the collector's
+    /// reason. Every message shows the endpoint without its userinfo.
+    pub(crate) fn post(&self, request: &Request, timeout: Duration) -> Result<(), String> {
+        let target = &request.target;
+        let endpoint = &target.endpoint;
+        let fail = |why: String| {
+            endpoint.scrub(&format!(
+                "could not send OTLP to {}: {why}",
+                endpoint.shown()
+            ))
+        };
+        let timeout = timeout.min(target.timeout);
         if timeout.is_zero() {
             return Err(fail("no time left".to_owned()));
         }
-        let mut request = self
+        let mut http = self
             .agent
-            .post(url)
+            .post(endpoint.url())
             .config()
             .timeout_global(Some(timeout))
             .build()
             .header("Content-Type", CONTENT_TYPE);
-        for (name, value) in &self.headers {
-            request = request.header(name, value);
+        for (name, value) in &target.headers {
+            http = http.header(name, value);
         }
-        let response = request
-            .send(body)
-            .map_err(|error| fail(error.to_string()))?;
+        let response = if target.gzip {
+            http.header("Content-Encoding", "gzip")
+                .send(&gzip(&request.body)[..])
+        } else {
+            http.send(&request.body[..])
+        }
+        .map_err(|error| fail(error.to_string()))?;
         let status = response.status();
         let body = response
             .into_body()
@@ -85,13 +85,24 @@ impl Client {
         if !status.is_success() {
             let text = String::from_utf8_lossy(&body);
             let reason: String = text.trim().chars().take(200).collect();
-            return Err(fail(if reason.is_empty() {
+            let mut why = if reason.is_empty() {
                 format!("HTTP {status}")
             } else {
                 format!("HTTP {status}: {}", crate::log::escape(&reason))
-            }));
+            };
+            if status.is_redirection() {
+                why.push_str(" (redirects are not followed)");
+            }
+            if matches!(status.as_u16(), 404 | 405) {
+                why.push_str(&format!(
+                    " (it may not take {name}: {var}=none sends no {name})",
+                    name = request.signal.name(),
+                    var = request.signal.exporter_var()
+                ));
+            }
+            return Err(fail(why));
         }
-        let partial = match signal {
+        let partial = match request.signal {
             Signal::Metrics => ExportMetricsServiceResponse::decode(body.as_slice())
                 .ok()
                 .and_then(|r| r.partial_success),
@@ -101,7 +112,7 @@ impl Client {
         };
         match partial {
             Some(partial) if partial.rejected > 0 => {
-                let what = match signal {
+                let what = match request.signal {
                     Signal::Metrics => "data points",
                     Signal::Traces => "spans",
                 };
@@ -116,11 +127,20 @@ impl Client {
     }
 }
 
-/// One request: where it goes and its body.
+/// `body` gzip-compressed (`Content-Encoding: gzip`, as the SDKs send it).
+fn gzip(body: &[u8]) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(body);
+    encoder.finish().unwrap_or_default()
+}
+
+/// One request: its signal, where and how it goes, and its body.
 #[derive(Clone, Debug)]
 pub(crate) struct Request {
     pub(crate) signal: Signal,
-    pub(crate) url: String,
+    pub(crate) target: Target,
     pub(crate) body: Vec<u8>,
 }
 
@@ -162,30 +182,25 @@ pub(crate) struct Delivery {
     shared: Arc<Shared>,
     /// Why the thread is not there, if it could not be started.
     missing: Option<String>,
-    request_timeout: Duration,
     final_wait: Duration,
 }
 
 impl Delivery {
-    /// Starts the `stemmon-otlp` thread, which sends with `client`.
-    pub(crate) fn start(client: Client) -> Delivery {
-        Delivery::with_timeouts(client, REQUEST_TIMEOUT, FINAL_WAIT)
-    }
-
-    fn with_timeouts(client: Client, request_timeout: Duration, final_wait: Duration) -> Delivery {
+    /// Starts the `stemmon-otlp` thread, which sends with `client`; the end of the run
+    /// waits `final_wait` at most.
+    pub(crate) fn start(client: Client, final_wait: Duration) -> Delivery {
         let shared = Arc::new(Shared::default());
         let thread = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("stemmon-otlp".into())
-                .spawn(move || run(&shared, &client, request_timeout))
+                .spawn(move || run(&shared, &client))
         };
         Delivery {
             shared,
             missing: thread
                 .err()
                 .map(|e| format!("could not start the stemmon-otlp thread: {e}")),
-            request_timeout,
             final_wait,
         }
     }
@@ -209,7 +224,10 @@ impl Delivery {
             return Err(missing.clone());
         }
         let deadline = Instant::now() + self.final_wait;
-        let urls: Vec<String> = requests.iter().map(|r| r.url.clone()).collect();
+        let urls: Vec<String> = requests
+            .iter()
+            .map(|r| r.target.endpoint.shown().to_owned())
+            .collect();
         let mut state = self.shared.lock();
         state.pending = Some(Job::Last(requests, deadline));
         self.shared.changed.notify_all();
@@ -233,12 +251,6 @@ impl Delivery {
                 .0;
         }
     }
-
-    /// The longest one request may take.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn request_timeout(&self) -> Duration {
-        self.request_timeout
-    }
 }
 
 impl Drop for Delivery {
@@ -250,7 +262,7 @@ impl Drop for Delivery {
 
 /// The thread: takes the latest job, sends it, keeps the outcome; ends after the final
 /// job or once the monitor is gone.
-fn run(shared: &Shared, client: &Client, request_timeout: Duration) {
+fn run(shared: &Shared, client: &Client) {
     // What this thread allocates is the monitor's, no stage's (SPEC §11).
     crate::heap::slots::mark_own_thread();
     loop {
@@ -275,13 +287,12 @@ fn run(shared: &Shared, client: &Client, request_timeout: Duration) {
         };
         let mut errors = Vec::new();
         for request in &requests {
+            // Each request within its own timeout, the final ones by the deadline too.
             let timeout = match deadline {
-                Some(deadline) => {
-                    request_timeout.min(deadline.saturating_duration_since(Instant::now()))
-                }
-                None => request_timeout,
+                Some(deadline) => deadline.saturating_duration_since(Instant::now()),
+                None => request.target.timeout,
             };
-            if let Err(error) = client.post(request.signal, &request.url, &request.body, timeout) {
+            if let Err(error) = client.post(request, timeout) {
                 errors.push(error);
             }
         }
@@ -359,22 +370,40 @@ mod tests {
         }
     }
 
-    fn request(url: &str, body: &[u8]) -> Request {
+    /// A request of `signal` to `url` with `headers`, `timeout` and `gzip`.
+    fn to(signal: Signal, url: &str, headers: &[(&str, &str)], gzip: bool) -> Request {
         Request {
-            signal: Signal::Metrics,
-            url: format!("{url}/v1/metrics"),
-            body: body.to_vec(),
+            signal,
+            target: Target {
+                endpoint: super::super::endpoint::Endpoint::parse(url).unwrap(),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                timeout: Duration::from_secs(30),
+                gzip,
+            },
+            body: Vec::new(),
         }
     }
+
+    fn request(url: &str, body: &[u8]) -> Request {
+        Request {
+            body: body.to_vec(),
+            ..to(Signal::Metrics, &format!("{url}/v1/metrics"), &[], false)
+        }
+    }
+
+    const LONG: Duration = Duration::from_secs(30);
 
     #[test]
     fn a_request_carries_the_headers_and_the_body_and_a_refusal_is_an_error() {
         let (url, received) = server(200, Duration::ZERO);
-        let client = Client::new(vec![("x-api-key".into(), "s3cret".into())]);
+        let client = Client::new();
         let target = format!("{url}/v1/metrics");
-        client
-            .post(Signal::Metrics, &target, b"\x0a\x00", REQUEST_TIMEOUT)
-            .unwrap();
+        let mut sent = to(Signal::Metrics, &target, &[("x-api-key", "s3cret")], false);
+        sent.body = b"\x0a\x00".to_vec();
+        client.post(&sent, LONG).unwrap();
         let (head, body) = received.recv().unwrap();
         assert!(head.starts_with("POST /v1/metrics HTTP/1.1\r\n"), "{head}");
         let head = head.to_ascii_lowercase();
@@ -388,10 +417,8 @@ mod tests {
         let (url, _received) = server(503, Duration::ZERO);
         let error = client
             .post(
-                Signal::Traces,
-                &format!("{url}/v1/traces"),
-                b"",
-                REQUEST_TIMEOUT,
+                &to(Signal::Traces, &format!("{url}/v1/traces"), &[], false),
+                LONG,
             )
             .unwrap_err();
         assert_eq!(
@@ -423,8 +450,8 @@ mod tests {
             (&stream).write_all(head.as_bytes()).unwrap();
             (&stream).write_all(&body).unwrap();
         });
-        let error = Client::new(Vec::new())
-            .post(Signal::Metrics, &url, b"", REQUEST_TIMEOUT)
+        let error = Client::new()
+            .post(&to(Signal::Metrics, &url, &[], false), LONG)
             .unwrap_err();
         assert!(
             error.ends_with(": the collector rejected 3 data points: bad unit"),
@@ -436,11 +463,7 @@ mod tests {
     fn a_hand_off_never_waits_and_the_latest_replaces_one_not_begun() {
         // Every answer takes 300 ms: the first request holds the thread meanwhile.
         let (url, received) = server(200, Duration::from_millis(300));
-        let delivery = Delivery::with_timeouts(
-            Client::new(Vec::new()),
-            Duration::from_secs(5),
-            Duration::from_secs(5),
-        );
+        let delivery = Delivery::start(Client::new(), Duration::from_secs(5));
         delivery.send(vec![request(&url, b"1")]).unwrap();
         // The thread has taken the first when the server has it.
         assert_eq!(received.recv().unwrap().1, b"1");
@@ -466,11 +489,7 @@ mod tests {
     #[test]
     fn a_slow_endpoint_costs_the_end_of_a_run_the_final_wait_and_an_error() {
         let (url, received) = server(200, Duration::from_secs(30));
-        let delivery = Delivery::with_timeouts(
-            Client::new(Vec::new()),
-            Duration::from_secs(30),
-            Duration::from_millis(300),
-        );
+        let delivery = Delivery::start(Client::new(), Duration::from_millis(300));
         delivery.send(vec![request(&url, b"1")]).unwrap();
         assert_eq!(received.recv().unwrap().1, b"1");
         let began = Instant::now();
@@ -487,7 +506,6 @@ mod tests {
                  ended"
             )
         );
-        assert_eq!(delivery.request_timeout(), Duration::from_secs(30));
     }
 
     #[test]
@@ -499,7 +517,7 @@ mod tests {
             .unwrap()
             .port();
         let url = format!("http://127.0.0.1:{port}");
-        let delivery = Delivery::start(Client::new(Vec::new()));
+        let delivery = Delivery::start(Client::new(), FINAL_WAIT);
         delivery.send(vec![request(&url, b"1")]).unwrap();
         let deadline = Instant::now() + Duration::from_secs(10);
         let error = loop {
@@ -515,5 +533,77 @@ mod tests {
         );
         let error = delivery.finish(vec![request(&url, b"last")]).unwrap_err();
         assert!(error.starts_with("could not send OTLP to "), "{error}");
+    }
+
+    #[test]
+    fn a_redirect_is_a_failure_that_is_not_followed_and_a_gzip_body_inflates_to_the_body() {
+        // Answers 307 to a second server, which must never be reached.
+        let (elsewhere, reached) = server(200, Duration::ZERO);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    line.clear();
+                }
+                let reply = format!(
+                    "HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}/v1/traces\r\n\
+                     content-length: 0\r\nconnection: close\r\n\r\n"
+                );
+                let _ = (&stream).write_all(reply.as_bytes());
+            }
+        });
+        let error = Client::new()
+            .post(
+                &to(Signal::Traces, &url, &[("x-api-key", "k")], false),
+                LONG,
+            )
+            .unwrap_err();
+        assert_eq!(
+            error,
+            format!(
+                "could not send OTLP to {url}: HTTP 307 Temporary Redirect (redirects are not \
+                 followed)"
+            )
+        );
+        assert!(reached.try_recv().is_err(), "the redirect was followed");
+
+        let (url, received) = server(200, Duration::ZERO);
+        let mut sent = to(Signal::Metrics, &format!("{url}/v1/metrics"), &[], true);
+        sent.body = vec![7; 10_000];
+        Client::new().post(&sent, LONG).unwrap();
+        let (head, body) = received.recv().unwrap();
+        assert!(
+            head.to_ascii_lowercase()
+                .contains("content-encoding: gzip\r\n"),
+            "{head}"
+        );
+        assert!(body.len() < 1_000, "{} bytes on the wire", body.len());
+        let mut inflated = Vec::new();
+        flate2::read::GzDecoder::new(&body[..])
+            .read_to_end(&mut inflated)
+            .unwrap();
+        assert_eq!(inflated, sent.body);
+    }
+
+    #[test]
+    fn a_405_names_the_signal_and_the_variable_that_stops_it() {
+        let (url, _received) = server(405, Duration::ZERO);
+        let error = Client::new()
+            .post(
+                &to(Signal::Metrics, &format!("{url}/v1/metrics"), &[], false),
+                LONG,
+            )
+            .unwrap_err();
+        assert!(
+            error.ends_with(
+                "HTTP 405 Method Not Allowed: nope (it may not take metrics: \
+                 OTEL_METRICS_EXPORTER=none sends no metrics)"
+            ),
+            "{error}"
+        );
     }
 }

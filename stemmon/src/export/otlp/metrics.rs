@@ -2,9 +2,11 @@
 //! unit, instrument, description, and where the value comes from. The points and span
 //! attributes made from it are in [`points`](super::points).
 //!
-//! The whole run's figures use the OpenTelemetry process semantic conventions where one
-//! exists (`process.memory.usage`, `process.cpu.time`, `process.disk.io`,
-//! `process.paging.faults`, `process.uptime`), `stemmon.*` names for the rest; each
+//! The monitored process's own figures use the OpenTelemetry process semantic conventions
+//! (`process.memory.usage`, `process.cpu.time`, `process.uptime`); the whole tree's are
+//! `stemmon.tree.*` with the same units (`stemmon.tree.memory.usage`,
+//! `stemmon.tree.cpu.time`, `stemmon.tree.disk.io`, `stemmon.tree.paging.faults`), and
+//! `stemmon.*` names for the rest; each
 //! stage's figures are `stemmon.stage.*`, with the stage's path in `stage.path`. The run's
 //! and the stages' are kept under different names, so that summing a metric never adds
 //! a stage to the run that holds it (stages are inclusive).
@@ -230,12 +232,35 @@ const DISK: &str = "Bytes the process tree read from and wrote to storage.";
 const STAGE_DISK: &str = "Bytes the process tree read from and wrote to storage while the \
                           stage was open.";
 
-/// The metrics written out here: the whole run's under the semantic conventions and
-/// the heap's, and the CPU and disk figures split by an attribute. The rest come from
-/// the field table ([`metrics`]).
+/// The monitored process itself: its entry in the report's process list.
+fn root(report: &Report) -> Option<&crate::report::ProcessReport> {
+    report.processes.iter().find(|p| p.pid == report.pid)
+}
+
+/// The metrics written out here: the monitored process's under the process semantic
+/// conventions (`process.*`, as its `process.pid` says), the whole tree's under
+/// `stemmon.tree.*` with the same units, the heap's, and the CPU and disk figures split
+/// by an attribute. The rest come from the field table ([`metrics`]).
 const WRITTEN: &[Entry] = &[
     run(
         "process.memory.usage",
+        "parent_rss_bytes",
+        "By",
+        UpDownCounter,
+        "RSS of the monitored process alone at the latest sample.",
+        |r| int(r.latest_sample.as_ref()?.parent_rss_bytes),
+    ),
+    run(
+        "process.cpu.time",
+        "processes.cpu_seconds",
+        "s",
+        Counter,
+        "CPU seconds (user and system) of the monitored process alone since the monitor \
+         started.",
+        |r| float(root(r)?.cpu_seconds),
+    ),
+    run(
+        "stemmon.tree.memory.usage",
         "tree_rss_bytes",
         "By",
         UpDownCounter,
@@ -244,7 +269,7 @@ const WRITTEN: &[Entry] = &[
     ),
     with(
         run(
-            "process.cpu.time",
+            "stemmon.tree.cpu.time",
             "cpu_user_seconds",
             "s",
             Counter,
@@ -256,7 +281,7 @@ const WRITTEN: &[Entry] = &[
     ),
     with(
         run(
-            "process.cpu.time",
+            "stemmon.tree.cpu.time",
             "cpu_system_seconds",
             "s",
             Counter,
@@ -268,7 +293,7 @@ const WRITTEN: &[Entry] = &[
     ),
     with(
         run(
-            "process.disk.io",
+            "stemmon.tree.disk.io",
             "io_read_bytes",
             "By",
             Counter,
@@ -280,7 +305,7 @@ const WRITTEN: &[Entry] = &[
     ),
     with(
         run(
-            "process.disk.io",
+            "stemmon.tree.disk.io",
             "io_write_bytes",
             "By",
             Counter,
@@ -292,7 +317,7 @@ const WRITTEN: &[Entry] = &[
     ),
     with(
         run(
-            "process.paging.faults",
+            "stemmon.tree.paging.faults",
             "major_faults",
             "{fault}",
             Counter,

@@ -3,7 +3,7 @@
 
 use super::metrics::{metrics as entries, Figure, Kind};
 use super::proto::{self, metric, number_data_point, KeyValue, Metric, NumberDataPoint};
-use crate::report::{Report, StageReport};
+use crate::report::Report;
 
 /// A figure as a point's value; `None` for a float that is not finite.
 pub(crate) fn point_value(figure: Figure) -> Option<number_data_point::Value> {
@@ -97,20 +97,6 @@ pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
     metrics
 }
 
-/// The figures of `stage` as span attributes, `stemmon.<key>`.
-pub(crate) fn stage_attributes(stage: &StageReport) -> Vec<KeyValue> {
-    entries()
-        .iter()
-        .filter_map(|entry| Some((entry.key, entry.source.of_stage(stage)?)))
-        .filter_map(|(key, figure)| {
-            Some(KeyValue::of(
-                &format!("stemmon.{key}"),
-                attribute_value(figure)?,
-            ))
-        })
-        .collect()
-}
-
 /// The run's figures as the root span's attributes, `stemmon.<key>`.
 pub(crate) fn run_attributes(report: &Report) -> Vec<KeyValue> {
     entries()
@@ -128,6 +114,7 @@ pub(crate) fn run_attributes(report: &Report) -> Vec<KeyValue> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::StageReport;
     use crate::report::{Peaks, SampleReport};
 
     fn report() -> Report {
@@ -138,9 +125,17 @@ mod tests {
             built.latest_sample = Some({
                 let mut built = SampleReport::default();
                 built.tree_rss_bytes = Some(300 << 20);
+                built.parent_rss_bytes = Some(100 << 20);
                 built.process_count = 2;
                 built
             });
+            built.pid = 7;
+            built.processes = vec![{
+                let mut built = crate::report::ProcessReport::default();
+                built.pid = 7;
+                built.cpu_seconds = Some(0.75);
+                built
+            }];
             built.peaks = {
                 let mut built = Peaks::default();
                 built.peak_tree_rss_bytes = Some(u64::MAX);
@@ -192,7 +187,19 @@ mod tests {
             now: 2_000,
         };
         let metrics = metrics(&report(), times);
-        let memory = find(&metrics, "process.memory.usage");
+        // The monitored process alone under `process.*`, the tree under `stemmon.tree.*`.
+        let own = points(find(&metrics, "process.memory.usage"));
+        assert_eq!(
+            own[0].value,
+            Some(number_data_point::Value::AsInt(100 << 20))
+        );
+        let own_cpu = points(find(&metrics, "process.cpu.time"));
+        assert_eq!(
+            own_cpu[0].value,
+            Some(number_data_point::Value::AsDouble(0.75))
+        );
+        assert!(own_cpu[0].attributes.is_empty());
+        let memory = find(&metrics, "stemmon.tree.memory.usage");
         assert_eq!(memory.unit, "By");
         let Some(metric::Data::Sum(sum)) = &memory.data else {
             panic!("an UpDownCounter is a non-monotonic sum");
@@ -209,7 +216,7 @@ mod tests {
             }]
         );
         // A float that is not finite has no point; its namesake keeps its own.
-        let cpu = points(find(&metrics, "process.cpu.time"));
+        let cpu = points(find(&metrics, "stemmon.tree.cpu.time"));
         assert_eq!(cpu.len(), 1);
         assert_eq!(cpu[0].attributes, [KeyValue::string("cpu.mode", "user")]);
         assert_eq!(cpu[0].value, Some(number_data_point::Value::AsDouble(1.5)));
@@ -246,22 +253,9 @@ mod tests {
     }
 
     #[test]
-    fn span_attributes_are_the_figures_under_their_report_keys() {
-        let report = report();
-        let attributes = stage_attributes(&report.stages[0]);
-        let mut keys: Vec<&str> = attributes.iter().map(|kv| kv.key.as_str()).collect();
-        keys.sort_unstable();
-        let mut expected = [
-            "stemmon.calls",
-            "stemmon.errors",
-            "stemmon.wall_seconds",
-            "stemmon.peak_tree_rss_bytes",
-            "stemmon.cpu_system_seconds",
-        ];
-        expected.sort_unstable();
-        assert_eq!(keys, expected);
-        assert!(attributes.contains(&KeyValue::int("stemmon.peak_tree_rss_bytes", 256 << 20)));
-        let run = run_attributes(&report);
+    fn the_root_spans_attributes_are_the_runs_figures_under_their_report_keys() {
+        let run = run_attributes(&report());
         assert!(run.contains(&KeyValue::int("stemmon.running", 0)));
+        assert!(run.contains(&KeyValue::int("stemmon.tree_rss_bytes", 300 << 20)));
     }
 }

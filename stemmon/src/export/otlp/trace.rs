@@ -4,7 +4,7 @@
 //! The trace id is the run's id, the span ids are derived from it and the span's index,
 //! so that sending the same report twice sends the same trace.
 
-use super::points::{run_attributes, stage_attributes};
+use super::points::run_attributes;
 use super::proto::{KeyValue, Span, Status, SPAN_KIND_INTERNAL, STATUS_CODE_ERROR};
 use crate::report::Report;
 use std::collections::HashMap;
@@ -75,9 +75,11 @@ fn at(start: u64, seconds: f64) -> u64 {
 pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
     let trace = trace_id(report);
     let root_id = span_id(&trace, 0);
-    let status = |error: &Option<String>| {
-        error.as_ref().map(|message| Status {
-            message: message.clone(),
+    // The error's `Display` text where the report has it, else how it failed (its type,
+    // `panic`, `cancelled`).
+    let status = |error: &Option<String>, text: &Option<String>| {
+        error.as_ref().map(|error| Status {
+            message: status_message(text.as_deref().unwrap_or(error)),
             code: STATUS_CODE_ERROR,
         })
     };
@@ -90,7 +92,7 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
         start_time_unix_nano: start,
         end_time_unix_nano: at(start, report.wall_seconds),
         attributes: run_attributes(report),
-        status: status(&report.error),
+        status: status(&report.error, &report.error_message),
     }];
     let parents = parents(report);
     let thread_names: HashMap<u32, &str> = report
@@ -113,7 +115,11 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
         if let Some(name) = thread_names.get(&call.thread) {
             attributes.push(KeyValue::string("thread.name", name));
         }
-        attributes.extend(stage_attributes(stage));
+        // The call's own figures; the stage's totals are on the metrics alone.
+        attributes.push(KeyValue::of(
+            "stemmon.wall_seconds",
+            super::proto::any_value::Value::DoubleValue(call.wall_seconds),
+        ));
         let begin = at(start, call.start_seconds);
         spans.push(Span {
             trace_id: trace.to_vec(),
@@ -124,10 +130,21 @@ pub(crate) fn spans(report: &Report, start: u64) -> Vec<Span> {
             start_time_unix_nano: begin,
             end_time_unix_nano: at(begin, call.wall_seconds),
             attributes,
-            status: status(&call.error),
+            status: status(&call.error, &call.error_message),
         });
     }
     spans
+}
+
+/// The most characters of a span's status message.
+pub(crate) const STATUS_CHARS: usize = 256;
+
+/// An error as a span's status message: its first line, at most [`STATUS_CHARS`]
+/// characters, control characters escaped (`\u{1b}`).
+pub(crate) fn status_message(error: &str) -> String {
+    let line = error.lines().next().unwrap_or_default().trim_end();
+    let cut: String = line.chars().take(STATUS_CHARS).collect();
+    crate::log::escape(&cut).into_owned()
 }
 
 /// When one kept call ran, and its index in the report's spans.
@@ -334,5 +351,17 @@ mod tests {
         let spans = spans(&report, 0);
         assert_eq!(spans.len(), 9);
         assert_eq!(span_id(&trace_id(&report), 0).len(), 8);
+    }
+
+    #[test]
+    fn a_status_message_is_the_errors_first_line_bounded_and_escaped() {
+        assert_eq!(
+            status_message("a worker failed\nat line 2"),
+            "a worker failed"
+        );
+        assert_eq!(status_message("bell \u{7} here"), "bell \\u{7} here");
+        let long = "x".repeat(1000);
+        assert_eq!(status_message(&long).chars().count(), STATUS_CHARS);
+        assert_eq!(status_message(""), "");
     }
 }
