@@ -78,17 +78,18 @@ impl Exporter {
             },
         };
         let url = match env(PUSHGATEWAY_VAR) {
-            Some(url) => match check_url(&url, PUSHGATEWAY_URL) {
+            Some(url) => match check_url(&redact(&url), PUSHGATEWAY_URL) {
                 Ok(()) => Some(url),
                 Err(reason) => {
-                    warn(&format!("ignoring {PUSHGATEWAY_VAR}={url:?}: {reason}"));
+                    let shown = redact(&url);
+                    warn(&format!("ignoring {PUSHGATEWAY_VAR}={shown:?}: {reason}"));
                     config.pushgateway.clone()
                 }
             },
             None => config.pushgateway.clone(),
         };
         if let Some(url) = &url {
-            check_url(url, PUSHGATEWAY_URL).map_err(|reason| Error::InvalidConfig {
+            check_url(&redact(url), PUSHGATEWAY_URL).map_err(|reason| Error::InvalidConfig {
                 setting: "pushgateway",
                 reason,
             })?;
@@ -214,6 +215,23 @@ fn without_prometheus(
         }
     }
     Ok((None, None))
+}
+
+/// The userinfo of `url` (before the last `@` of its authority), if it has one.
+pub(crate) fn userinfo(url: &str) -> Option<&str> {
+    let (_, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next()?;
+    Some(authority.rsplit_once('@')?.0)
+}
+
+/// `url` with its userinfo as `***`: `http://***@host:4318/path`.
+pub(crate) fn redact(url: &str) -> String {
+    match (url.split_once("://"), userinfo(url)) {
+        (Some((scheme, rest)), Some(info)) => {
+            format!("{scheme}://***{}", &rest[info.len()..])
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// What an endpoint setting accepts.

@@ -327,6 +327,8 @@ pub(crate) fn grouping_url(base: &str, host: &str, labels: &BTreeMap<String, Str
 #[derive(Debug)]
 pub(crate) struct Pushgateway {
     url: String,
+    /// The URL as every message shows it: its userinfo (`user:password@`) as `***`.
+    shown: String,
     agent: ureq::Agent,
 }
 
@@ -335,24 +337,33 @@ impl Pushgateway {
     pub(crate) fn new(base: &str, host: &str, labels: &BTreeMap<String, String>) -> Pushgateway {
         let agent = ureq::Agent::config_builder()
             .timeout_global(Some(PUSH_TIMEOUT))
+            // A redirect is a failed push: the request's credentials never reach the host
+            // it names.
+            .max_redirects(0)
             // The status is checked here, so that the gateway's reason reaches the report.
             .http_status_as_error(false)
             .build()
             .into();
+        let url = grouping_url(base, host, labels);
         Pushgateway {
-            url: grouping_url(base, host, labels),
+            shown: crate::export::redact(&url),
+            url,
             agent,
         }
     }
 
-    /// The URL pushed to.
+    /// The URL pushed to, as shown (its userinfo as `***`).
     pub(crate) fn url(&self) -> &str {
-        &self.url
+        &self.shown
     }
 
     /// Replaces the group's metrics with `text` (HTTP PUT).
     pub(crate) fn push(&self, text: &str) -> Result<(), String> {
-        let fail = |why: String| format!("could not push to {}: {why}", self.url);
+        let secret = crate::export::userinfo(&self.url).filter(|info| !info.is_empty());
+        let fail = |why: String| {
+            let why = secret.map_or_else(|| why.clone(), |secret| why.replace(secret, "***"));
+            format!("could not push to {}: {why}", self.shown)
+        };
         let response = self
             .agent
             .put(&self.url)
@@ -362,6 +373,9 @@ impl Pushgateway {
         let status = response.status();
         if status.is_success() {
             return Ok(());
+        }
+        if status.is_redirection() {
+            return Err(fail(format!("HTTP {status} (redirects are not followed)")));
         }
         let body = response
             .into_body()
@@ -561,5 +575,43 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"_.-=".contains(&b)));
         }
+    }
+}
+
+#[cfg(test)]
+mod hostile {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+
+    #[test]
+    fn a_redirecting_gateway_is_a_failed_push_and_no_password_is_shown() {
+        // The host a redirect names: it must hear nothing.
+        let elsewhere = TcpListener::bind("127.0.0.1:0").unwrap();
+        elsewhere.set_nonblocking(true).unwrap();
+        let target = elsewhere.local_addr().unwrap();
+        let gateway = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = gateway.local_addr().unwrap().port();
+        let server = std::thread::spawn(move || {
+            let (mut stream, _) = gateway.accept().unwrap();
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let answer = format!(
+                "HTTP/1.1 302 Found\r\nLocation: http://{target}/metrics\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            stream.write_all(answer.as_bytes()).unwrap();
+        });
+        let base = format!("http://alice:hunter2PASS@127.0.0.1:{port}");
+        let push = Pushgateway::new(&base, "host", &BTreeMap::new());
+        assert!(!push.url().contains("hunter2PASS"), "{}", push.url());
+        let error = push.push("up 1\n").unwrap_err();
+        server.join().unwrap();
+        assert!(
+            error.contains("HTTP 302 Found (redirects are not followed)"),
+            "{error}"
+        );
+        assert!(error.contains("http://***@127.0.0.1:"), "{error}");
+        assert!(!error.contains("hunter2PASS"), "{error}");
+        assert!(elsewhere.accept().is_err(), "the redirect was followed");
     }
 }

@@ -104,22 +104,7 @@ impl fmt::Debug for Endpoint {
     }
 }
 
-/// The userinfo of `url` (before the last `@` of its authority), if it has one.
-fn userinfo(url: &str) -> Option<&str> {
-    let (_, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next()?;
-    Some(authority.rsplit_once('@')?.0)
-}
-
-/// `url` with its userinfo as `***`: `http://***@host:4318/path`.
-pub(crate) fn redact(url: &str) -> String {
-    match (url.split_once("://"), userinfo(url)) {
-        (Some((scheme, rest)), Some(info)) => {
-            format!("{scheme}://***{}", &rest[info.len()..])
-        }
-        _ => url.to_owned(),
-    }
-}
+use crate::export::{redact, userinfo};
 
 #[cfg(test)]
 mod tests {
