@@ -659,3 +659,142 @@ fn an_input_that_is_not_a_regular_file_is_refused_at_once() {
         assert!(!output.exists(), "{} written", output.display());
     }
 }
+
+/// A 256 KiB tmpfs at `dir` for one test, unmounted when dropped; `None` where this
+/// machine may not mount one (not root).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+            .then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `stemmon run` whose report's disk fills mid-run, freed before the end (`free`) or
+/// not: its exit status, its stderr, and the report if one is there.
+fn run_on_full_disk(dir: &Path, free: bool) -> (Option<i32>, String, Option<stemmon::Report>) {
+    use std::io::{BufRead, BufReader};
+    let disk = dir.join(if free { "freed" } else { "full" });
+    let Some(_tmpfs) = Tmpfs::mount(&disk) else {
+        common::cannot_run("a_full_disk", "cannot mount a tmpfs (needs root)");
+        return (None, String::new(), None);
+    };
+    let (report, go) = (disk.join("report.json"), dir.join(format!("go-{free}")));
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.01; done; exit 7",
+        go.display()
+    );
+    let mut child = stemmon()
+        .arg("run")
+        .arg("-o")
+        .arg(&report)
+        .args([
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "0.1",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !report.exists() {
+        assert!(started.elapsed() < DEADLINE, "no first report");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let filler = disk.join("filler");
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&filler).unwrap();
+        while file.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    for line in lines.by_ref().map_while(Result::ok) {
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if line.contains("could not write the report") {
+            break;
+        }
+    }
+    if free {
+        std::fs::remove_file(&filler).unwrap();
+    }
+    std::fs::write(&go, "").unwrap();
+    for line in lines.map_while(Result::ok) {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    let code = child.wait().unwrap().code();
+    let text = std::fs::read(&report).unwrap();
+    let report = stemmon_report::read(&text).ok();
+    (code, stderr, report)
+}
+
+/// A full disk under `stemmon run`: each failure is warned once, and the last word on
+/// the report says what became of it: written once space came back (where it used to
+/// say "the report was not written"), or not written, for the reason warned.
+#[test]
+fn a_full_disk_is_warned_once_and_the_last_word_is_what_happened() {
+    let dir = TempDir::new("full-disk-run");
+    let (code, stderr, report) = run_on_full_disk(dir.path(), true);
+    if code.is_none() {
+        return;
+    }
+    assert_eq!(code, Some(7), "{stderr}");
+    let report = report.expect("the final report");
+    assert!(!report.running && report.exit_code == Some(7), "{report:?}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning:")).collect();
+    let failures = warnings
+        .iter()
+        .filter(|l| l.contains("could not write"))
+        .count();
+    assert_eq!(failures, 1, "{stderr}");
+    assert!(!stderr.contains("not written"), "{stderr}");
+    assert!(
+        warnings
+            .last()
+            .unwrap()
+            .contains("the final report was written to"),
+        "{stderr}"
+    );
+
+    let (code, stderr, report) = run_on_full_disk(dir.path(), false);
+    assert_eq!(code, Some(7), "{stderr}");
+    assert!(
+        report.is_some_and(|r| r.running),
+        "the last whole report stays"
+    );
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning:")).collect();
+    let failures = warnings
+        .iter()
+        .filter(|l| l.contains("could not write"))
+        .count();
+    assert_eq!(failures, 1, "{stderr}");
+    assert!(
+        warnings
+            .last()
+            .unwrap()
+            .contains("the final report was not written either"),
+        "{stderr}"
+    );
+}
