@@ -26,7 +26,7 @@ pub(super) fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
     cells.push(match &row.verdict {
         Verdict::Ok => "ok".to_owned(),
         Verdict::Failed(why) => format!("FAIL: {why}"),
-        Verdict::Short => format!("ignored (< {})", seconds(args.min_seconds)),
+        Verdict::Short => format!("ok (< {}: time not judged)", seconds(args.min_seconds)),
         Verdict::OnlyInBase => "only in base".to_owned(),
         Verdict::OnlyInNew => "only in new".to_owned(),
     });
@@ -63,6 +63,9 @@ pub(super) fn compared_line(outcome: &Outcome) -> String {
     if let Some(note) = &outcome.figures_note {
         let _ = write!(line, "; {note}");
     }
+    if let Some(sides) = &outcome.sides {
+        let _ = write!(line, "\n{sides}");
+    }
     line
 }
 
@@ -74,8 +77,8 @@ pub(super) fn summary(outcome: &Outcome, args: &Args) -> String {
         n => format!("FAIL: {n} reasons"),
     };
     let mut limits = format!(
-        "time +{} %, memory +{} %, stages of {} or more",
-        args.max_time_increase,
+        "time +{} %, memory +{} %, time of stages of {} or more",
+        args.time_limit(),
         args.max_memory_increase,
         seconds(args.min_seconds)
     );
