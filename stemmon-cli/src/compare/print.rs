@@ -124,7 +124,16 @@ pub(super) fn text(outcome: &Outcome, args: &Args) -> String {
     table.give(last, Give::narrow(5, 16));
     let width = crate::format::output_width();
     let dropped = table.fit(width);
-    let mut out = format!("{}\n{table}\n", compared_line(outcome));
+    // The lines around the table fit the width too, wrapped.
+    let fit = |line: &str| match width {
+        Some(width) => line
+            .lines()
+            .map(|l| crate::format::wrap(l, width, 0))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => line.to_owned(),
+    };
+    let mut out = format!("{}\n{table}\n", fit(&compared_line(outcome)));
     if let (Some(width), false) = (width, dropped.is_empty()) {
         let line = format!(
             "left out to fit {width} columns: {} (a wider COLUMNS shows them)",
@@ -135,7 +144,7 @@ pub(super) fn text(outcome: &Outcome, args: &Args) -> String {
     reason_lines(&mut out, &outcome.reasons, "FAIL: ", |r| {
         clean(r).into_owned()
     });
-    let _ = writeln!(out, "{}", summary(outcome, args));
+    let _ = writeln!(out, "{}", fit(&summary(outcome, args)));
     out
 }
 
