@@ -285,9 +285,10 @@ fn every_subcommand(name: &str, hostile: &Value) -> Vec<(String, Duration, Optio
                 merged_svg.as_os_str(),
             ],
         ),
+        // Against a merge of as many runs (a merge of one is another shape: exit 2).
         (
             "compare merged",
-            vec![os("compare"), merged.as_os_str(), alone.as_os_str()],
+            vec![os("compare"), merged.as_os_str(), merged.as_os_str()],
         ),
         (
             "merge merged",
@@ -797,4 +798,43 @@ fn a_full_disk_is_warned_once_and_the_last_word_is_what_happened() {
             .contains("the final report was not written either"),
         "{stderr}"
     );
+}
+
+/// A report of many tiny records (`"stages": [{}, {}, ...]`, `"spans"` too: 3 bytes of
+/// JSON each, hundreds in memory) is refused once its records would cost more than its
+/// size plus 32 MiB, as `wait4` measures it: it cost 180 times the file.
+#[test]
+fn many_tiny_records_are_refused_at_a_bounded_cost() {
+    const COUNT: usize = 8 << 20;
+    if !common::has_python3("many_tiny_records_are_refused_at_a_bounded_cost") {
+        return;
+    }
+    let dir = TempDir::new("hostile-tiny");
+    for key in ["stages", "spans", "timeline", "command"] {
+        let mut report = good();
+        report[key] = json!("LARGE");
+        let path = dir.path().join(format!("{key}.json"));
+        let fill = if key == "command" { "\"\"," } else { "{}," };
+        let last = if key == "command" { "\"\"]" } else { "{}]" };
+        with_large_value(&path, &report.to_string(), ("[", fill, last), COUNT);
+        let size = std::fs::metadata(&path).unwrap().len();
+        let (code, peak, stderr) = exit_and_peak(
+            dir.path(),
+            &[std::ffi::OsStr::new("show"), path.as_os_str()],
+        );
+        eprintln!(
+            "{key}: exit {code:?}, peak {} MiB, file {} MiB",
+            peak / MIB,
+            size / MIB
+        );
+        assert_eq!(code, Some(2), "{key}: {stderr}");
+        assert!(
+            stderr.contains("more records than a report of its size can"),
+            "{stderr}"
+        );
+        assert!(
+            peak <= 2 * size + 64 * MIB,
+            "{key}: peak {peak} for {size} bytes"
+        );
+    }
 }

@@ -26,7 +26,8 @@ pub(crate) trait Keyed {
 /// The [`Keyed`] impl of a type whose fields are each one key, read as their own type;
 /// `then` lists the groups (fields that are [`Keyed`] themselves) asked in turn.
 macro_rules! keyed {
-    ($type:ty { $($field:ident),* $(,)? } $(then $($group:ident),+)?) => {
+    ($type:ty { $($field:ident),* $(,)? } $(charged { $($charged:ident),+ $(,)? })?
+     $(then $($group:ident),+)?) => {
         impl Keyed for $type {
             fn take<'de, A: MapAccess<'de>>(
                 &mut self,
@@ -35,6 +36,7 @@ macro_rules! keyed {
             ) -> Result<bool, A::Error> {
                 match key {
                     $(stringify!($field) => self.$field = map.next_value()?,)*
+                    $($(stringify!($charged) => self.$charged = Charged::read(map)?,)+)?
                     _ => return Ok(false $($(|| self.$group.take(key, map)?)+)?),
                 }
                 Ok(true)
@@ -102,8 +104,6 @@ keyed!(Report {
     platform,
     sampler,
     host,
-    labels,
-    command,
     spawn_floor_bytes,
     detailed_memory,
     high_water_marks,
@@ -119,13 +119,16 @@ keyed!(Report {
     peak_process_count,
     io_missing,
     heap,
-    processes,
     peak_rss_stage,
     peak_rss_elapsed_seconds,
     cgroup,
+    latest_sample,
+} charged {
+    labels,
+    command,
+    processes,
     threads,
     stages,
-    latest_sample,
     recent_samples,
     timeline,
     spans,
@@ -176,6 +179,135 @@ keyed!(TimelinePoint {
 } then figures);
 
 deserialize_by_key!(Report, StageReport, ProcessReport, TimelinePoint);
+
+thread_local! {
+    /// Bytes the records being read may still take, `None` when unbounded.
+    static BUDGET: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `read` with `bytes` to spend on the records of collections (each charged its
+/// size in memory): a report of many tiny records (`[{}, {}, ...]`, three bytes of
+/// JSON for hundreds in memory) is refused before it costs more than that.
+pub(crate) fn with_budget<R>(bytes: u64, read: impl FnOnce() -> R) -> R {
+    struct Restore(Option<u64>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BUDGET.with(|budget| budget.set(self.0));
+        }
+    }
+    let _restore = Restore(BUDGET.with(|budget| budget.replace(Some(bytes))));
+    read()
+}
+
+/// Spends `bytes` of the budget, or fails past it.
+fn charge<E: de::Error>(bytes: usize) -> Result<(), E> {
+    BUDGET.with(|budget| match budget.get() {
+        None => Ok(()),
+        Some(left) => match left.checked_sub(bytes as u64) {
+            Some(left) => {
+                budget.set(Some(left));
+                Ok(())
+            }
+            None => Err(E::custom(
+                "it holds more records than a report of its size can (many tiny ones?)",
+            )),
+        },
+    })
+}
+
+/// A collection read with each element charged to the budget.
+trait Charged: Sized {
+    fn read<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error>;
+}
+
+impl<T: for<'de> Deserialize<'de>> Charged for Vec<T> {
+    fn read<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
+        map.next_value_seed(ChargedSeq(std::marker::PhantomData))
+    }
+}
+
+impl<T: for<'de> Deserialize<'de>> Charged for Option<Vec<T>> {
+    fn read<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
+        struct Seed<T>(std::marker::PhantomData<T>);
+        impl<'de, T: for<'a> Deserialize<'a>> DeserializeSeed<'de> for Seed<T> {
+            type Value = Option<Vec<T>>;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_option(self)
+            }
+        }
+        impl<'de, T: for<'a> Deserialize<'a>> Visitor<'de> for Seed<T> {
+            type Value = Option<Vec<T>>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an array or null")
+            }
+            fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(None)
+            }
+            fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                ChargedSeq(std::marker::PhantomData)
+                    .deserialize(d)
+                    .map(Some)
+            }
+        }
+        map.next_value_seed(Seed(std::marker::PhantomData))
+    }
+}
+
+impl Charged for std::collections::BTreeMap<String, String> {
+    fn read<'de, A: MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
+        struct Seed;
+        impl<'de> DeserializeSeed<'de> for Seed {
+            type Value = std::collections::BTreeMap<String, String>;
+            fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+                d.deserialize_map(self)
+            }
+        }
+        impl<'de> Visitor<'de> for Seed {
+            type Value = std::collections::BTreeMap<String, String>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of strings")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut out = std::collections::BTreeMap::new();
+                while let Some((key, value)) = map.next_entry::<String, String>()? {
+                    // Two strings and a tree node's share.
+                    charge(2 * std::mem::size_of::<String>() + 32)?;
+                    out.insert(key, value);
+                }
+                Ok(out)
+            }
+        }
+        map.next_value_seed(Seed)
+    }
+}
+
+/// An array whose elements are charged their size in memory.
+struct ChargedSeq<T>(std::marker::PhantomData<T>);
+
+impl<'de, T: for<'a> Deserialize<'a>> DeserializeSeed<'de> for ChargedSeq<T> {
+    type Value = Vec<T>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Vec<T>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de, T: for<'a> Deserialize<'a>> Visitor<'de> for ChargedSeq<T> {
+    type Value = Vec<T>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<T>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(element) = seq.next_element::<T>()? {
+            charge(std::mem::size_of::<T>())?;
+            out.push(element);
+        }
+        Ok(out)
+    }
+}
 
 /// The figures of a later source that a record keeps beside the declared fields of the
 /// table ([`FIELDS`](crate::FIELDS)): the timeline's and the processes' series.
@@ -411,6 +543,21 @@ mod tests {
         assert!(report.stages[0].figures.is_empty());
         let bad_figure = r#"{"peak_tree_gpu_bytes": [1, 2]}"#;
         assert!(serde_json::from_str::<Report>(bad_figure).is_err());
+    }
+
+    #[test]
+    fn records_past_the_budget_are_refused() {
+        let many = format!(r#"{{"stages": [{}{{}}]}}"#, "{},".repeat(999));
+        let stage = std::mem::size_of::<StageReport>() as u64;
+        let fits = with_budget(1000 * stage, || serde_json::from_str::<Report>(&many));
+        assert_eq!(fits.unwrap().stages.len(), 1000);
+        let refused = with_budget(999 * stage, || serde_json::from_str::<Report>(&many));
+        assert!(refused
+            .unwrap_err()
+            .to_string()
+            .contains("more records than"));
+        // Unbounded outside a budget, and the budget is gone after one.
+        assert!(serde_json::from_str::<Report>(&many).is_ok());
     }
 
     #[test]

@@ -391,7 +391,18 @@ fn parse(text: &[u8]) -> Result<Report, ReadError> {
             ))
         }
     }
-    serde_json::from_slice(text).map_err(|e| ReadError::new(format!("not a stemmon report: {e}")))
+    crate::keyed::with_budget(record_budget(text.len()), || serde_json::from_slice(text))
+        .map_err(|e| ReadError::new(format!("not a stemmon report: {e}")))
+}
+
+/// The bytes the records of a report of `len` bytes may take in memory, counted at
+/// each record's size: its size plus 32 MiB. A report stemmon wrote holds far less (a
+/// stage is about 1.5 KiB of JSON for 552 bytes in memory, a timeline point about 300
+/// for 160), and 100 000 stages of a dozen keys each still read; a file of tiny
+/// records (`[{}, {}, ...]`: 3 bytes of JSON, hundreds in memory) is refused at that
+/// cost instead of hundreds of times its size.
+pub fn record_budget(len: usize) -> u64 {
+    len as u64 + (32 << 20)
 }
 
 #[cfg(test)]
