@@ -36,11 +36,11 @@ fn fit() -> Model {
     let started = Instant::now();
     // `black_box`: an optimised build keeps the data (else it computes the sums without
     // ever holding it, and the stage holds 3 MiB, not 200), and each pass reads it anew.
-    let mut data = std::hint::black_box(make_data(FIT_MIB));
+    let data = std::hint::black_box(make_data(FIT_MIB));
     // Scan the data again and again for about a second: a stage worth sampling.
     let (mut mean, mut spread, mut passes) = (0.0, 0.0, 0u32);
     while passes == 0 || started.elapsed() < Duration::from_secs(1) {
-        let data: &Vec<f64> = std::hint::black_box(&mut data);
+        let data = std::hint::black_box(&data);
         mean = data.iter().sum::<f64>() / data.len() as f64;
         spread = data.iter().map(|x| (x - mean).abs()).sum::<f64>() / data.len() as f64;
         // Each pass's figures are used, so no pass is skipped as dead work.
