@@ -63,13 +63,18 @@ pub fn read(bytes: &[u8]) -> Result<Report, ReadError> {
 /// [`read`], keeping the checked stage tree.
 pub fn read_checked(bytes: &[u8]) -> Result<Checked, ReadError> {
     if bytes.len() as u64 > MAX_REPORT_BYTES {
-        return Err(ReadError::new(format!(
-            "larger than {} MiB, not a stemmon report",
-            MAX_REPORT_BYTES >> 20
-        )));
+        return Err(too_large());
     }
     let report = parse(bytes)?;
     check(report)
+}
+
+/// The error for a report past [`MAX_REPORT_BYTES`].
+fn too_large() -> ReadError {
+    ReadError::new(format!(
+        "larger than {} MiB, not a stemmon report",
+        MAX_REPORT_BYTES >> 20
+    ))
 }
 
 /// Reads and checks the report file at `path`, reading at most [`MAX_REPORT_BYTES`]
@@ -82,6 +87,10 @@ pub fn read_file(path: &Path) -> Result<Checked, ReadError> {
     use std::io::Read;
     let shown = path.display();
     let file = open_regular(path).map_err(|why| ReadError::new(format!("{shown}: {why}")))?;
+    // Past the cap by its size: refused before a byte is read.
+    if file.metadata().is_ok_and(|m| m.len() > MAX_REPORT_BYTES) {
+        return Err(ReadError::new(format!("{shown}: {}", too_large())));
+    }
     let mut text = Vec::new();
     file.take(MAX_REPORT_BYTES + 1)
         .read_to_end(&mut text)
