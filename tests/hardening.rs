@@ -632,10 +632,31 @@ fn a_disk_full_for_a_while_still_gets_the_next_write_and_the_final_report() {
     assert!(while_full.running, "the last whole report stays");
     std::fs::remove_file(&filler).unwrap();
     // The rest of stderr drains while the run goes on.
-    let drain = std::thread::spawn(move || lines.count());
+    let drain = std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>());
     let status = wait_at_most(&mut child, Duration::from_secs(60));
-    drain.join().unwrap();
+    let rest = drain.join().unwrap();
     assert!(status.success(), "{status}");
+    // Each failure is warned once, and the last word on the report is what happened:
+    // the final report landed.
+    let warnings: Vec<&String> = rest.iter().filter(|l| l.contains("warning:")).collect();
+    assert!(
+        !warnings
+            .iter()
+            .any(|l| l.contains("could not write the report")),
+        "the failure warned twice: {warnings:?}"
+    );
+    assert!(
+        !rest.iter().any(|l| l.contains("not written")),
+        "the final report landed: {rest:?}"
+    );
+    let said = warnings.last().expect("a word on the final report");
+    assert!(
+        said.contains(&format!(
+            "the final report was written to {}",
+            report_path.display()
+        )) && said.contains("earlier write"),
+        "{said}"
+    );
     let last = read_report(&report_path);
     assert!(!last.running, "the final report landed");
     assert!(last.stage("work").is_some(), "{:?}", last.stages);

@@ -194,27 +194,22 @@ mod unix {
         // CMD has exited but is not reaped yet: the last sample finds it (a zombie, with
         // nothing resident, whose final interval is in its rusage) instead of a missing
         // process. A non-zero exit or a signal is the run's failure, named in the report.
-        let report = monitor.map(|monitor| {
+        // The monitor itself says what became of the report (written after failures,
+        // or not), each failure once.
+        if let Some(monitor) = monitor {
             monitor.finish_command(match signal {
                 Some(number) => stemmon::CommandExit::Signal {
                     number,
                     name: signal_name(number),
                 },
                 None => stemmon::CommandExit::Code(i32::from(status)),
-            })
-        });
+            });
+        }
         // No signal is passed on once CMD's pid may be reused.
         child_pid.lock().unwrap_or_else(PoisonError::into_inner).pid = 0;
         reap(pid as libc::pid_t);
         handle.close();
         let _ = forwarder.join();
-        if let Some(report) = report {
-            if let Some(error) = report.output_error {
-                crate::print_err(&format!(
-                    "stemmon: warning: the report was not written: {error}"
-                ));
-            }
-        }
         Ok(status)
     }
 

@@ -488,15 +488,16 @@ fn merge_sums_counts_keeps_peaks_and_recomputes_cores() {
         "{big}"
     );
     assert_eq!(merged["stages"][1]["io_write_bytes"], 128 * MIB);
-    // The whole run: the longest wall, peaks the highest, sums summed, cores recomputed.
+    // The whole run: the longest wall, peaks the highest, sums summed, cores per run.
     assert_eq!(merged["wall_seconds"], 4.0);
     assert_eq!(merged["heap"]["allocated_bytes"], 1200 * MIB);
     assert_eq!(merged["heap"]["peak_live_bytes"], 502 * MIB);
     assert!(
-        (merged["cpu_cores"].as_f64().unwrap() - 2.0).abs() < 1e-9,
-        "8 CPU seconds over the longest 4 s: {}",
+        (merged["cpu_cores"].as_f64().unwrap() - 1.0).abs() < 1e-9,
+        "each run's 1.0 cores, not their sum: {}",
         merged["cpu_cores"]
     );
+    assert_eq!(merged["merge"]["run"]["cpu_cores"]["max"], 1.0);
     // What each report said is under `merge`.
     let section = &merged["merge"];
     assert_eq!(section["inputs"][1]["host"], "node-2");

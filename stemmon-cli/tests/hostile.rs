@@ -285,9 +285,10 @@ fn every_subcommand(name: &str, hostile: &Value) -> Vec<(String, Duration, Optio
                 merged_svg.as_os_str(),
             ],
         ),
+        // Against a merge of as many runs (a merge of one is another shape: exit 2).
         (
             "compare merged",
-            vec![os("compare"), merged.as_os_str(), alone.as_os_str()],
+            vec![os("compare"), merged.as_os_str(), merged.as_os_str()],
         ),
         (
             "merge merged",
@@ -413,5 +414,427 @@ fn times_at_the_edge_of_f64_are_exit_2_everywhere() {
 fn control_characters_everywhere_reach_no_output_raw() {
     for (what, _, code) in every_subcommand("control", &control_characters()) {
         assert_ne!(code, Some(2), "control: {what}");
+    }
+}
+
+/// Runs `stemmon args` to its end: its exit code, its peak RSS in bytes as the kernel's
+/// `wait4` gives it to its parent, and its stderr.
+///
+/// The parent is a small Python process, not this test: the kernel carries a process's
+/// high-water mark across `exec`, so a direct child of this test would start at the
+/// test's own peak (gigabytes beside the other tests here). An alarm set before `exec`
+/// ends a reader that hangs.
+fn exit_and_peak(dir: &Path, args: &[&std::ffi::OsStr]) -> (Option<i32>, u64, String) {
+    let err = dir.join("stderr");
+    let wrapper = "import os, sys, signal\n\
+                   pid = os.fork()\n\
+                   if pid == 0:\n\
+                   \x20   fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n\
+                   \x20   os.dup2(fd, 2)\n\
+                   \x20   null = os.open(os.devnull, os.O_RDWR)\n\
+                   \x20   os.dup2(null, 0)\n\
+                   \x20   os.dup2(null, 1)\n\
+                   \x20   signal.alarm(int(sys.argv[1]))\n\
+                   \x20   os.execv(sys.argv[3], sys.argv[3:])\n\
+                   _, status, usage = os.wait4(pid, 0)\n\
+                   print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)";
+    let output = std::process::Command::new("python3")
+        .arg("-c")
+        .arg(wrapper)
+        .arg(DEADLINE.as_secs().to_string())
+        .arg(&err)
+        .arg(env!("CARGO_BIN_EXE_stemmon"))
+        .args(args)
+        .env_remove("COLUMNS")
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 runs");
+    assert!(output.status.success(), "{output:?}");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let (code, kib) = text
+        .trim()
+        .split_once(' ')
+        .and_then(|(code, kib)| Some((code.parse::<i32>().ok()?, kib.parse::<u64>().ok()?)))
+        .unwrap_or_else(|| panic!("no exit code and ru_maxrss in {output:?}"));
+    assert_ne!(
+        code,
+        -libc::SIGALRM,
+        "stemmon {args:?} still ran after {DEADLINE:?}"
+    );
+    let stderr = String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned();
+    (Some(code), kib * 1024, stderr)
+}
+
+/// The JSON `text` written to `path` with its string `"LARGE"` replaced by `open`, `fill`
+/// repeated `count` times (rounded down to 65 536) and `close`, without the whole file in
+/// memory.
+fn with_large_value(path: &Path, text: &str, parts: (&str, &str, &str), count: usize) {
+    use std::io::Write;
+    let (open, fill, close) = parts;
+    let (head, tail) = text.split_once("\"LARGE\"").unwrap();
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write!(file, "{head}{open}").unwrap();
+    let chunk = fill.repeat(1 << 16);
+    for _ in 0..count >> 16 {
+        file.write_all(chunk.as_bytes()).unwrap();
+    }
+    write!(file, "{close}{tail}").unwrap();
+    file.flush().unwrap();
+}
+
+/// Unknown keys are skipped, not kept, and a `format_version` is a short string: on a
+/// report of 100 MB with one unknown key (at the top, in a stage), or a 100 MB version,
+/// every reader stays within twice the file plus 64 MiB (they cost 32 times the file
+/// when the unknown keys were kept), as `wait4` measures it.
+#[test]
+fn a_large_unknown_key_or_version_costs_at_most_twice_the_file() {
+    const SIZE: usize = 100 << 20;
+    if !common::has_python3("a_large_unknown_key_or_version_costs_at_most_twice_the_file") {
+        return;
+    }
+    let dir = TempDir::new("hostile-large-key");
+    let mut top = good();
+    top["later"] = json!("LARGE");
+    let mut in_stage = good();
+    in_stage["stages"][0]["skipped"] = json!("LARGE");
+    let (top, stage, version) = (
+        (dir.path().join("top.json"), top.to_string()),
+        (dir.path().join("stage.json"), in_stage.to_string()),
+        (
+            dir.path().join("version.json"),
+            json!({"format_version": "LARGE", "pid": 1}).to_string(),
+        ),
+    );
+    with_large_value(&top.0, &top.1, ("[", "0,", "0]"), SIZE / 2);
+    with_large_value(&stage.0, &stage.1, ("[", "[],", "[]]"), SIZE / 3);
+    with_large_value(&version.0, &version.1, ("\"", "x", "\""), SIZE);
+    let (top, stage, version) = (top.0, stage.0, version.0);
+    let mut other = good();
+    other["pid"] = json!(3);
+    let other = write(dir.path(), "other.json", &other);
+    let (html, merged, trace) = (
+        dir.path().join("out.html"),
+        dir.path().join("merged.json"),
+        dir.path().join("trace.json"),
+    );
+    let os = std::ffi::OsStr::new;
+    for (input, readable) in [(&top, true), (&stage, true), (&version, false)] {
+        let size = std::fs::metadata(input).unwrap().len();
+        assert!(size >= SIZE as u64 - MIB, "{size}");
+        let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+            vec![os("show"), input.as_os_str()],
+            vec![os("compare"), other.as_os_str(), input.as_os_str()],
+            vec![os("plot"), input.as_os_str(), os("-o"), html.as_os_str()],
+            vec![
+                os("merge"),
+                input.as_os_str(),
+                other.as_os_str(),
+                os("-o"),
+                merged.as_os_str(),
+            ],
+            vec![
+                os("export"),
+                input.as_os_str(),
+                os("--format"),
+                os("chrome"),
+                os("-o"),
+                trace.as_os_str(),
+            ],
+        ];
+        for args in cases {
+            let (code, peak, stderr) = exit_and_peak(dir.path(), &args);
+            let limit = 2 * size + 64 * MIB;
+            eprintln!(
+                "{args:?}: exit {code:?}, peak {} MiB, file {} MiB",
+                peak / MIB,
+                size / MIB
+            );
+            assert!(peak <= limit, "{args:?}: peak {peak} > {limit}: {stderr}");
+            if readable {
+                // `compare` of a different run may fail its gate (1); nothing is refused.
+                assert!(
+                    matches!(code, Some(0 | 1)),
+                    "{args:?}: exit {code:?}: {stderr}"
+                );
+            } else {
+                assert_eq!(code, Some(2), "{args:?}: {stderr}");
+                assert_eq!(stderr.lines().count(), 1, "{stderr}");
+                assert!(stderr.contains("format_version is"), "{stderr}");
+                assert!(stderr.len() < 300, "{stderr}");
+            }
+        }
+        if readable {
+            // What was skipped is not written on: the merge holds no trace of it.
+            let merged = std::fs::read_to_string(&merged).unwrap();
+            assert!(!merged.contains("later") && !merged.contains("skipped"));
+            assert!(merged.len() < 1 << 20, "{}", merged.len());
+        }
+    }
+}
+
+/// Whatever is not a regular file is refused at once, exit 2 with one line, by every
+/// subcommand that reads a report: a FIFO with no writer, one with a writer that never
+/// writes (each used to hang the reader in `open` or `read`), a device and a socket.
+#[test]
+fn an_input_that_is_not_a_regular_file_is_refused_at_once() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = TempDir::new("hostile-special");
+    let fifo = dir.path().join("fifo.json");
+    let silent = dir.path().join("silent.json");
+    for path in [&fifo, &silent] {
+        let name = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    }
+    // A writer that holds the FIFO open and never writes (read-write does not block).
+    let _writer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&silent)
+        .unwrap();
+    let socket = dir.path().join("socket.json");
+    let _listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let device = Path::new("/dev/zero");
+    let good = write(dir.path(), "good.json", &good());
+    let (html, svg, merged, trace) = (
+        dir.path().join("out.html"),
+        dir.path().join("out.svg"),
+        dir.path().join("merged.json"),
+        dir.path().join("trace.json"),
+    );
+    let os = std::ffi::OsStr::new;
+    for (input, kind) in [
+        (&*fifo, "a FIFO"),
+        (&*silent, "a FIFO"),
+        (device, "a device"),
+        (&*socket, "a socket"),
+    ] {
+        let cases: Vec<Vec<&std::ffi::OsStr>> = vec![
+            vec![os("show"), input.as_os_str()],
+            vec![os("compare"), good.as_os_str(), input.as_os_str()],
+            vec![os("compare"), input.as_os_str(), good.as_os_str()],
+            vec![os("plot"), input.as_os_str(), os("-o"), html.as_os_str()],
+            vec![os("plot"), input.as_os_str(), os("-o"), svg.as_os_str()],
+            vec![
+                os("merge"),
+                good.as_os_str(),
+                input.as_os_str(),
+                os("-o"),
+                merged.as_os_str(),
+            ],
+            vec![
+                os("export"),
+                input.as_os_str(),
+                os("--format"),
+                os("chrome"),
+                os("-o"),
+                trace.as_os_str(),
+            ],
+            vec![
+                os("export"),
+                input.as_os_str(),
+                os("--format"),
+                os("otlp"),
+                os("--endpoint"),
+                os("http://127.0.0.1:9"),
+            ],
+        ];
+        for args in cases {
+            let ran = run(dir.path(), &args);
+            assert_eq!(ran.code, Some(2), "{args:?}: {}", ran.stderr);
+            assert_eq!(ran.stderr.lines().count(), 1, "{args:?}: {}", ran.stderr);
+            assert!(
+                ran.stderr.contains(&format!("{kind}, not a regular file")),
+                "{args:?}: {}",
+                ran.stderr
+            );
+            // At once: no wait for a writer, on a loaded machine too.
+            assert!(
+                ran.took < Duration::from_secs(5),
+                "{args:?}: {:?}",
+                ran.took
+            );
+        }
+    }
+    for output in [&html, &svg, &merged, &trace] {
+        assert!(!output.exists(), "{} written", output.display());
+    }
+}
+
+/// A 256 KiB tmpfs at `dir` for one test, unmounted when dropped; `None` where this
+/// machine may not mount one (not root).
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path) -> Option<Tmpfs> {
+        std::fs::create_dir_all(dir).unwrap();
+        std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs"])
+            .arg(dir)
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|status| status.success())
+            .then(|| Tmpfs(dir.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `stemmon run` whose report's disk fills mid-run, freed before the end (`free`) or
+/// not: its exit status, its stderr, and the report if one is there.
+fn run_on_full_disk(dir: &Path, free: bool) -> (Option<i32>, String, Option<stemmon::Report>) {
+    use std::io::{BufRead, BufReader};
+    let disk = dir.join(if free { "freed" } else { "full" });
+    let Some(_tmpfs) = Tmpfs::mount(&disk) else {
+        common::cannot_run("a_full_disk", "cannot mount a tmpfs (needs root)");
+        return (None, String::new(), None);
+    };
+    let (report, go) = (disk.join("report.json"), dir.join(format!("go-{free}")));
+    let script = format!(
+        "while [ ! -e '{}' ]; do sleep 0.01; done; exit 7",
+        go.display()
+    );
+    let mut child = stemmon()
+        .arg("run")
+        .arg("-o")
+        .arg(&report)
+        .args([
+            "--sample-interval",
+            "0.05",
+            "--log-interval",
+            "0.1",
+            "--",
+            "sh",
+            "-c",
+        ])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    while !report.exists() {
+        assert!(started.elapsed() < DEADLINE, "no first report");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let filler = disk.join("filler");
+    {
+        use std::io::Write;
+        let mut file = std::fs::File::create(&filler).unwrap();
+        while file.write_all(&[0u8; 4096]).is_ok() {}
+    }
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut stderr = String::new();
+    for line in lines.by_ref().map_while(Result::ok) {
+        stderr.push_str(&line);
+        stderr.push('\n');
+        if line.contains("could not write the report") {
+            break;
+        }
+    }
+    if free {
+        std::fs::remove_file(&filler).unwrap();
+    }
+    std::fs::write(&go, "").unwrap();
+    for line in lines.map_while(Result::ok) {
+        stderr.push_str(&line);
+        stderr.push('\n');
+    }
+    let code = child.wait().unwrap().code();
+    let text = std::fs::read(&report).unwrap();
+    let report = stemmon_report::read(&text).ok();
+    (code, stderr, report)
+}
+
+/// A full disk under `stemmon run`: each failure is warned once, and the last word on
+/// the report says what became of it: written once space came back (where it used to
+/// say "the report was not written"), or not written, for the reason warned.
+#[test]
+fn a_full_disk_is_warned_once_and_the_last_word_is_what_happened() {
+    let dir = TempDir::new("full-disk-run");
+    let (code, stderr, report) = run_on_full_disk(dir.path(), true);
+    if code.is_none() {
+        return;
+    }
+    assert_eq!(code, Some(7), "{stderr}");
+    let report = report.expect("the final report");
+    assert!(!report.running && report.exit_code == Some(7), "{report:?}");
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning:")).collect();
+    let failures = warnings
+        .iter()
+        .filter(|l| l.contains("could not write"))
+        .count();
+    assert_eq!(failures, 1, "{stderr}");
+    assert!(!stderr.contains("not written"), "{stderr}");
+    assert!(
+        warnings
+            .last()
+            .unwrap()
+            .contains("the final report was written to"),
+        "{stderr}"
+    );
+
+    let (code, stderr, report) = run_on_full_disk(dir.path(), false);
+    assert_eq!(code, Some(7), "{stderr}");
+    assert!(
+        report.is_some_and(|r| r.running),
+        "the last whole report stays"
+    );
+    let warnings: Vec<&str> = stderr.lines().filter(|l| l.contains("warning:")).collect();
+    let failures = warnings
+        .iter()
+        .filter(|l| l.contains("could not write"))
+        .count();
+    assert_eq!(failures, 1, "{stderr}");
+    assert!(
+        warnings
+            .last()
+            .unwrap()
+            .contains("the final report was not written either"),
+        "{stderr}"
+    );
+}
+
+/// A report of many tiny records (`"stages": [{}, {}, ...]`, `"spans"` too: 3 bytes of
+/// JSON each, hundreds in memory) is refused once its records would cost more than its
+/// size plus 32 MiB, as `wait4` measures it: it cost 180 times the file.
+#[test]
+fn many_tiny_records_are_refused_at_a_bounded_cost() {
+    const COUNT: usize = 8 << 20;
+    if !common::has_python3("many_tiny_records_are_refused_at_a_bounded_cost") {
+        return;
+    }
+    let dir = TempDir::new("hostile-tiny");
+    for key in ["stages", "spans", "timeline", "command"] {
+        let mut report = good();
+        report[key] = json!("LARGE");
+        let path = dir.path().join(format!("{key}.json"));
+        let fill = if key == "command" { "\"\"," } else { "{}," };
+        let last = if key == "command" { "\"\"]" } else { "{}]" };
+        with_large_value(&path, &report.to_string(), ("[", fill, last), COUNT);
+        let size = std::fs::metadata(&path).unwrap().len();
+        let (code, peak, stderr) = exit_and_peak(
+            dir.path(),
+            &[std::ffi::OsStr::new("show"), path.as_os_str()],
+        );
+        eprintln!(
+            "{key}: exit {code:?}, peak {} MiB, file {} MiB",
+            peak / MIB,
+            size / MIB
+        );
+        assert_eq!(code, Some(2), "{key}: {stderr}");
+        assert!(
+            stderr.contains("more records than a report of its size can"),
+            "{stderr}"
+        );
+        assert!(
+            peak <= 2 * size + 64 * MIB,
+            "{key}: peak {peak} for {size} bytes"
+        );
     }
 }

@@ -487,3 +487,93 @@ fn gpu_figures_show_plot_compare_and_merge() {
         shown.stdout
     );
 }
+
+/// A merge of three real runs (ranks 0 to 2): `show` prints no pid (the merged report's
+/// `pid` is 0, no process's), names each run by host and rank, and gives the cores per
+/// run, their mean and the busiest run's, each input's figure the truth; comparing it
+/// with one run is refused, with a merge of as many runs it is not.
+#[test]
+fn a_merge_names_its_runs_gives_cores_per_run_and_compares_only_with_merges() {
+    let dir = TempDir::new("merge-runs");
+    let inputs: Vec<PathBuf> = (0..3)
+        .map(|rank| {
+            staged_report(
+                dir.path(),
+                &format!("rank{rank}.json"),
+                Workload::default(),
+                rank,
+            )
+        })
+        .collect();
+    let runs: Vec<Report> = inputs.iter().map(|p| read_report(p)).collect();
+    let refs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+    let (out, whole) = merged(&refs, dir.path(), "merged.json");
+    assert_eq!(whole.pid, 0, "no one process");
+    let cores: Vec<f64> = runs.iter().map(|r| r.cpu_io.cpu_cores.unwrap()).collect();
+    let mean = cores.iter().sum::<f64>() / 3.0;
+    let max = cores.iter().copied().fold(0.0, f64::max);
+    let merged_cores = whole.cpu_io.cpu_cores.unwrap();
+    assert!(
+        (merged_cores - mean).abs() < 1e-9,
+        "{merged_cores} against {cores:?}"
+    );
+    assert!(
+        merged_cores <= max,
+        "a mean, not a sum: {merged_cores} against {cores:?}"
+    );
+
+    let shown = run(&["show".as_ref(), out.as_os_str()]);
+    assert_eq!(shown.code, Some(0), "{}", shown.stderr);
+    assert!(!shown.stdout.contains("pid 0"), "{}", shown.stdout);
+    let run_line = shown.stdout.lines().next().unwrap();
+    assert!(run_line.contains("3 runs"), "{run_line}");
+    let merged_line = shown
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("merged:"))
+        .unwrap();
+    for (rank, input) in inputs.iter().enumerate() {
+        let name = input.display().to_string();
+        let host = &runs[rank].host;
+        assert!(
+            merged_line.contains(&format!("{name}: host {host}, rank {rank}")),
+            "{merged_line}"
+        );
+    }
+    let per_run = format!("{mean:.2} cores per run, at most {max:.2}");
+    assert!(
+        shown.stdout.contains(&per_run),
+        "{per_run}:\n{}",
+        shown.stdout
+    );
+
+    // A merge against one run, either way: refused, one line.
+    for (base, new) in [(&out, &inputs[0]), (&inputs[0], &out)] {
+        let ran = run(&["compare".as_ref(), base.as_os_str(), new.as_os_str()]);
+        assert_eq!(ran.code, Some(2), "{}{}", ran.stdout, ran.stderr);
+        assert_eq!(ran.stderr.lines().count(), 1, "{}", ran.stderr);
+        assert!(
+            ran.stderr.contains("is a merge of 3 runs"),
+            "{}",
+            ran.stderr
+        );
+        assert!(ran.stderr.contains("is a single run"), "{}", ran.stderr);
+    }
+    // Against a merge of as many runs it compares; of fewer, it is refused.
+    let (again, _) = merged(&refs, dir.path(), "again.json");
+    let ran = run(&["compare".as_ref(), out.as_os_str(), again.as_os_str()]);
+    assert!(
+        matches!(ran.code, Some(0 | 1)),
+        "{}{}",
+        ran.stdout,
+        ran.stderr
+    );
+    let (two, _) = merged(&refs[..2], dir.path(), "two.json");
+    let ran = run(&["compare".as_ref(), out.as_os_str(), two.as_os_str()]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("is a merge of 2 runs"),
+        "{}",
+        ran.stderr
+    );
+}

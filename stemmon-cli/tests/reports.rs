@@ -143,18 +143,27 @@ fn compare_judges_each_stage_and_ignores_short_ones() {
         &[&base_path, &new_path],
     );
     assert_eq!(code, Some(0), "{out}");
-    // A stage shorter than --min-seconds in both is not judged; a longer one still is.
+    // A stage shorter than --min-seconds (the noise floor) in both is not judged on
+    // time, only on memory (the same here); a longer one still is.
     let longest = new.stage("fit/inner").unwrap().wall_seconds;
     assert!(base.stage("fit/inner").unwrap().wall_seconds < longest);
     let (_, out) = stdout_of(
-        &["compare", "--min-seconds", &format!("{}", longest * 1.01)],
+        &[
+            "compare",
+            "--metric",
+            "sampled",
+            "--max-memory-increase",
+            "50",
+            "--min-seconds",
+            &format!("{}", longest * 1.01),
+        ],
         &[&base_path, &new_path],
     );
-    assert!(row(&out, "fit/inner").contains("ignored"), "{out}");
-    // Judged, not ignored: whether it fails depends on how much longer the rest of
-    // `fit` took on a loaded machine, beside `inner`'s extra 200 ms.
+    assert!(row(&out, "fit/inner").contains("time not judged"), "{out}");
+    // Judged on time: whether it fails depends on how much longer the rest of `fit`
+    // took on a loaded machine, beside `inner`'s extra 200 ms.
     assert!(
-        !row(&out, "fit").contains("ignored"),
+        !row(&out, "fit").contains("time not judged"),
         "fit lasts longer than --min-seconds: {out}"
     );
 }
@@ -480,8 +489,23 @@ fn show_prints_no_raw_control_character_of_a_report() {
 
 #[test]
 fn an_endless_file_is_refused_past_the_size_limit() {
+    // An endless device is not a regular file: refused at once.
     let started = std::time::Instant::now();
     let output = stemmon().args(["show", "/dev/zero"]).output().unwrap();
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("a device, not a regular file"), "{stderr}");
+    // A regular file past the cap (sparse: 1 GiB of nothing on the disk) is refused by
+    // its size, before a byte is read.
+    let dir = TempDir::new("endless");
+    let huge = dir.path().join("huge.json");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let started = std::time::Instant::now();
+    let output = stemmon().arg("show").arg(&huge).output().unwrap();
     assert!(started.elapsed() < std::time::Duration::from_secs(10));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");

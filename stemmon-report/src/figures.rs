@@ -1,7 +1,8 @@
 //! The figures a record holds beyond the typed fields: those of the sources added since
 //! 0.4 (the GPU's), kept by key so that a new source adds keys without a new field in
-//! every type. In the JSON they are keys like any other (the map is flattened); a key a
-//! reader does not know is kept, not lost.
+//! every type. In the JSON they are keys like any other. On reading, a record keeps only
+//! the figures its sources declare (each a number or `null`) and their sections (`gpu`,
+//! `merge`, of a bounded size); a key no reader knows is skipped unkept.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

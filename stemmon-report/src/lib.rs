@@ -28,6 +28,8 @@ pub mod fields;
 #[cfg(feature = "report")]
 mod figures;
 #[cfg(feature = "report")]
+mod keyed;
+#[cfg(feature = "report")]
 pub mod read;
 #[cfg(feature = "report")]
 mod report;

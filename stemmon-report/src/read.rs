@@ -63,25 +63,90 @@ pub fn read(bytes: &[u8]) -> Result<Report, ReadError> {
 /// [`read`], keeping the checked stage tree.
 pub fn read_checked(bytes: &[u8]) -> Result<Checked, ReadError> {
     if bytes.len() as u64 > MAX_REPORT_BYTES {
-        return Err(ReadError::new(format!(
-            "larger than {} MiB, not a stemmon report",
-            MAX_REPORT_BYTES >> 20
-        )));
+        return Err(too_large());
     }
     let report = parse(bytes)?;
     check(report)
 }
 
+/// The error for a report past [`MAX_REPORT_BYTES`].
+fn too_large() -> ReadError {
+    ReadError::new(format!(
+        "larger than {} MiB, not a stemmon report",
+        MAX_REPORT_BYTES >> 20
+    ))
+}
+
 /// Reads and checks the report file at `path`, reading at most [`MAX_REPORT_BYTES`]
 /// (one more to tell a larger one). The error names the file.
+///
+/// Only a regular file is read: a FIFO, a device or a socket is refused at once, without
+/// waiting in `open` for a writer that may never come (it is opened non-blocking, and
+/// what was opened is checked before a byte is read).
 pub fn read_file(path: &Path) -> Result<Checked, ReadError> {
     use std::io::Read;
     let shown = path.display();
+    let file = open_regular(path).map_err(|why| ReadError::new(format!("{shown}: {why}")))?;
+    // Past the cap by its size: refused before a byte is read.
+    if file.metadata().is_ok_and(|m| m.len() > MAX_REPORT_BYTES) {
+        return Err(ReadError::new(format!("{shown}: {}", too_large())));
+    }
     let mut text = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(MAX_REPORT_BYTES + 1).read_to_end(&mut text))
+    file.take(MAX_REPORT_BYTES + 1)
+        .read_to_end(&mut text)
         .map_err(|e| ReadError::new(format!("cannot read {shown}: {e}")))?;
     read_checked(&text).map_err(|why| ReadError::new(format!("{shown}: {why}")))
+}
+
+/// Opens `path` for reading if it is a regular file: the kind of file otherwise.
+fn open_regular(path: &Path) -> Result<std::fs::File, String> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO opens at once, writer or not; a regular file reads as it would anyway.
+        options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    }
+    let kind = |metadata: &std::fs::Metadata| not_regular(&metadata.file_type());
+    let file = options.open(path).map_err(|e| {
+        // A socket cannot be opened at all: name it rather than the errno.
+        match std::fs::metadata(path).ok().as_ref().and_then(kind) {
+            Some(kind) => format!("{kind}, not a regular file: not a stemmon report"),
+            None => format!("cannot read it: {e}"),
+        }
+    })?;
+    let metadata = file
+        .metadata()
+        .map_err(|e| format!("cannot read it: {e}"))?;
+    match kind(&metadata) {
+        Some(kind) => Err(format!("{kind}, not a regular file: not a stemmon report")),
+        None => Ok(file),
+    }
+}
+
+/// What a file that is not a regular one is, `None` for a regular file.
+fn not_regular(kind: &std::fs::FileType) -> Option<&'static str> {
+    if kind.is_file() {
+        return None;
+    }
+    if kind.is_dir() {
+        return Some("a directory");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return Some("a FIFO");
+        }
+        if kind.is_socket() {
+            return Some("a socket");
+        }
+        if kind.is_char_device() || kind.is_block_device() {
+            return Some("a device");
+        }
+    }
+    Some("not a file")
 }
 
 /// Checks a report already parsed: its tree, its times and its bounds.
@@ -193,20 +258,75 @@ fn check_times(report: &Report) -> Result<(), String> {
 }
 
 /// The keys every stemmon version since 0.1 wrote, and the version, each only noted as
-/// there or not (nothing is built).
+/// there or not (nothing is built; every other key is skipped as it is parsed).
 #[derive(serde::Deserialize)]
 struct Keys {
-    format_version: Option<serde_json::Value>,
+    format_version: Option<VersionText>,
     pid: Option<serde::de::IgnoredAny>,
     wall_seconds: Option<serde::de::IgnoredAny>,
     sampler: Option<serde::de::IgnoredAny>,
     stages: Option<serde::de::IgnoredAny>,
 }
 
+/// The longest `format_version` read: `"MAJOR.MINOR"` of nine digits each fits.
+pub const MAX_VERSION_BYTES: usize = 32;
+
+/// A `format_version` as found, never copied past [`MAX_VERSION_BYTES`].
+enum VersionText {
+    /// A string short enough to be a version.
+    Short(String),
+    /// A string of this many bytes.
+    Long(usize),
+    /// Not a string.
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for VersionText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess};
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = VersionText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a version")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<VersionText, E> {
+                Ok(if text.len() > MAX_VERSION_BYTES {
+                    VersionText::Long(text.len())
+                } else {
+                    VersionText::Short(text.to_owned())
+                })
+            }
+            fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<VersionText, E> {
+                Ok(VersionText::Other)
+            }
+            fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<VersionText, E> {
+                Ok(VersionText::Other)
+            }
+            fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<VersionText, E> {
+                Ok(VersionText::Other)
+            }
+            fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<VersionText, E> {
+                Ok(VersionText::Other)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<VersionText, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(VersionText::Other)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<VersionText, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(VersionText::Other)
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}
+
 /// Parses the bytes of a report file; the error says what is wrong with them.
 ///
-/// Two passes, neither building a `serde_json::Value` (which costs ten times the file):
-/// one that only notes which keys are there, then the report itself.
+/// Two passes, neither building a `serde_json::Value` (which costs ten times the file)
+/// nor keeping a key it does not know: one that only notes which keys are there, then
+/// the report itself. Memory stays within the file's size plus the report's own.
 fn parse(text: &[u8]) -> Result<Report, ReadError> {
     let Some(first) = text.iter().find(|b| !b.is_ascii_whitespace()) else {
         return Err(ReadError::new("the file is empty, not a stemmon report"));
@@ -238,7 +358,7 @@ fn parse(text: &[u8]) -> Result<Report, ReadError> {
         }
     })?;
     match &keys.format_version {
-        Some(serde_json::Value::String(text)) => {
+        Some(VersionText::Short(text)) => {
             let shown = crate::text::escape(&crate::text::short(text)).into_owned();
             let version = Version::parse(text).ok_or_else(|| {
                 ReadError::new(format!(
@@ -252,7 +372,7 @@ fn parse(text: &[u8]) -> Result<Report, ReadError> {
                 )));
             }
         }
-        Some(serde_json::Value::Null) | None => {
+        None => {
             let missing: Vec<&str> = [
                 ("pid", keys.pid.is_some()),
                 ("wall_seconds", keys.wall_seconds.is_some()),
@@ -269,13 +389,29 @@ fn parse(text: &[u8]) -> Result<Report, ReadError> {
                 )));
             }
         }
-        Some(_) => {
+        Some(VersionText::Long(bytes)) => {
+            return Err(ReadError::new(format!(
+                "its format_version is {bytes} bytes long, not MAJOR.MINOR, so not a stemmon report"
+            )))
+        }
+        Some(VersionText::Other) => {
             return Err(ReadError::new(
                 "its format_version is not a string, so not a stemmon report",
             ))
         }
     }
-    serde_json::from_slice(text).map_err(|e| ReadError::new(format!("not a stemmon report: {e}")))
+    crate::keyed::with_budget(record_budget(text.len()), || serde_json::from_slice(text))
+        .map_err(|e| ReadError::new(format!("not a stemmon report: {e}")))
+}
+
+/// The bytes the records of a report of `len` bytes may take in memory, counted at
+/// each record's size: its size plus 32 MiB. A report stemmon wrote holds far less (a
+/// stage is about 1.5 KiB of JSON for 552 bytes in memory, a timeline point about 300
+/// for 160), and 100 000 stages of a dozen keys each still read; a file of tiny
+/// records (`[{}, {}, ...]`: 3 bytes of JSON, hundreds in memory) is refused at that
+/// cost instead of hundreds of times its size.
+pub fn record_budget(len: usize) -> u64 {
+    len as u64 + (32 << 20)
 }
 
 #[cfg(test)]
@@ -323,16 +459,20 @@ mod tests {
         assert!(message.contains(FORMAT_VERSION), "{message}");
         assert!(error(r#"{"format_version": "nine", "pid": 7}"#).contains("not MAJOR.MINOR"));
         assert!(error(r#"{"format_version": 9, "pid": 7}"#).contains("not a string"));
-        // A hostile version string is quoted short and escaped.
-        let evil = format!(
-            r#"{{"format_version": "{}\u001b", "pid": 7}}"#,
-            "x".repeat(500)
-        );
-        let message = error(&evil);
+        // A hostile version string is quoted escaped, and a long one not at all.
+        let evil = r#"{"format_version": "0.\u001b\u202e", "pid": 7}"#;
+        let message = error(evil);
+        assert!(message.contains("not MAJOR.MINOR"), "{message}");
         assert!(
-            message.len() < 200 && !message.contains('\u{1b}'),
+            !message.contains('\u{1b}') && !message.contains('\u{202e}'),
             "{message}"
         );
+        let long = format!(r#"{{"format_version": "{}", "pid": 7}}"#, "x".repeat(500));
+        assert_eq!(
+            error(&long),
+            "its format_version is 500 bytes long, not MAJOR.MINOR, so not a stemmon report"
+        );
+        assert!(error(r#"{"format_version": [1], "pid": 7}"#).contains("not a string"));
     }
 
     #[test]

@@ -7,7 +7,7 @@ use crate::sections::{
 };
 use crate::stage::{CpuIo, HighWater, Peaks, StageReport};
 use crate::Figures;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// A snapshot of a monitor: timings, peaks, stages and the sampler's own health.
@@ -21,8 +21,7 @@ use std::collections::BTreeMap;
 /// println!("peak {:?} bytes in {:?}", report.peaks.peak_tree_rss_bytes, report.peak_rss_stage);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct Report {
     /// The version of the report's layout, `"MAJOR.MINOR"` ([`FORMAT_VERSION`](crate::FORMAT_VERSION)

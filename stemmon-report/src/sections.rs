@@ -73,8 +73,7 @@ pub struct HeapReport {
 }
 
 /// A process of the tree seen during the run (SPEC §12).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ProcessReport {
     /// Its process id.
@@ -137,8 +136,7 @@ pub struct SampleReport {
 /// One point of the whole-run [`Report::timeline`](crate::Report::timeline): the maxima of the samples it
 /// stands for. Neighbours are merged as the run grows, so it never holds more than
 /// about 2 000 points and no sampled peak disappears.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct TimelinePoint {
     /// Seconds since the start at the first sample of the point.

@@ -101,8 +101,7 @@ pub struct CpuIo {
 }
 
 /// The aggregated record of one stage path.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct StageReport {
     /// Index of this record in [`Report::stages`](crate::Report::stages).

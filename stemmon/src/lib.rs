@@ -141,6 +141,7 @@ pub use heap::Alloc;
 pub use monitor::{CommandExit, Monitor};
 pub use output::Output;
 pub use report::Report;
+pub use stage::output_path;
 pub use stage::stage;
 pub use stage::Stage;
 pub use stemmon_macros::{monitor_main, monitored};

@@ -86,11 +86,19 @@ fn peak(report: &Report) -> String {
         (_, Some(bound)) if alone && own.is_some_and(|own| own >= bound) => {
             format!("{} (exact)", human_bytes(own))
         }
-        (Some(sampled), Some(bound)) if bound > sampled => format!(
-            "{} (bound; sampled {})",
-            human_bytes(Some(bound)),
-            human_bytes(Some(sampled))
-        ),
+        // A label never repeats its figure: where the two print alike, the bound alone.
+        (Some(sampled), Some(bound))
+            if bound > sampled && human_bytes(Some(bound)) != human_bytes(Some(sampled)) =>
+        {
+            format!(
+                "{} (bound; sampled {})",
+                human_bytes(Some(bound)),
+                human_bytes(Some(sampled))
+            )
+        }
+        (Some(_), Some(bound)) if bound > sampled.unwrap_or(0) => {
+            format!("{} (bound)", human_bytes(Some(bound)))
+        }
         (None, Some(bound)) => format!("{} (bound)", human_bytes(Some(bound))),
         (sampled, _) => human_bytes(sampled),
     }
@@ -146,6 +154,12 @@ mod tests {
         assert_eq!(peak(&report), "212.0 MiB");
         report.high_water.peak_tree_rss_bound_bytes = Some(498 * mib + 307 * 1024);
         assert_eq!(peak(&report), "498.3 MiB (bound; sampled 212.0 MiB)");
+        // Two figures that print alike are one: `221.7 MiB (bound; sampled 221.7 MiB)`
+        // would say nothing twice.
+        let mut close = report.clone();
+        close.peaks.peak_tree_rss_bytes = Some(221 * mib + 700 * 1024);
+        close.high_water.peak_tree_rss_bound_bytes = Some(221 * mib + 710 * 1024);
+        assert_eq!(peak(&close), "221.7 MiB (bound)");
         // One process alone: its own exact peak is the tree's.
         report.peaks.peak_tree_rss_bytes = Some(3 * mib + 300 * 1024);
         report.peaks.peak_children_rss_bytes = Some(0);

@@ -57,6 +57,8 @@ pub(crate) struct Publisher {
 #[derive(Debug, Default)]
 struct Failures {
     output: Option<String>,
+    /// How many report writes failed.
+    failed_writes: u64,
     export: Option<String>,
 }
 
@@ -124,12 +126,10 @@ impl Publisher {
             }
         }
         self.stamp(&mut report);
-        if let Err(message) = self.write(&report, moment.durable()) {
-            self.failures()
-                .output
-                .get_or_insert_with(|| message.clone());
-            report.output_error.get_or_insert(message.clone());
-            warn_once(&self.warned_output, &message);
+        let written = self.write(&report, moment.durable());
+        self.tell(&written, moment);
+        if let Err(message) = written {
+            report.output_error.get_or_insert(message);
         }
         if recorder.config.log_interval.is_some() {
             let now = recorder.owner_stage(&recorder.lock().records);
@@ -150,6 +150,48 @@ impl Publisher {
         let failures = self.failures();
         report.output_error.clone_from(&failures.output);
         report.export_error.clone_from(&failures.export);
+    }
+
+    /// Keeps a failed write, and says what happened: the first failure once, and at
+    /// the end what became of the final report after failures (it landed, or not: for
+    /// the reason already warned, or a new one).
+    fn tell(&self, written: &Result<(), String>, moment: Moment) {
+        let mut failures = self.failures();
+        let first = failures.output.clone();
+        if written.is_err() {
+            failures.failed_writes += 1;
+        }
+        let failed = failures.failed_writes;
+        if let Err(message) = written {
+            failures.output.get_or_insert_with(|| message.clone());
+        }
+        drop(failures);
+        let s = |n: u64| if n == 1 { "" } else { "s" };
+        match (written, moment == Moment::Final) {
+            (Err(message), false) => warn_once(&self.warned_output, message),
+            (Err(message), true) if first.as_ref() == Some(message) => {
+                crate::warn::warn(&format!(
+                    "the final report was not written either, for the same reason \
+                     ({failed} failed write{} in all)",
+                    s(failed)
+                ));
+            }
+            (Err(message), true) => {
+                crate::warn::warn(&format!("the final report was not written: {message}"));
+            }
+            (Ok(()), true) if failed > 0 => {
+                let path = match &self.output {
+                    Some(Ok(output)) => output.path().display().to_string(),
+                    _ => "its file".to_owned(),
+                };
+                crate::warn::warn(&format!(
+                    "the final report was written to {path}; {failed} earlier write{} failed \
+                     (the first is its output_error)",
+                    s(failed)
+                ));
+            }
+            (Ok(()), _) => {}
+        }
     }
 
     fn failures(&self) -> std::sync::MutexGuard<'_, Failures> {

@@ -106,6 +106,27 @@ fn enter_named(name: StageName) -> Stage {
     .unwrap_or_else(Stage::inert)
 }
 
+/// The report file of the monitor that covers the calling thread (the process-wide one
+/// that `#[monitor_main]` starts, or a thread-only one started here), as it writes it:
+/// the `output` setting after `STEMMON_OUTPUT`. `None` with no monitor, or one that
+/// writes no file.
+///
+/// ```
+/// let monitor = stemmon::Monitor::builder()
+///     .log_interval(None)
+///     .output("target/stemmon/doc-output-path.json")
+///     .start()?;
+/// let path = stemmon::output_path();
+/// assert_eq!(path.as_deref(), Some(std::path::Path::new("target/stemmon/doc-output-path.json")));
+/// monitor.finish();
+/// assert_eq!(stemmon::output_path(), None);
+/// # std::fs::remove_file("target/stemmon/doc-output-path.json").ok();
+/// # Ok::<(), stemmon::Error>(())
+/// ```
+pub fn output_path() -> Option<std::path::PathBuf> {
+    context::with_attachment(|a| a.recorder.config.output.clone()).flatten()
+}
+
 /// Opens a stage on the monitor that covers the calling thread: the process-wide one,
 /// or a thread-only one started here. With no monitor, or an empty name, the guard
 /// records nothing.

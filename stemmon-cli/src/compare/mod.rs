@@ -1,33 +1,40 @@
-//! `stemmon compare BASE NEW`: per-stage deltas of time and peak memory, as a CI gate
-//! that fails closed (SPEC §9, 0.3): NEW fails when it is incomplete, when a stage BASE
-//! timed is gone from it, when a figure passes `--max-peak`, or when a stage or the
-//! whole run grew past a threshold. Memory is compared on the exact figures by default.
+//! `stemmon compare BASE... [-- NEW...]`: per-stage deltas of time and peak memory, as a
+//! CI gate that fails closed: NEW fails when it is incomplete, when a stage BASE timed
+//! is gone from it, when a figure passes `--max-peak`, or when a stage or the whole run
+//! grew past a threshold. Memory is compared on the exact figures by default; with
+//! several reports a side, time is judged against the runs' spread ([`judge`]).
 
-use crate::format::{bytes, change, clean, percent, seconds, short};
+use crate::format::{clean, short};
 use crate::input::Loaded;
 use crate::{input, Failure};
-use std::path::PathBuf;
-use stemmon::report::StageReport;
+use std::path::{Path, PathBuf};
 use stemmon::Report;
 use stemmon_report::fields::{self, Source};
 
 mod figure;
+mod judge;
 mod print;
 
-use figure::{judged_by, limit, same, show as show_figure, Figure};
+use figure::{judged_by, Figure};
+use judge::{judge, Row, Side, Verdict};
 
 use print::{markdown, text};
 
-/// Compares two reports stage by stage and exits 1 when NEW fails the gate (0 when it
+/// Compares reports stage by stage and exits 1 when NEW fails the gate (0 when it
 /// passes): a stage present in both, or the whole run, grew past a threshold; NEW is
 /// incomplete (still running, failed, a sampling error, a figure missing that BASE
-/// has); a stage BASE timed is missing from NEW; a figure passes `--max-peak`.
-#[derive(Debug, clap::Args)]
+/// has); a stage BASE timed is missing from NEW; a figure passes `--max-peak`. Give
+/// several runs a side (`BASE1 BASE2 BASE3 -- NEW1 NEW2 NEW3`) to judge time against
+/// the runs' spread.
+#[derive(Clone, Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The reference report (for example from the main branch).
-    base: PathBuf,
-    /// The report to check against it.
-    new: PathBuf,
+    /// The reference reports (for example from the main branch): one, or several runs
+    /// of it followed by `--` and NEW's. Two reports without `--` are BASE and NEW.
+    #[arg(required = true, value_name = "BASE")]
+    base: Vec<PathBuf>,
+    /// The reports to check against BASE's, after `--`.
+    #[arg(last = true, value_name = "NEW")]
+    new: Vec<PathBuf>,
     /// Which figures to compare beside wall time. `exact`: the high-water bound of the
     /// tree's peak and the parent's exact peak where both reports have them, the sampled
     /// peak otherwise. `sampled`: the sampled peak tree RSS. `heap`: the bytes allocated
@@ -37,9 +44,12 @@ pub(crate) struct Args {
     /// GPU figures the exit is 2; NEW without them fails.
     #[arg(long, value_enum, default_value = "exact")]
     metric: Metric,
-    /// Fail when wall time grew by more than this many percent.
-    #[arg(long, value_name = "PCT", default_value = "10", value_parser = non_negative)]
-    max_time_increase: f64,
+    /// Fail when wall time grew by more than this many percent (and, with several
+    /// reports a side, by more than their spread). Default: 10 with several reports on
+    /// each side; 50 with one, where nothing tells a slower program from a loaded
+    /// machine (identical runs on a busy 2-core machine differ by up to a third).
+    #[arg(long, value_name = "PCT", value_parser = non_negative)]
+    max_time_increase: Option<f64>,
     /// Fail when a compared memory figure grew by more than this many percent.
     #[arg(long, value_name = "PCT", default_value = "10", value_parser = non_negative)]
     max_memory_increase: f64,
@@ -48,8 +58,9 @@ pub(crate) struct Args {
     /// KiB... are powers of 1024, KB, MB, GB, TB of 1000).
     #[arg(long, value_name = "SIZE", value_parser = size)]
     max_peak: Option<u64>,
-    /// Judge a stage only when it lasted at least this many seconds (total wall time)
-    /// in BASE or NEW; the whole run is always judged.
+    /// The noise floor: judge a stage's time only when it lasted at least this many
+    /// seconds (total wall time, the mean of a side) in BASE or NEW; shorter stages are
+    /// judged on memory alone, and the whole run's time always is.
     #[arg(long, value_name = "S", default_value = "0.1", value_parser = non_negative)]
     min_seconds: f64,
     /// `text`: a table for a terminal or a log. `markdown`: the same as a Markdown
@@ -90,6 +101,19 @@ impl Metric {
         }
     }
 }
+
+impl Args {
+    /// The time threshold in percent: the one given, else the default for the number
+    /// of reports (see `--max-time-increase`).
+    fn time_limit(&self) -> f64 {
+        let several = self.base.len() > 1 && self.new.len() > 1;
+        self.max_time_increase
+            .unwrap_or(if several { 10.0 } else { SINGLE_TIME_INCREASE })
+    }
+}
+
+/// The default time threshold with one report on a side, in percent.
+const SINGLE_TIME_INCREASE: f64 = 50.0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
@@ -137,49 +161,6 @@ fn size(text: &str) -> Result<u64, String> {
     }
 }
 
-/// What one side of a row holds: wall time and the compared figures, in order.
-#[derive(Clone, Debug)]
-struct Side {
-    wall: f64,
-    memory: Vec<Option<f64>>,
-}
-
-/// One compared line: a stage path, or the whole run.
-#[derive(Debug)]
-struct Row {
-    name: String,
-    base: Option<Side>,
-    new: Option<Side>,
-    verdict: Verdict,
-}
-
-/// What a row says about the change.
-#[derive(Debug, PartialEq, Eq)]
-enum Verdict {
-    Ok,
-    /// NEW fails on this row; the reasons are in the gate's list.
-    Failed(String),
-    Short,
-    OnlyInBase,
-    OnlyInNew,
-}
-
-impl Verdict {
-    /// This verdict with one more reason NEW fails on the row: a row the gate fails on
-    /// never reads `ok`, `ignored` or `only in new`.
-    fn failing(self, why: String) -> Verdict {
-        match self {
-            Verdict::Failed(before) => Verdict::Failed(format!("{before}, {why}")),
-            Verdict::Ok | Verdict::Short | Verdict::OnlyInBase | Verdict::OnlyInNew => {
-                Verdict::Failed(why)
-            }
-        }
-    }
-}
-
-/// The name of the whole-run row.
-const WHOLE_RUN: &str = "(whole run)";
-
 /// The most failure reasons printed; the rest are counted.
 const MAX_REASONS: usize = 50;
 
@@ -188,49 +169,88 @@ struct Outcome {
     figures: Vec<Figure>,
     /// Why the figures are these (the exact ones were missing from a report).
     figures_note: Option<String>,
+    /// How many reports each side holds, where one holds several.
+    sides: Option<String>,
     rows: Vec<Row>,
     reasons: Vec<String>,
 }
 
 pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
-    let base = input::load(&args.base)?;
-    let new = input::load(&args.new)?;
+    let mut args = Args { ..args.clone() };
+    if args.new.is_empty() {
+        // `compare BASE NEW`, as before several reports a side.
+        match <[PathBuf; 2]>::try_from(std::mem::take(&mut args.base)) {
+            Ok([base, new]) => (args.base, args.new) = (vec![base], vec![new]),
+            Err(given) => {
+                return Err(Failure::input(format!(
+                    "{} report{} given and no `--`: give BASE and NEW, or several a side as \
+                     `BASE... -- NEW...`",
+                    given.len(),
+                    if given.len() == 1 { "" } else { "s" }
+                )))
+            }
+        }
+    }
+    let args = &args;
+    let load = |paths: &[PathBuf]| {
+        paths
+            .iter()
+            .map(|p| input::load(p))
+            .collect::<Result<Vec<_>, _>>()
+    };
+    let (base, new) = (load(&args.base)?, load(&args.new)?);
+    same_shape(&args.base, &base, &args.new, &new)?;
+    let first = &base[0].report;
     if let Some(what) = args.metric.source_name() {
         // Without BASE's figures there is nothing to hold NEW to: bad input, not a pass
-        // (SPEC §11, §12, §15; NEW without them fails the gate, in `judge`).
+        // (NEW without them fails the gate, in `judge`).
         let group = args.metric.group();
-        if judged_by(group)
-            .iter()
-            .all(|figure| figure.of_run(&base.report).is_none())
-        {
-            let why = figure::missing(&base.report, group)
+        let none = |loaded: &Loaded| {
+            judged_by(group)
+                .iter()
+                .all(|figure| figure.of_run(&loaded.report).is_none())
+        };
+        if let Some((at, loaded)) = base.iter().enumerate().find(|(_, l)| none(l)) {
+            let why = figure::missing(&loaded.report, group)
                 .map(|missing| format!(": {}", short(&missing)))
                 .unwrap_or_default();
             return Err(Failure::input(format!(
                 "{}: this report has no {what} figures (--metric {}){why}",
-                args.base.display(),
+                args.base[at].display(),
                 what.to_ascii_lowercase()
             )));
         }
     }
-    if base.report.command != new.report.command {
+    let reports = || base.iter().chain(&new).map(|l| &l.report);
+    if let Some(other) = reports().find(|r| r.command != first.command) {
         let shown = |command: &Option<Vec<String>>| match command {
             Some(argv) => format!("`{}`", short(&crate::format::command_line(argv))),
             None => "none".to_owned(),
         };
+        let (b, n) = if base.iter().any(|l| std::ptr::eq(&l.report, other)) {
+            ("BASE", "BASE")
+        } else {
+            ("BASE", "NEW")
+        };
         crate::print_err(&format!(
-            "stemmon: warning: the reports ran different commands: BASE {}, NEW {}",
-            clean(&shown(&base.report.command)),
-            clean(&shown(&new.report.command)),
+            "stemmon: warning: the reports ran different commands: {b} {}, {n} {}",
+            clean(&shown(&first.command)),
+            clean(&shown(&other.command)),
         ));
     }
-    if let Some(why) = incomplete(&base.report).first() {
+    if let Some(why) = base
+        .iter()
+        .find_map(|l| incomplete(&l.report).into_iter().next())
+    {
         crate::print_err(&format!(
             "stemmon: warning: BASE is incomplete ({}): the comparison means little",
-            clean(why)
+            clean(&why)
         ));
     }
-    let outcome = judge(&base, &new, args);
+    let base_reports: Vec<&Report> = base.iter().map(|l| &l.report).collect();
+    let new_reports: Vec<&Report> = new.iter().map(|l| &l.report).collect();
+    let (figures, figures_note) = figures(&base_reports, &new_reports, args.metric);
+    let outcome = judge(&base, &new, figures, figures_note, args);
     let text = match args.format {
         Format::Text => text(&outcome, args),
         Format::Markdown => markdown(&outcome, args),
@@ -243,6 +263,47 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
         }
     }
     Ok(u8::from(!outcome.reasons.is_empty()))
+}
+
+/// How many runs a report of `stemmon merge` holds; `None` for a report of one run.
+fn merged_runs(report: &Report) -> Option<usize> {
+    let section = report.figures.value("merge")?;
+    let runs = section.get("runs").and_then(serde_json::Value::as_array);
+    let inputs = section.get("inputs").and_then(serde_json::Value::as_array);
+    Some(runs.or(inputs).map_or(0, Vec::len))
+}
+
+/// Refuses to compare a merge with a single run, or merges of different numbers of
+/// runs: their stage times are sums over the runs, not one run's.
+fn same_shape(
+    base_paths: &[PathBuf],
+    base: &[Loaded],
+    new_paths: &[PathBuf],
+    new: &[Loaded],
+) -> Result<(), Failure> {
+    let all: Vec<(&Path, Option<usize>)> = base_paths
+        .iter()
+        .zip(base)
+        .chain(new_paths.iter().zip(new))
+        .map(|(path, loaded)| (path.as_path(), merged_runs(&loaded.report)))
+        .collect();
+    let what = |runs: Option<usize>| match runs {
+        None => "a single run".to_owned(),
+        Some(1) => "a merge of 1 run".to_owned(),
+        Some(n) => format!("a merge of {n} runs"),
+    };
+    let (first, shape) = all[0];
+    if let Some((other, other_shape)) = all.iter().find(|(_, s)| *s != shape) {
+        return Err(Failure::input(format!(
+            "{} is {} and {} is {}: compare single runs with single runs, or merges of the \
+             same number of runs",
+            first.display(),
+            what(shape),
+            other.display(),
+            what(*other_shape)
+        )));
+    }
+    Ok(())
 }
 
 /// Why `report` cannot be taken as a finished, good run (empty when it can).
@@ -264,9 +325,9 @@ fn incomplete(report: &Report) -> Vec<String> {
 }
 
 /// The figures to compare, and why when they are not the ones asked for. `exact`
-/// compares its group's kernel figures (source `Marks`) that both reports have, else
+/// compares its group's kernel figures (source `Marks`) that every report has, else
 /// the `sampled` group.
-fn figures(base: &Report, new: &Report, metric: Metric) -> (Vec<Figure>, Option<String>) {
+fn figures(base: &[&Report], new: &[&Report], metric: Metric) -> (Vec<Figure>, Option<String>) {
     if metric != Metric::Exact {
         return (judged_by(metric.group()), None);
     }
@@ -274,10 +335,11 @@ fn figures(base: &Report, new: &Report, metric: Metric) -> (Vec<Figure>, Option<
         .into_iter()
         .filter(|f| f.source == Source::Marks)
         .collect();
-    let both = |figure: &Figure| figure.of_run(base).is_some() && figure.of_run(new).is_some();
-    let exact: Vec<Figure> = marks.iter().copied().filter(both).collect();
+    let every = |figure: &Figure| base.iter().chain(new).all(|r| figure.of_run(r).is_some());
+    let exact: Vec<Figure> = marks.iter().copied().filter(every).collect();
     if exact.is_empty() {
-        let which = if marks.first().is_some_and(|f| f.of_run(base).is_none()) {
+        let lacks = |r: &&Report| marks.first().is_some_and(|f| f.of_run(r).is_none());
+        let which = if base.iter().any(lacks) {
             "BASE"
         } else {
             "NEW"
@@ -286,214 +348,6 @@ fn figures(base: &Report, new: &Report, metric: Metric) -> (Vec<Figure>, Option<
         (judged_by(fields::Metric::Sampled), Some(note))
     } else {
         (exact, None)
-    }
-}
-
-fn judge(base: &Loaded, new: &Loaded, args: &Args) -> Outcome {
-    let (base_report, new_report) = (&base.report, &new.report);
-    let (figures, figures_note) = figures(base_report, new_report, args.metric);
-    let mut reasons: Vec<String> = incomplete(new_report)
-        .into_iter()
-        .map(|why| format!("NEW is incomplete: {why}"))
-        .collect();
-    // What the whole-run row says of the failures above, which are the whole run's.
-    let mut run_fails: Vec<String> = Vec::new();
-    if !reasons.is_empty() {
-        run_fails.push("NEW incomplete".to_owned());
-    }
-    // A whole-run figure BASE has and NEW lacks: the exact ones too, so that turning the
-    // marks off (or a hand-edited `null`) is not a way past the gate.
-    let checked: Vec<Figure> = match args.metric {
-        Metric::Sampled | Metric::Exact => judged_by(args.metric.group()),
-        // The whole-run row judges the compared figures themselves.
-        Metric::Heap | Metric::Cpu | Metric::Gpu => Vec::new(),
-    };
-    for figure in checked {
-        if figure.of_run(base_report).is_some() && figure.of_run(new_report).is_none() {
-            reasons.push(format!(
-                "NEW is incomplete: `{}` of the whole run is null or missing; BASE has it",
-                figure.key
-            ));
-            // A compared figure says so in the row's own judgement.
-            if !figures.iter().any(|&f| same(f, figure)) {
-                run_fails.push(format!("`{}` missing", figure.key));
-            }
-        }
-    }
-
-    let run = |r: &Report| Side {
-        wall: r.wall_seconds,
-        memory: figures.iter().map(|f| f.of_run(r)).collect(),
-    };
-    let stage = |s: &StageReport| Side {
-        wall: s.wall_seconds,
-        memory: figures.iter().map(|f| f.of_stage(s)).collect(),
-    };
-    let mut rows = Vec::with_capacity(base_report.stages.len() + 1);
-    let mut row_reasons = Vec::new();
-    let (base_run, new_run) = (run(base_report), run(new_report));
-    let verdict = judge_row(
-        WHOLE_RUN,
-        &base_run,
-        &new_run,
-        &figures,
-        args,
-        &mut row_reasons,
-    );
-    let verdict = run_fails
-        .into_iter()
-        .fold(verdict, |verdict, why| verdict.failing(why));
-    rows.push(Row {
-        name: WHOLE_RUN.to_owned(),
-        base: Some(base_run),
-        new: Some(new_run),
-        verdict,
-    });
-    for base_stage in &base_report.stages {
-        let name = format!("stage `{}`", short(&base_stage.path));
-        let base_side = stage(base_stage);
-        let (new_side, verdict) = match new.tree.stage(new_report, &base_stage.path) {
-            None if base_stage.wall_seconds >= args.min_seconds => {
-                row_reasons.push(format!(
-                    "{name} ({} in BASE) is missing from NEW",
-                    seconds(base_stage.wall_seconds)
-                ));
-                (None, Verdict::Failed("missing from NEW".to_owned()))
-            }
-            None => (None, Verdict::OnlyInBase),
-            Some(new_stage)
-                if base_stage.wall_seconds < args.min_seconds
-                    && new_stage.wall_seconds < args.min_seconds =>
-            {
-                (Some(stage(new_stage)), Verdict::Short)
-            }
-            Some(new_stage) => {
-                let new_side = stage(new_stage);
-                let verdict = judge_row(
-                    &name,
-                    &base_side,
-                    &new_side,
-                    &figures,
-                    args,
-                    &mut row_reasons,
-                );
-                (Some(new_side), verdict)
-            }
-        };
-        rows.push(Row {
-            name: base_stage.path.clone(),
-            base: Some(base_side),
-            new: new_side,
-            verdict,
-        });
-    }
-    for new_stage in &new_report.stages {
-        if base.tree.index(&new_stage.path).is_none() {
-            rows.push(Row {
-                name: new_stage.path.clone(),
-                base: None,
-                new: Some(stage(new_stage)),
-                verdict: Verdict::OnlyInNew,
-            });
-        }
-    }
-    reasons.extend(row_reasons);
-    if let Some(limit) = args.max_peak {
-        // The whole run's row comes first. Every row NEW has is held to the limit (short
-        // stages and stages only in NEW too), and a row that passes it reads as failing.
-        for (at, row) in rows.iter_mut().enumerate() {
-            let Some(new_side) = &row.new else { continue };
-            let mut over = Vec::new();
-            for (&figure, value) in figures.iter().zip(&new_side.memory) {
-                if !figure.is_peak() {
-                    continue;
-                }
-                if let Some(value) = value.filter(|&v| v > limit as f64) {
-                    let name = if at == 0 {
-                        "the whole run".to_owned()
-                    } else {
-                        format!("stage `{}`", short(&row.name))
-                    };
-                    reasons.push(format!(
-                        "NEW's {} of {name}, {}, passes --max-peak {}",
-                        figure.label,
-                        show_figure(figure, Some(value)),
-                        bytes(Some(limit))
-                    ));
-                    over.push(format!("{} over --max-peak", figure.label));
-                }
-            }
-            for why in over {
-                let verdict = std::mem::replace(&mut row.verdict, Verdict::Ok);
-                row.verdict = verdict.failing(why);
-            }
-        }
-    }
-    Outcome {
-        figures,
-        figures_note,
-        rows,
-        reasons,
-    }
-}
-
-/// The verdict of a row present in both reports and long enough to judge; each reason
-/// it fails for goes to `reasons`.
-fn judge_row(
-    name: &str,
-    base: &Side,
-    new: &Side,
-    figures: &[Figure],
-    args: &Args,
-    reasons: &mut Vec<String>,
-) -> Verdict {
-    let mut why = Vec::new();
-    if let Some(grew) = change(base.wall, new.wall).filter(|c| *c > args.max_time_increase) {
-        why.push(format!("time {}", percent(Some(grew))));
-        reasons.push(format!(
-            "{name}: time {} ({} → {}), past +{} %",
-            percent(Some(grew)),
-            seconds(base.wall),
-            seconds(new.wall),
-            args.max_time_increase
-        ));
-    }
-    for ((&figure, b), n) in figures.iter().zip(&base.memory).zip(&new.memory) {
-        match (b, n) {
-            (Some(_), None) => {
-                why.push(format!("{} missing", figure.label));
-                reasons.push(format!(
-                    "{name}: NEW is incomplete: `{}` is null or missing; BASE has it",
-                    figure.key
-                ));
-            }
-            (Some(b), Some(n)) => {
-                let grew = change(*b, *n).filter(|c| *c > limit(figure, args));
-                // From nothing to something is growth too, whatever the percentage.
-                let grew = grew.or((*b == 0.0 && *n > 0.0).then_some(f64::INFINITY));
-                if let Some(grew) = grew {
-                    let shown = if grew.is_finite() {
-                        percent(Some(grew))
-                    } else {
-                        "from 0".to_owned()
-                    };
-                    why.push(format!("{} {shown}", figure.label));
-                    reasons.push(format!(
-                        "{name}: {} {shown} ({} → {}), past +{} %",
-                        figure.label,
-                        show_figure(figure, Some(*b)),
-                        show_figure(figure, Some(*n)),
-                        limit(figure, args)
-                    ));
-                }
-            }
-            (None, _) => {}
-        }
-    }
-    if why.is_empty() {
-        Verdict::Ok
-    } else {
-        Verdict::Failed(why.join(", "))
     }
 }
 

@@ -26,7 +26,7 @@ pub(super) fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
     cells.push(match &row.verdict {
         Verdict::Ok => "ok".to_owned(),
         Verdict::Failed(why) => format!("FAIL: {why}"),
-        Verdict::Short => format!("ignored (< {})", seconds(args.min_seconds)),
+        Verdict::Short => format!("ok (< {}: time not judged)", seconds(args.min_seconds)),
         Verdict::OnlyInBase => "only in base".to_owned(),
         Verdict::OnlyInNew => "only in new".to_owned(),
     });
@@ -63,6 +63,9 @@ pub(super) fn compared_line(outcome: &Outcome) -> String {
     if let Some(note) = &outcome.figures_note {
         let _ = write!(line, "; {note}");
     }
+    if let Some(sides) = &outcome.sides {
+        let _ = write!(line, "\n{sides}");
+    }
     line
 }
 
@@ -74,8 +77,8 @@ pub(super) fn summary(outcome: &Outcome, args: &Args) -> String {
         n => format!("FAIL: {n} reasons"),
     };
     let mut limits = format!(
-        "time +{} %, memory +{} %, stages of {} or more",
-        args.max_time_increase,
+        "time +{} %, memory +{} %, time of stages of {} or more",
+        args.time_limit(),
         args.max_memory_increase,
         seconds(args.min_seconds)
     );
@@ -121,7 +124,16 @@ pub(super) fn text(outcome: &Outcome, args: &Args) -> String {
     table.give(last, Give::narrow(5, 16));
     let width = crate::format::output_width();
     let dropped = table.fit(width);
-    let mut out = format!("{}\n{table}\n", compared_line(outcome));
+    // The lines around the table fit the width too, wrapped.
+    let fit = |line: &str| match width {
+        Some(width) => line
+            .lines()
+            .map(|l| crate::format::wrap(l, width, 0))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        None => line.to_owned(),
+    };
+    let mut out = format!("{}\n{table}\n", fit(&compared_line(outcome)));
     if let (Some(width), false) = (width, dropped.is_empty()) {
         let line = format!(
             "left out to fit {width} columns: {} (a wider COLUMNS shows them)",
@@ -132,7 +144,7 @@ pub(super) fn text(outcome: &Outcome, args: &Args) -> String {
     reason_lines(&mut out, &outcome.reasons, "FAIL: ", |r| {
         clean(r).into_owned()
     });
-    let _ = writeln!(out, "{}", summary(outcome, args));
+    let _ = writeln!(out, "{}", fit(&summary(outcome, args)));
     out
 }
 

@@ -10,9 +10,10 @@
 //!   errors and wall time (as threads sum) are summed, `min_wall_seconds` and
 //!   `max_wall_seconds` are the shortest and the longest, `start_seconds` the earliest.
 //! - **The run**: `wall_seconds` the longest, peaks the highest, sums summed;
-//!   `cpu_cores` the CPU seconds over the longest wall time (the cores the job kept
-//!   busy when its ranks ran at once); `host`, `pid` and `command` where all agree
-//!   (else empty), the `labels` all share; the failure of the first that failed.
+//!   `cpu_cores` per run, the mean of the runs' (their max is in the section's `run`
+//!   spread); `host`, `pid` and `command` where all agree (else empty, and `pid` 0,
+//!   which `show` does not print for a merge: it names the runs), the `labels` all
+//!   share; the failure of the first that failed.
 //! - **One report's record**: `timeline`, the samples, `spans`, `threads`, the
 //!   settings (`sample_interval`, `sampler`, `high_water_marks`...), `cgroup`, the
 //!   sections of the sources (`gpu`) and where the peak fell are those of the report
@@ -47,7 +48,7 @@ mod fold;
 mod section;
 mod stages;
 
-use fold::{agreed, fold_fields, keep_bounds, recompute, within};
+use fold::{agreed, fold_fields, keep_bounds, within};
 use section::{spreads, InputRun, Section};
 use stages::merged_stages;
 
@@ -209,13 +210,11 @@ fn merged(reports: &[(String, Loaded)]) -> Merged {
     let (stages, stage_spreads, ids) = merged_stages(reports);
     let mut run = StageReport::default();
     fold_fields(&mut run, &all, |field, r| field.of_run(r));
-    let with_cpu = |r: &Report| field("cpu_seconds").is_some_and(|f| f.of_run(r).is_some());
-    let cpu_wall = all
-        .iter()
-        .filter(|(_, r)| with_cpu(r))
-        .map(|(_, r)| r.wall_seconds)
-        .fold(0.0, f64::max);
-    recompute(&mut run, cpu_wall);
+    // Cores are per run: the mean of the runs' (the section's spread holds their max),
+    // not the job's CPU seconds over one run's wall time, a sum over runs.
+    let cores: Vec<f64> = all.iter().filter_map(|(_, r)| r.cpu_io.cpu_cores).collect();
+    run.cpu_io.cpu_cores = (!cores.is_empty())
+        .then(|| within(Unit::Cores, cores.iter().sum::<f64>() / cores.len() as f64));
     let StageReport {
         peaks, high_water, ..
     } = &mut run;

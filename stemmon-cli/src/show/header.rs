@@ -13,15 +13,22 @@ use stemmon_report::fields::Unit;
 /// The header's lines; the command on the first is cut in the middle to fit `width`.
 pub(super) fn header(report: &Report, width: Option<usize>) -> String {
     let mut out = String::new();
-    let what = match &report.command {
-        Some(argv) => {
+    let runs = merged_runs(report);
+    let what = match (&report.command, runs) {
+        // A merge is no one process: its runs are named on the `merged:` line.
+        (Some(argv), Some(runs)) => {
+            let room = width.map_or(usize::MAX, |w| w.saturating_sub(30).max(20));
+            format!("{} ({runs} runs)", middle(&command_line(argv), room))
+        }
+        (None, Some(runs)) => format!("{runs} runs"),
+        (Some(argv), None) => {
             let rest = format!(" (pid {}) on {}, still running", report.pid, report.host);
             let room = width.map_or(usize::MAX, |w| {
                 w.saturating_sub(12 + rest.chars().count()).max(20)
             });
             format!("{} (pid {})", middle(&command_line(argv), room), report.pid)
         }
-        None => format!("pid {}", report.pid),
+        (None, None) => format!("pid {}", report.pid),
     };
     let state = if report.running {
         ", still running"
@@ -268,18 +275,32 @@ const MAX_INPUTS: usize = 8;
 fn merged_line(report: &Report) -> Option<String> {
     let section = report.figures.value("merge")?;
     let inputs = section.get("inputs")?.as_array()?;
-    let file = |input: &serde_json::Value| {
+    let text = |input: &serde_json::Value, key: &str| {
         input
-            .get("file")
+            .get(key)
             .and_then(serde_json::Value::as_str)
-            .map_or_else(|| "?".to_owned(), |f| clean(&short(f)).into_owned())
+            .filter(|text| !text.is_empty())
+            .map(|text| clean(&short(text)).into_owned())
     };
-    let mut names: Vec<String> = inputs.iter().take(MAX_INPUTS).map(file).collect();
+    let file = |input: &serde_json::Value| text(input, "file").unwrap_or_else(|| "?".to_owned());
+    // Each input by its file, and its run by host and rank.
+    let named = |input: &serde_json::Value| {
+        let who: Vec<String> = [("host", "host"), ("rank", "rank")]
+            .into_iter()
+            .filter_map(|(key, word)| text(input, key).map(|v| format!("{word} {v}")))
+            .collect();
+        if who.is_empty() {
+            file(input)
+        } else {
+            format!("{}: {}", file(input), who.join(", "))
+        }
+    };
+    let mut names: Vec<String> = inputs.iter().take(MAX_INPUTS).map(named).collect();
     if inputs.len() > MAX_INPUTS {
         names.push(format!("… and {} more", inputs.len() - MAX_INPUTS));
     }
     let s = if inputs.len() == 1 { "" } else { "s" };
-    let mut line = format!("{} report{s} ({})", inputs.len(), names.join(", "));
+    let mut line = format!("{} report{s} ({})", inputs.len(), names.join("; "));
     let from = section
         .get("timeline_from")
         .and_then(serde_json::Value::as_u64)
@@ -292,6 +313,24 @@ fn merged_line(report: &Report) -> Option<String> {
         );
     }
     Some(line)
+}
+
+/// How many runs a report of `stemmon merge` holds; `None` for one run's report.
+fn merged_runs(report: &Report) -> Option<usize> {
+    let section = report.figures.value("merge")?;
+    let count = |key: &str| {
+        section
+            .get(key)
+            .and_then(serde_json::Value::as_array)
+            .map(Vec::len)
+    };
+    Some(count("runs").or_else(|| count("inputs")).unwrap_or(0))
+}
+
+/// The highest of the merged runs' cores, from the merge's spread of `cpu_cores`.
+fn max_cores(report: &Report) -> Option<f64> {
+    let section = report.figures.value("merge")?;
+    section.get("run")?.get("cpu_cores")?.get("max")?.as_f64()
 }
 
 /// The most GPUs the `gpu:` line names; the rest are counted (a report stemmon wrote
@@ -357,12 +396,21 @@ fn cpu_line(report: &Report) -> Option<String> {
     let cpu_io = &report.cpu_io;
     let mut parts = Vec::new();
     if let Some(total) = cpu_total(cpu_io) {
+        // A merge's cores are per run: their mean, and the busiest run's.
+        let over = match (merged_runs(report), max_cores(report)) {
+            (Some(_), Some(max)) => format!(
+                "{} cores per run, at most {}",
+                cores(cpu_io.cpu_cores),
+                cores(Some(max))
+            ),
+            (Some(_), None) => format!("{} cores per run", cores(cpu_io.cpu_cores)),
+            (None, _) => format!("{} cores over the run", cores(cpu_io.cpu_cores)),
+        };
         parts.push(format!(
-            "CPU {} (user {}, system {}; {} cores over the run)",
+            "CPU {} (user {}, system {}; {over})",
             seconds(total),
             cpu_seconds(cpu_io.cpu_user_seconds),
             cpu_seconds(cpu_io.cpu_system_seconds),
-            cores(cpu_io.cpu_cores)
         ));
     }
     if cpu_io.io_read_bytes.is_some() || cpu_io.io_write_bytes.is_some() {
