@@ -176,7 +176,7 @@ impl Exporter {
     #[cfg(feature = "prometheus")]
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn push_url(&self) -> Option<&str> {
-        self.pushgateway.as_ref().map(Pushgateway::url)
+        self.pushgateway.as_ref().map(Pushgateway::shown)
     }
 }
 

@@ -353,7 +353,7 @@ impl Pushgateway {
     }
 
     /// The URL pushed to, as shown (its userinfo as `***`).
-    pub(crate) fn url(&self) -> &str {
+    pub(crate) fn shown(&self) -> &str {
         &self.shown
     }
 
@@ -603,7 +603,7 @@ mod hostile {
         });
         let base = format!("http://alice:hunter2PASS@127.0.0.1:{port}");
         let push = Pushgateway::new(&base, "host", &BTreeMap::new());
-        assert!(!push.url().contains("hunter2PASS"), "{}", push.url());
+        assert!(!push.shown().contains("hunter2PASS"), "{}", push.shown());
         let error = push.push("up 1\n").unwrap_err();
         server.join().unwrap();
         assert!(
