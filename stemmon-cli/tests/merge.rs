@@ -111,7 +111,7 @@ fn merging_one_report_gives_its_figures_back() {
         processes
     };
     assert_eq!(by_pid(&merged), by_pid(&original));
-    assert_eq!(merged.format_version.as_deref(), Some("0.4"));
+    assert_eq!(merged.format_version.as_deref(), Some(stemmon_report::FORMAT_VERSION));
     assert_ne!(
         merged.run_id, original.run_id,
         "a merge is a run of its own"

@@ -7,7 +7,7 @@
 //! Sizes are bytes, times are seconds, readings that were not taken are `null`.
 //!
 //! ```
-//! let text = br#"{"format_version": "0.4", "pid": 42, "wall_seconds": 1.5,
+//! let text = br#"{"format_version": "0.5", "pid": 42, "wall_seconds": 1.5,
 //!                 "stages": [{"id": 0, "name": "fit", "path": "fit", "calls": 3}]}"#;
 //! let checked = stemmon_report::read_checked(text)?;
 //! assert_eq!(checked.report.stage("fit").unwrap().calls, 3);

@@ -9,8 +9,8 @@
 
 use std::fmt;
 
-/// The format this crate writes and reads: `"0.4"`.
-pub const FORMAT_VERSION: &str = "0.4";
+/// The format this crate writes and reads: `"0.5"`.
+pub const FORMAT_VERSION: &str = "0.5";
 
 /// The MAJOR of [`FORMAT_VERSION`]: reports of a higher one are refused.
 pub const FORMAT_MAJOR: u32 = 0;
