@@ -96,17 +96,22 @@ impl Failure {
 /// an error.
 pub(crate) fn print_out(text: &str) {
     use std::io::Write;
-    let mut clean = String::with_capacity(text.len());
+    // A line at a time: a long output is never copied whole.
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut written = Ok(());
     for line in text.split_inclusive('\n') {
         let (body, end) = match line.strip_suffix('\n') {
             Some(body) => (body, "\n"),
             None => (line, ""),
         };
-        clean.push_str(&format::clean(body));
-        clean.push_str(end);
+        written = written
+            .and_then(|()| out.write_all(format::clean(body).as_bytes()))
+            .and_then(|()| out.write_all(end.as_bytes()));
+        if written.is_err() {
+            break;
+        }
     }
-    let mut out = std::io::stdout().lock();
-    let _ = out.write_all(clean.as_bytes()).and_then(|()| out.flush());
+    let _ = written.and_then(|()| out.flush());
 }
 
 /// Prints one line to stderr, ignoring a stderr that cannot be written.

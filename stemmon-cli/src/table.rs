@@ -198,7 +198,8 @@ impl std::fmt::Display for Table {
             out.push_str(right);
             out
         };
-        let mut out = String::with_capacity(self.rows.len() * width.iter().sum::<usize>() * 2);
+        // A row at a time: a table of 100 000 stages is never held twice.
+        let mut out = String::with_capacity(width.iter().sum::<usize>() * 4 + 64);
         let line = |out: &mut String, cells: &[String]| {
             out.push('│');
             for (column, w) in width.iter().enumerate() {
@@ -220,14 +221,16 @@ impl std::fmt::Display for Table {
             }
             out.push_str("│\n");
         };
-        out.push_str(&rule("┌", "─", "┬", "┐\n"));
+        f.write_str(&rule("┌", "─", "┬", "┐\n"))?;
         line(&mut out, &self.header);
-        out.push_str(&rule("╞", "═", "╪", "╡\n"));
+        f.write_str(&out)?;
+        f.write_str(&rule("╞", "═", "╪", "╡\n"))?;
         for row in &self.rows {
+            out.clear();
             line(&mut out, row);
+            f.write_str(&out)?;
         }
-        out.push_str(&rule("└", "─", "┴", "┘"));
-        f.write_str(&out)
+        f.write_str(&rule("└", "─", "┴", "┘"))
     }
 }
 
