@@ -24,8 +24,7 @@ pub(crate) fn chrome(report: &Path, output: Option<&Path>) -> Result<(), Failure
         input::not_an_input(output, &[report])?;
     }
     let report = input::load(report)?.report;
-    let mut text = serde_json::to_vec(&trace(&report))
-        .map_err(|e| Failure::input(format!("cannot encode the trace: {e}")))?;
+    let mut text = trace(&report);
     text.push(b'\n');
     input::write_or_print(output, &text)
 }
@@ -55,10 +54,30 @@ fn micros(seconds: f64) -> f64 {
     (seconds * 1e9).round() / 1e3
 }
 
-/// The trace event document for `report`.
-pub(crate) fn trace(report: &Report) -> Value {
+/// The trace's events, encoded as they come: a report of 100 000 stages never holds
+/// its events as JSON values at once.
+struct Events {
+    out: Vec<u8>,
+    first: bool,
+}
+
+impl Events {
+    fn push(&mut self, event: Value) {
+        if !std::mem::replace(&mut self.first, false) {
+            self.out.push(b',');
+        }
+        // A `Value` of strings and numbers always encodes.
+        let _ = serde_json::to_writer(&mut self.out, &event);
+    }
+}
+
+/// The trace event document for `report`, as JSON.
+pub(crate) fn trace(report: &Report) -> Vec<u8> {
     let pid = report.pid;
-    let mut events = Vec::new();
+    let mut events = Events {
+        out: b"{\"traceEvents\":[".to_vec(),
+        first: true,
+    };
     let process_name = match &report.command {
         Some(argv) => format!("stemmon: {}", crate::format::command_line(argv)),
         None => format!("stemmon: pid {pid}"),
@@ -101,16 +120,16 @@ pub(crate) fn trace(report: &Report) -> Value {
             "args": { "sort_index": id },
         }));
     }
-    events.extend(slices.into_iter().map(|slice| {
+    for slice in slices {
         let mut args = json!({ "path": slice.path });
         if let Some(error) = slice.error {
             args["error"] = json!(error);
         }
-        json!({
+        events.push(json!({
             "ph": "X", "cat": "stage", "name": slice.name, "pid": pid, "tid": u64::from(slice.thread) + 1,
             "ts": micros(slice.start), "dur": micros(slice.wall), "args": args,
-        })
-    }));
+        }));
+    }
 
     for (at, tree, parent, children, bound) in counter_points(report) {
         let mut counter = |name: &str, bytes: Option<u64>| {
@@ -142,17 +161,18 @@ pub(crate) fn trace(report: &Report) -> Value {
         }
     }
 
-    json!({
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {
-            "generator": "stemmon export",
-            "host": report.host,
-            "wall_seconds": report.wall_seconds,
-            "peak_tree_rss_bytes": report.peaks.peak_tree_rss_bytes,
-            "peak_rss_stage": report.peak_rss_stage,
-        },
-    })
+    let other = json!({
+        "generator": "stemmon export",
+        "host": report.host,
+        "wall_seconds": report.wall_seconds,
+        "peak_tree_rss_bytes": report.peaks.peak_tree_rss_bytes,
+        "peak_rss_stage": report.peak_rss_stage,
+    });
+    let mut out = events.out;
+    out.extend_from_slice(b"],\"displayTimeUnit\":\"ms\",\"otherData\":");
+    let _ = serde_json::to_writer(&mut out, &other);
+    out.push(b'}');
+    out
 }
 
 struct Slice {

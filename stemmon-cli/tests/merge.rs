@@ -111,7 +111,10 @@ fn merging_one_report_gives_its_figures_back() {
         processes
     };
     assert_eq!(by_pid(&merged), by_pid(&original));
-    assert_eq!(merged.format_version.as_deref(), Some(stemmon_report::FORMAT_VERSION));
+    assert_eq!(
+        merged.format_version.as_deref(),
+        Some(stemmon_report::FORMAT_VERSION)
+    );
     assert_ne!(
         merged.run_id, original.run_id,
         "a merge is a run of its own"

@@ -84,6 +84,13 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
     }
     once_each(&reports)?;
     let mut merged = merged(&reports);
+    let count = reports.len();
+    let shortest = reports
+        .iter()
+        .map(|(_, r)| r.report.wall_seconds)
+        .fold(f64::INFINITY, f64::min);
+    // The inputs are done with: they are not held beside the merge and its text.
+    drop(reports);
     // The merged report reads back like any other: checked as a reader checks it.
     merged.report = stemmon_report::check(merged.report)
         .map_err(|why| {
@@ -101,11 +108,8 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
         .map_err(|e| Failure::input(format!("cannot encode the merged report: {e}")))?;
     text.push(b'\n');
     input::write_file(&args.output, &text)?;
+    drop(text);
     let report = &merged.report;
-    let shortest = reports
-        .iter()
-        .map(|(_, r)| r.report.wall_seconds)
-        .fold(f64::INFINITY, f64::min);
     let peak = merged.section.run.get("peak_tree_rss_bytes");
     let peak_rank = peak
         .and_then(|p| merged.section.inputs[p.max_report].rank.as_ref())
@@ -115,8 +119,8 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
     crate::print_out(&format!(
         "merged {} report{}, {} stages into {}: wall {}..{}; peak tree RSS max {}{peak_rank} \
          (sum {})\n",
-        reports.len(),
-        if reports.len() == 1 { "" } else { "s" },
+        count,
+        if count == 1 { "" } else { "s" },
         report.stages.len(),
         args.output.display(),
         seconds(shortest),
