@@ -75,9 +75,18 @@ fn latest_cores(report: &Report) -> Option<f64> {
 /// The peak, the exact figure first where there is one: the high-water bound
 /// (`498.3 MiB (bound; sampled 212.0 MiB)`, the true peak lies between them), the
 /// process's own exact peak where the tree is that process alone (`213.0 MiB
-/// (exact)`), else the sampled peak.
+/// (exact)`), else the sampled peak. Where a process ended unseen the sum is no
+/// bound: `at least 314.8 MiB (2 processes ended unseen)`.
 fn peak(report: &Report) -> String {
     let sampled = report.peaks.peak_tree_rss_bytes;
+    if let Some(floor) = report.high_water.peak_tree_rss_at_least_bytes {
+        let unseen = report.high_water_marks.unseen;
+        return format!(
+            "at least {} ({unseen} process{} ended unseen)",
+            human_bytes(Some(floor.max(sampled.unwrap_or(0)))),
+            if unseen == 1 { "" } else { "es" }
+        );
+    }
     let bound = report.high_water.peak_tree_rss_bound_bytes;
     let own = report.high_water.peak_parent_hwm_bytes;
     let alone =
@@ -146,6 +155,14 @@ mod tests {
         assert_eq!(peak(&report), "212.0 MiB");
         report.high_water.peak_tree_rss_bound_bytes = Some(498 * mib + 307 * 1024);
         assert_eq!(peak(&report), "498.3 MiB (bound; sampled 212.0 MiB)");
+        let mut unseen = report.clone();
+        unseen.high_water.peak_tree_rss_at_least_bytes =
+            unseen.high_water.peak_tree_rss_bound_bytes.take();
+        unseen.high_water_marks.unseen = 2;
+        assert_eq!(
+            peak(&unseen),
+            "at least 498.3 MiB (2 processes ended unseen)"
+        );
         // One process alone: its own exact peak is the tree's.
         report.peaks.peak_tree_rss_bytes = Some(3 * mib + 300 * 1024);
         report.peaks.peak_children_rss_bytes = Some(0);

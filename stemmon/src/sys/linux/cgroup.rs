@@ -216,6 +216,36 @@ impl CgroupReader {
     }
 }
 
+/// Reads the job's cgroup into `reading`, against its figures at the previous sample
+/// (`last`, updated).
+pub(crate) fn add_to(
+    cgroup: Option<&mut CgroupReader>,
+    last: &mut super::ledger::CgroupLast,
+    reading: &mut crate::memory::TreeReading,
+) {
+    let Some(cgroup) = cgroup else {
+        return;
+    };
+    let Ok(now) = cgroup.read() else {
+        return;
+    };
+    let before = *last;
+    // The kernel's peak is since the cgroup was made: it speaks for this interval
+    // only where it rose in it.
+    let risen = now
+        .memory_peak_bytes
+        .filter(|p| before.peak.is_some_and(|b| *p > b));
+    reading.cgroup_peak = now.memory_current_bytes.max(risen);
+    reading.oom_kills = now
+        .oom_kills
+        .map(|k| k.saturating_sub(before.oom_kills.unwrap_or(k)));
+    *last = super::ledger::CgroupLast {
+        peak: now.memory_peak_bytes,
+        oom_kills: now.oom_kills,
+    };
+    reading.cgroup = Some(now);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

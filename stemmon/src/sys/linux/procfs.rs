@@ -206,10 +206,13 @@ pub(crate) struct StatUsage {
     /// When it started (`starttime`: clock ticks since boot, at its `fork`); `None`
     /// where the line is cut short.
     pub(crate) start_ticks: Option<u64>,
+    /// Minor faults of the children it reaped (`cminflt`): it grows whenever the
+    /// process reaps one, since every process that ran faulted.
+    pub(crate) child_minor_faults: u64,
 }
 
-/// The parent, CPU times, major faults and start of a `/proc/PID/stat` line (fields 4,
-/// 12 to 17 and 22, counted from the last `)`, since the command name may hold spaces
+/// The parent, children's minor faults, CPU times, major faults and start of a
+/// `/proc/PID/stat` line (fields 4, 11 to 17 and 22, counted from the last `)`, since the command name may hold spaces
 /// and parentheses).
 pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
     let close = text.iter().rposition(|b| *b == b')')?;
@@ -219,7 +222,8 @@ pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
     // Field 3 (state) is the first after the name.
     let mut nth = |skip: usize| parse_u64(fields.nth(skip)?);
     let ppid = u32::try_from(nth(1)?).ok()?; // field 4
-    let major = nth(7)?; // field 12
+    let child_minor = nth(6)?; // field 11
+    let major = nth(0)?; // field 12
     let child_major = nth(0)?; // 13
     let user = nth(0)?; // 14
     let system = nth(0)?; // 15
@@ -233,6 +237,7 @@ pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
         major_faults: major + child_major,
         own_ticks: user + system,
         start_ticks,
+        child_minor_faults: child_minor,
     })
 }
 
@@ -524,6 +529,7 @@ mod tests {
                 major_faults: 5,
                 own_ticks: 170,
                 start_ticks: Some(8675),
+                child_minor_faults: 5,
             })
         );
         let short = parse_stat_usage(&line[..line.len() - 5]).unwrap();
