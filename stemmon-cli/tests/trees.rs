@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::{cannot_run, has_python3, read_report, serial, stemmon, wait4_maxrss, TempDir, MIB};
+use common::{
+    cannot_run, has_python3, poll_tree_peak, read_report, serial, stemmon, wait4_maxrss, TempDir,
+    MIB,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -471,4 +474,125 @@ fn identical_runs_pass_the_gate_and_a_30_percent_regression_fails() {
     let (code, out) = compare(&runs[0], &bigger);
     assert_eq!(code, Some(1), "a 30 % regression passed:\n{out}");
     assert!(out.contains("FAIL: stage `fit`"), "{out}");
+}
+
+/// Allocates N MiB and holds them S seconds: `python3 hold.py N S`.
+const HOLD: &str =
+    "import sys, time\nb = b'x' * (int(sys.argv[1]) << 20)\ntime.sleep(float(sys.argv[2]))\n";
+
+/// A 300 MiB process that lives between two samples and is reaped by `sh`, beside a
+/// 200 MiB one: `stemmon run` of it, under `wrapper` (e.g. `setpriv` dropping a
+/// capability), with the 5 ms poller's peak of the tree.
+fn reaped_by_the_shell(dir: &Path, wrapper: &[&str]) -> (Report, String, u64) {
+    std::fs::write(dir.join("hold.py"), HOLD).unwrap();
+    let path = dir.join("r.json");
+    let stemmon_path = stemmon().get_program().to_owned();
+    let mut command = Command::new(
+        wrapper
+            .first()
+            .map_or(stemmon_path.as_os_str(), |w| w.as_ref()),
+    );
+    if !wrapper.is_empty() {
+        command.args(&wrapper[1..]).arg(&stemmon_path);
+    }
+    command
+        .current_dir(dir)
+        .env_remove("STEMMON_HIGH_WATER_MARKS")
+        .args(["run", "--log-interval", "none", "-o"])
+        .arg(&path)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "python3 hold.py 200 3 & sleep 1.3; python3 hold.py 300 0.2; wait",
+        ])
+        .stdin(Stdio::null());
+    let (status, truth) = poll_tree_peak(&mut command);
+    assert!(status.success(), "{status:?}");
+    let shown = stemmon().arg("show").arg(&path).output().unwrap();
+    assert!(shown.status.success(), "{shown:?}");
+    (
+        read_report(&path),
+        String::from_utf8_lossy(&shown.stdout).into_owned(),
+        truth,
+    )
+}
+
+#[test]
+fn a_descendant_reaped_by_the_command_is_in_the_bound() {
+    let _serial = serial();
+    if !has_python3("reaped by the shell") {
+        return;
+    }
+    let dir = TempDir::new("reaped-bound");
+    let (report, shown, truth) = reaped_by_the_shell(dir.path(), &[]);
+    if !report.high_water_marks.exit_records {
+        cannot_run(
+            "reaped by the shell",
+            "no exit records (taskstats needs CAP_NET_ADMIN)",
+        );
+        return;
+    }
+    let bound = report.high_water.peak_tree_rss_bound_bytes.unwrap();
+    eprintln!("bound {} MiB, 5 ms poller {} MiB", bound / MIB, truth / MIB);
+    assert!(truth >= 500 * MIB, "the poller saw {truth}");
+    assert!(
+        bound >= 520 * MIB && bound as f64 >= truth as f64 * 0.98,
+        "{bound} < {truth}"
+    );
+    assert!(
+        (bound as f64) < truth as f64 * 1.5,
+        "{bound} against {truth}"
+    );
+    assert_eq!(report.high_water.peak_tree_rss_at_least_bytes, None);
+    assert_eq!(report.high_water_marks.unseen, 0);
+    assert!(shown.contains("bound ≤"), "{shown}");
+}
+
+#[test]
+fn without_exit_records_a_descendant_reaped_by_the_command_makes_the_figure_at_least() {
+    let _serial = serial();
+    if !has_python3("reaped unseen") {
+        return;
+    }
+    let setpriv = "/usr/bin/setpriv";
+    if !Path::new(setpriv).exists() {
+        cannot_run("reaped unseen", "no setpriv to drop CAP_NET_ADMIN");
+        return;
+    }
+    let dir = TempDir::new("reaped-unseen");
+    let drop = [
+        setpriv,
+        "--inh-caps=-net_admin",
+        "--bounding-set=-net_admin",
+    ];
+    let (report, shown, truth) = reaped_by_the_shell(dir.path(), &drop);
+    assert!(
+        !report.high_water_marks.exit_records,
+        "{:?}",
+        report.high_water_marks
+    );
+    assert_eq!(
+        report.high_water.peak_tree_rss_bound_bytes, None,
+        "{:?}",
+        report.high_water
+    );
+    let floor = report.high_water.peak_tree_rss_at_least_bytes.unwrap();
+    eprintln!(
+        "at least {} MiB, 5 ms poller {} MiB",
+        floor / MIB,
+        truth / MIB
+    );
+    assert!(
+        floor >= 200 * MIB && floor <= truth + 16 * MIB,
+        "{floor} against {truth}"
+    );
+    assert!(report.high_water_marks.unseen >= 1);
+    assert!(report.high_water_marks.missing.is_some());
+    let line = shown.lines().find(|l| l.starts_with("peak:")).unwrap();
+    assert!(
+        line.contains("at least") && line.contains("ended unseen"),
+        "{line}"
+    );
+    assert!(!line.contains("bound"), "{line}");
 }

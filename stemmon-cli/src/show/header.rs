@@ -5,7 +5,7 @@
 use crate::format::{
     bytes, clean, command_line, cores, cpu_seconds, cpu_total, figure, middle, seconds, short,
 };
-use crate::peak::{tree_peak, TreePeak};
+use crate::peak::{at_least, tree_peak, TreePeak};
 use std::fmt::Write as _;
 use stemmon::Report;
 use stemmon_report::fields::Unit;
@@ -190,6 +190,8 @@ fn peak_line(report: &Report) -> String {
             let mut line = format!("tree RSS {sampled} (sampled{when})");
             if let Some(bound) = bound {
                 let _ = write!(line, "; bound ≤ {}", bytes(Some(bound)));
+            } else if let Some(floor) = at_least(high_water, report.high_water_marks.unseen) {
+                let _ = write!(line, "; {floor}");
             }
             if let Some(parent) = high_water.peak_parent_hwm_bytes {
                 let _ = write!(line, "; parent's exact peak {}", bytes(Some(parent)));
