@@ -340,13 +340,9 @@ fn staged_fixture() {
              import time; time.sleep(0.5)",
             40 * scale / 100
         );
+        let python = std::env::var_os("TREES_FIXTURE_PYTHON").unwrap_or("python3".into());
         let mut children: Vec<_> = (0..3)
-            .map(|_| {
-                Command::new("python3")
-                    .args(["-c", &worker])
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|_| Command::new(&python).args(["-c", &worker]).spawn().unwrap())
             .collect();
         for child in &mut children {
             assert!(child.wait().unwrap().success());
@@ -354,6 +350,17 @@ fn staged_fixture() {
     }
     let report = monitor.finish();
     assert!(report.output_error.is_none(), "{:?}", report.output_error);
+}
+
+/// The python3 interpreter itself: a version manager's `python3` on PATH (pyenv's)
+/// is a shell script that runs a chain of helpers before it `exec`s it, whose memory
+/// the bound rightly counts, and which would make the workers' figure the shim's.
+fn interpreter() -> std::ffi::OsString {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().into()
 }
 
 /// The staged fixture's report at `path`, run with `prefix` before it (a launcher
@@ -383,6 +390,7 @@ fn staged(path: &Path, prefix: &[&str], scale: u32) -> Report {
         ])
         .env("TREES_FIXTURE_REPORT", path)
         .env("TREES_FIXTURE_SCALE", scale.to_string())
+        .env("TREES_FIXTURE_PYTHON", interpreter())
         .output()
         .unwrap();
     assert!(output.status.success(), "the fixture failed: {output:?}");

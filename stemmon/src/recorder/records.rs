@@ -27,6 +27,11 @@ pub(crate) struct Stats {
     pub(crate) pending_until: f64,
     /// The last pid given out at that interval's end, where read.
     pub(crate) pending_last_pid: Option<u32>,
+    /// The intervals of those that ended after the one with the largest figure: their
+    /// largest figure, the last end and its last pid. A descendant started after the
+    /// big one ended never sums with it (a stage that freed 120 MiB, then started
+    /// workers, is not 120 MiB plus the workers).
+    pub(crate) pending_later: Option<(u64, f64, Option<u32>)>,
     /// Processes of the tree that ended unseen in the intervals it overlapped.
     pub(crate) unseen: u32,
     /// The record saw only a reused boundary reading, whose interval ended before it:
@@ -159,8 +164,31 @@ impl Stats {
         reading: &TreeReading,
         boot_origin: Option<f64>,
     ) -> Option<u64> {
-        let local = self.pending_local.take()?;
-        Some(local + self.children_before(reading, boot_origin)?)
+        let figure = self.pending_figure(reading, boot_origin);
+        self.pending_local = None;
+        self.pending_later = None;
+        figure
+    }
+
+    /// What [`Stats::widened`] gives, leaving the pending intervals as they are: each
+    /// figure with the descendants started before its own interval ended.
+    pub(crate) fn pending_figure(
+        &self,
+        reading: &TreeReading,
+        boot_origin: Option<f64>,
+    ) -> Option<u64> {
+        let local = self.pending_local?;
+        let first = local
+            + self.children_before(
+                reading,
+                boot_origin,
+                self.pending_until,
+                self.pending_last_pid,
+            )?;
+        let later = self.pending_later.and_then(|(local, until, last_pid)| {
+            Some(local + self.children_before(reading, boot_origin, until, last_pid)?)
+        });
+        Some(first.max(later.unwrap_or(0)))
     }
 
     /// The marks of `reading`'s descendants that had started before the end of this
@@ -169,9 +197,11 @@ impl Stats {
         &self,
         reading: &TreeReading,
         boot_origin: Option<f64>,
+        end: f64,
+        last_pid: Option<u32>,
     ) -> Option<u64> {
         let all = reading.children_hwm?;
-        let until = boot_origin.map(|origin| origin + self.pending_until);
+        let until = boot_origin.map(|origin| origin + end);
         // A reader that gives no parts gives the descendants' sum alone.
         if reading.bound_parts.is_empty() {
             return Some(all);
@@ -184,7 +214,7 @@ impl Stats {
                     (Some(started), Some(until)) => {
                         started <= until
                             && (started + crate::sys::start_tick_seconds() <= until
-                                || self.pending_last_pid.is_none_or(|last| part.pid <= last))
+                                || last_pid.is_none_or(|last| part.pid <= last))
                     }
                     _ => true,
                 })
@@ -208,10 +238,28 @@ impl Stats {
             Some(local + interval.children_rss),
         );
         let newly = self.pending_local.is_none();
-        self.pending_local = self.pending_local.max(Some(local));
-        if interval.end_seconds >= self.pending_until {
-            self.pending_until = interval.end_seconds;
+        let end = interval.end_seconds;
+        if self.pending_local.is_none_or(|big| local >= big) {
+            // The new largest: the later ones stand beside it as they are, and the old
+            // largest joins them where it ended after this one (readings of two threads).
+            if let Some(old) = self.pending_local.filter(|_| self.pending_until > end) {
+                let (until, last_pid) = (self.pending_until, self.pending_last_pid);
+                self.pending_later = Some(match self.pending_later {
+                    Some((most, later, pid)) if later >= until => (most.max(old), later, pid),
+                    Some((most, _, _)) => (most.max(old), until, last_pid),
+                    None => (old, until, last_pid),
+                });
+            }
+            self.pending_local = Some(local);
+            self.pending_until = end;
             self.pending_last_pid = interval.last_pid;
+        } else if end > self.pending_until {
+            let (most, until, last_pid) = self.pending_later.unwrap_or((0, end, interval.last_pid));
+            self.pending_later = Some(if end >= until {
+                (most.max(local), end, interval.last_pid)
+            } else {
+                (most.max(local), until, last_pid)
+            });
         }
         self.awaiting_interval = false;
         self.keep_bounds();

@@ -223,15 +223,9 @@ impl State {
         // The run's bound for this interval, as the total is about to count it (its
         // boundary intervals widened by the descendants' marks, never below the
         // sample), so that the timeline's bound reaches the report's.
-        let stats = &self.total.stats;
         let bound = reading
             .tree_rss_bound
-            .max(
-                stats
-                    .pending_local
-                    .zip(stats.children_before(&reading, self.boot_origin))
-                    .map(|(local, children)| local + children),
-            )
+            .max(self.total.stats.pending_figure(&reading, self.boot_origin))
             .map(|bound| bound.max(reading.tree_rss.unwrap_or(0)));
         if self.total.stats.apply_sample(&reading, self.boot_origin) {
             self.total.peaked(stage, elapsed);

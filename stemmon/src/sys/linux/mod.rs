@@ -443,8 +443,13 @@ impl TreeReader for ProcReader {
         ledger.shared().take_counted(&mut self.counted);
         if self.marks {
             for (pid, was) in known.iter() {
-                if !next.contains_key(pid) && self.counted.binary_search(pid).is_err() {
-                    exits.departed_at(*pid, was, take(*pid).map(|e| e.hiwater));
+                if next.contains_key(pid) {
+                    continue;
+                }
+                // Taken either way: one a boundary reading counted is not unread.
+                let exact = take(*pid).map(|e| e.hiwater);
+                if self.counted.binary_search(pid).is_err() {
+                    exits.departed_at(*pid, was, exact);
                 }
             }
             if feed_live {
