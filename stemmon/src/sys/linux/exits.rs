@@ -42,6 +42,27 @@ struct Zombie {
     exact: Option<u64>,
 }
 
+/// Past this many processes no reading saw in one interval, they are one part.
+const MAX_UNREAD_PARTS: usize = 256;
+
+/// The most that `unread` held at one moment, each at its peak over its life; two
+/// lives that touch count as overlapping.
+fn most_at_once(unread: &[Unread]) -> u64 {
+    let mut moments: Vec<(f64, i128)> = Vec::with_capacity(2 * unread.len());
+    for u in unread {
+        moments.push((u.began, i128::from(u.peak)));
+        moments.push((u.ended, -i128::from(u.peak)));
+    }
+    // At one moment, starts before ends.
+    moments.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+    let (mut now, mut most) = (0i128, 0i128);
+    for (_, change) in moments {
+        now += change;
+        most = most.max(now);
+    }
+    u64::try_from(most).unwrap_or(u64::MAX)
+}
+
 /// A process no reading saw, from its exit record.
 #[derive(Clone, Copy, Debug)]
 struct Unread {
@@ -148,30 +169,36 @@ impl Exits {
         });
     }
 
-    /// The unread processes as one part: the most that those alive at one moment held
-    /// (each at its peak over its whole life), not the sum of all.
-    fn unread_part(&mut self) -> Option<BoundPart> {
+    /// The unread processes as parts, by when each began: the parts that began by any
+    /// moment sum to the most that the processes begun by then held at one time (each
+    /// at its peak over its whole life), not to the sum of all of them. So a stage that
+    /// closed counts only those begun before it closed, and processes that lived one
+    /// after another count once.
+    fn unread_parts(&mut self, parts: &mut Vec<BoundPart>) {
         if self.unread.is_empty() {
-            return None;
+            return;
         }
-        // Ends sort before starts at one moment only where they are apart: a tie counts both.
-        let mut moments: Vec<(f64, i64)> = Vec::with_capacity(2 * self.unread.len());
-        for u in &self.unread {
-            let bytes = i64::try_from(u.peak).unwrap_or(i64::MAX);
-            moments.push((u.began, bytes));
-            moments.push((u.ended, -bytes));
+        self.unread
+            .sort_unstable_by(|a, b| a.began.total_cmp(&b.began).then(a.pid.cmp(&b.pid)));
+        if self.unread.len() > MAX_UNREAD_PARTS {
+            // Past this, one part (quadratic work otherwise): begun with the first.
+            parts.push(BoundPart {
+                pid: self.unread[0].pid,
+                started: Some(self.unread[0].began),
+                bytes: most_at_once(&self.unread),
+            });
+            return;
         }
-        moments.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
-        let (mut now, mut most) = (0i64, 0i64);
-        for (_, change) in moments {
-            now += change;
-            most = most.max(now);
+        let mut before = 0;
+        for k in 0..self.unread.len() {
+            let most = most_at_once(&self.unread[..=k]);
+            parts.push(BoundPart {
+                pid: self.unread[k].pid,
+                started: Some(self.unread[k].began),
+                bytes: most - before,
+            });
+            before = most;
         }
-        Some(BoundPart {
-            pid: self.unread.iter().map(|u| u.pid).min().unwrap_or(0),
-            started: self.unread.iter().map(|u| u.began).min_by(f64::total_cmp),
-            bytes: u64::try_from(most).unwrap_or(0),
-        })
     }
 
     /// A live process of the tree that reaped a child in the interval (its `stat`'s
@@ -304,7 +331,7 @@ impl Exits {
     /// The parts where every exit came with its record: each process at its own peak.
     fn exact_parts(&mut self) -> Vec<BoundPart> {
         let mut parts = std::mem::take(&mut self.parts);
-        parts.extend(self.unread_part());
+        self.unread_parts(&mut parts);
         for gone in &self.departed {
             parts.push(BoundPart {
                 pid: gone.pid,
@@ -448,6 +475,16 @@ mod tests {
         let parts = exits.parts(Some(900 * MIB));
         assert_eq!(total(&parts), 203 * MIB, "{parts:?}");
         assert_eq!(parts[0].started, Some(0.0));
+        // What began by 1.1 s: the helpers, one at a time, and the first big one.
+        let by = |t: f64| -> u64 {
+            parts
+                .iter()
+                .filter(|p| p.started.unwrap() <= t)
+                .map(|p| p.bytes)
+                .sum()
+        };
+        assert_eq!(by(0.5), 3 * MIB);
+        assert_eq!(by(1.1), 100 * MIB);
         assert_eq!(exits.largest, Some(100 * MIB));
         assert_eq!(exits.unseen, 0);
     }
