@@ -256,7 +256,10 @@ fn show_says_when_the_marks_were_reset_and_what_it_does_to_ru_maxrss() {
         ),
         "{resets}"
     );
-    assert!(resets.contains("only with --high-water-marks"), "{resets}");
+    assert!(
+        resets.contains("only with --high-water-marks=reset"),
+        "{resets}"
+    );
     report["command"] = json!(null);
     let resets = show(&report);
     assert!(

@@ -163,6 +163,13 @@ pub fn field(key: &str) -> Option<&'static Field> {
     FIELDS.iter().find(|f| f.key == key)
 }
 
+/// How a field is read on a stage and on the run, and written on a stage (the table's).
+type Access = (
+    fn(&StageReport) -> Option<f64>,
+    fn(&Report) -> Option<f64>,
+    Option<fn(&mut StageReport, Option<f64>)>,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,5 +144,6 @@ pub use report::Report;
 pub use stage::stage;
 pub use stage::Stage;
 pub use stemmon_macros::{monitor_main, monitored};
+pub use stemmon_report::settings::Marks;
 #[cfg(feature = "tracing")]
 pub use tracing_layer::TracingLayer;

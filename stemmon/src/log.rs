@@ -55,6 +55,13 @@ pub(crate) fn format_line(event: &str, stage: &str, heap: Option<u64>, report: &
     {
         let _ = write!(line, "; gpu={}", human_bytes(Some(gpu)));
     }
+    // Once, at the start: what the resets do to the program's own figures.
+    if event == "started" && report.high_water_marks.resets {
+        line.push_str(
+            "; marks=reset (the program's own ru_maxrss, VmHWM and an outer /usr/bin/time \
+             see reset marks; high_water_marks = \"keep\" leaves them)",
+        );
+    }
     let run_peak = report.high_water.peak_cgroup_memory_bytes;
     if let Some(headroom) = report.cgroup.as_ref().and_then(|c| headroom(c, run_peak)) {
         let _ = write!(line, "; {headroom}");

@@ -8,6 +8,7 @@ pub use crate::main_config::MainConfig;
 pub use crate::main_guard::{main_start, MainGuard};
 pub use crate::stage::enter;
 pub use crate::stage::Stage;
+pub use stemmon_report::settings::Marks;
 
 /// Picked by autoref for a `Result`: the `type_name` of the error when it is `Err`.
 /// Usage: `(&value).__stemmon_error()` with both traits in scope.

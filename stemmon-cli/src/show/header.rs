@@ -214,7 +214,8 @@ fn resets_line(report: &Report) -> Option<String> {
         return Some(
             "off: each mark was read as it runs from its process's start, so the programs' \
              own ru_maxrss (getrusage, /usr/bin/time, VmHWM) is untouched, and the bound \
-             sums lifetime peaks (--high-water-marks resets them at every sample)"
+             sums lifetime peaks (high_water_marks = \"reset\", --high-water-marks=reset, \
+             resets them at every reading)"
                 .to_owned(),
         );
     }
@@ -226,14 +227,14 @@ fn resets_line(report: &Report) -> Option<String> {
         (false, _, _) => "the descendants",
     };
     let off = if report.command.is_some() {
-        "`stemmon run` resets them only with --high-water-marks"
+        "`stemmon run` resets them only with --high-water-marks=reset"
     } else {
-        "STEMMON_HIGH_WATER_MARKS=0 turns them off"
+        "high_water_marks = \"keep\" (STEMMON_HIGH_WATER_MARKS=keep) leaves them"
     };
     Some(format!(
         "on: stemmon reset the kernel's high-water marks of {who} at every reading, so \
          a process's own ru_maxrss (getrusage, /usr/bin/time, VmHWM) counts from the last \
-         reset, not from its start; {off}"
+         reset, not from its start: outer tools see reset marks; {off}"
     ))
 }
 

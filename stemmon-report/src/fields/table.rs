@@ -1,6 +1,6 @@
 //! The table itself: one declaration per figure of a record.
 
-use super::{Export, Field, Fold, Metric, Source, Unit};
+use super::{Access, Export, Field, Fold, Metric, Source, Unit};
 use crate::{Report, StageReport};
 
 fn bytes(value: Option<u64>) -> Option<f64> {
@@ -39,13 +39,6 @@ macro_rules! figure {
         )
     };
 }
-
-/// How a field is read on a stage and on the run, and written on a stage.
-type Access = (
-    fn(&StageReport) -> Option<f64>,
-    fn(&Report) -> Option<f64>,
-    Option<fn(&mut StageReport, Option<f64>)>,
-);
 
 #[allow(clippy::too_many_arguments)] // One declaration: every column of the table.
 const fn declare(
@@ -250,6 +243,16 @@ pub const FIELDS: &[Field] = &[
         &[Exact],
         gauge("peak_tree_rss_bound_bytes", "peak_tree_rss_bound"),
         both!(high_water.peak_tree_rss_bound_bytes, bytes),
+    ),
+    declare(
+        "peak_tree_rss_at_least_bytes",
+        Source::Marks,
+        Bytes,
+        Max,
+        ("at least", "the tree's peak was at least this"),
+        &[],
+        None,
+        both!(high_water.peak_tree_rss_at_least_bytes, bytes),
     ),
     declare(
         "peak_parent_hwm_bytes",

@@ -1,2 +1,2 @@
-#[stemmon::monitor_main(high_water_marks = "yes")]
+#[stemmon::monitor_main(high_water_marks = "sometimes")]
 fn main() {}
