@@ -515,7 +515,7 @@ fn reaped_by_the_shell(dir: &Path, wrapper: &[&str]) -> (Report, String, u64) {
             "python3 hold.py 200 3 & sleep 1.3; python3 hold.py 300 0.2; wait",
         ])
         .stdin(Stdio::null());
-    let (status, truth) = poll_tree_peak(&mut command);
+    let (status, truth) = poll_tree_peak(&mut command, false);
     assert!(status.success(), "{status:?}");
     let shown = stemmon().arg("show").arg(&path).output().unwrap();
     assert!(shown.status.success(), "{shown:?}");

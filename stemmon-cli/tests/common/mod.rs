@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 #[allow(unused_imports)] // Each test binary uses a part of them.
-pub use stemmon_suite::{cannot_run, check_invariants, read_report, serial};
+pub use stemmon_suite::{cannot_run, check_invariants, poll_tree_peak, read_report, serial};
 
 pub const MIB: u64 = 1 << 20;
 
@@ -334,33 +334,4 @@ pub fn table_row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
         })
         .find(|cells| cells[0] == name)
         .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
-}
-
-/// The RSS of `pid` in bytes (`statm`), 0 once it is gone.
-fn rss_of(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/statm"))
-        .ok()
-        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .map_or(0, |pages| pages * 4096)
-}
-
-/// Runs `command` to its end while a poller sums the RSS of its descendants (the
-/// tree that `stemmon run` watches, without stemmon itself) every 5 ms: its exit
-/// status, and the highest sum, the ground truth of a tree's peak (psrecord's way).
-pub fn poll_tree_peak(command: &mut Command) -> (std::process::ExitStatus, u64) {
-    let mut child = command.spawn().expect("the command starts");
-    let root = child.id();
-    let mut peak = 0;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return (status, peak);
-        }
-        let (mut sum, mut todo) = (0, children_of(root));
-        while let Some(pid) = todo.pop() {
-            sum += rss_of(pid);
-            todo.extend(children_of(pid));
-        }
-        peak = peak.max(sum);
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
 }
