@@ -50,6 +50,9 @@ pub struct CgroupReport {
     /// `memory.max_usage_in_bytes`): its lifetime peak, which may be an earlier job's,
     /// not this run's (that is `peak_cgroup_memory_bytes`).
     pub memory_peak_bytes: Option<u64>,
+    /// The cgroup's anonymous memory now (`memory.stat` `anon`; v1 `total_rss`): what
+    /// its processes hold themselves, without the file cache the charge also counts.
+    pub memory_anon_bytes: Option<u64>,
     /// The limit; `null` when unlimited.
     pub memory_limit_bytes: Option<u64>,
     /// OOM kills in the cgroup since it was made.

@@ -52,6 +52,10 @@ pub struct HighWater {
     /// its charge at each sample, or the kernel's peak where that rose in between. Not
     /// the cgroup's lifetime peak, which is [`CgroupReport::memory_peak_bytes`](crate::CgroupReport::memory_peak_bytes).
     pub peak_cgroup_memory_bytes: Option<u64>,
+    /// The highest anonymous memory of the job's cgroup seen at the samples while the
+    /// record was open (`memory.stat` `anon`): the charge without its file cache, still
+    /// of every process in the cgroup.
+    pub peak_cgroup_anon_bytes: Option<u64>,
     /// OOM kills in the job's cgroup while the record was open.
     pub oom_kills: Option<u64>,
 }

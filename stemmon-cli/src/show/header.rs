@@ -93,7 +93,18 @@ pub(super) fn header(report: &Report, width: Option<usize>) -> String {
     }
     let run_cgroup = high_water.peak_cgroup_memory_bytes;
     if report.cgroup.is_some() || run_cgroup.is_some() {
-        let mut line = format!("this run's peak {}", bytes(run_cgroup));
+        // The charge counts every process of the cgroup and its file cache: say so,
+        // with the anonymous memory (what processes hold themselves) beside it.
+        let mut line = format!(
+            "this run's peak {} (every process of the cgroup, file cache included",
+            bytes(run_cgroup)
+        );
+        match high_water.peak_cgroup_anon_bytes {
+            Some(anon) => {
+                let _ = write!(line, "; anonymous {})", bytes(Some(anon)));
+            }
+            None => line.push(')'),
+        }
         if let Some(cgroup) = &report.cgroup {
             let _ = write!(
                 line,

@@ -48,6 +48,8 @@ pub struct TreeReading {
     /// The cgroup's highest charge since the previous sample: its charge now, or the
     /// kernel's peak where that rose in the interval.
     pub cgroup_peak: Option<u64>,
+    /// The cgroup's anonymous memory now (`memory.stat`).
+    pub cgroup_anon: Option<u64>,
     /// OOM kills in the cgroup since the previous sample.
     pub oom_kills: Option<u64>,
     /// Each descendant read, so that a stage-boundary reading can leave out the ones

@@ -134,6 +134,7 @@ impl Stats {
             reading.tree_rss_bound.max(widened),
         );
         raise(&mut h.peak_cgroup_memory_bytes, reading.cgroup_peak);
+        raise(&mut h.peak_cgroup_anon_bytes, reading.cgroup_anon);
         self.unseen += reading.unseen;
         if let Some(kills) = reading.oom_kills {
             h.oom_kills = Some(h.oom_kills.unwrap_or(0) + kills);

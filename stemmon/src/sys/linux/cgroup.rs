@@ -136,6 +136,8 @@ pub(crate) struct CgroupReader {
     limit: Option<File>,
     events: Option<File>,
     procs: Option<File>,
+    /// `memory.stat`: its anonymous memory, apart from the file cache.
+    stat: Option<File>,
     buf: Buf,
     page: usize,
 }
@@ -176,6 +178,7 @@ impl CgroupReader {
             limit: open(names[2]).ok(),
             events: open(names[3]).ok(),
             procs: open("cgroup.procs").ok(),
+            stat: open("memory.stat").ok(),
             buf: Buf::new(4096),
             page: usize::try_from(page_size()).unwrap_or(4096),
         })
@@ -196,6 +199,13 @@ impl CgroupReader {
             _ => value(&self.limit, &parse_v1_limit),
         };
         let oom_kills = value(&self.events, &|text| keyed(text, b"oom_kill"));
+        // v2 `anon`; v1 `total_rss`, the hierarchy's anonymous memory (`rss` without it).
+        let anon = match self.version {
+            2 => value(&self.stat, &|text| keyed(text, b"anon")),
+            _ => value(&self.stat, &|text| {
+                keyed(text, b"total_rss").or_else(|| keyed(text, b"rss"))
+            }),
+        };
         let processes = self.procs.as_ref().and_then(|file| {
             let text = self.buf.read_records(file, self.page).ok()?;
             let mut count = 0u32;
@@ -208,6 +218,7 @@ impl CgroupReader {
             built.version = self.version;
             built.memory_current_bytes = current;
             built.memory_peak_bytes = peak;
+            built.memory_anon_bytes = anon;
             built.memory_limit_bytes = limit;
             built.oom_kills = oom_kills;
             built.processes = processes;
@@ -236,6 +247,7 @@ pub(crate) fn add_to(
         .memory_peak_bytes
         .filter(|p| before.peak.is_some_and(|b| *p > b));
     reading.cgroup_peak = now.memory_current_bytes.max(risen);
+    reading.cgroup_anon = now.memory_anon_bytes;
     reading.oom_kills = now
         .oom_kills
         .map(|k| k.saturating_sub(before.oom_kills.unwrap_or(k)));
