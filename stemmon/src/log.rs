@@ -59,7 +59,7 @@ pub(crate) fn format_line(event: &str, stage: &str, heap: Option<u64>, report: &
     if event == "started" && report.high_water_marks.resets {
         line.push_str(
             "; marks=reset (the program's own ru_maxrss, VmHWM and an outer /usr/bin/time \
-             see reset marks; high_water_marks = \"keep\" leaves them)",
+             see reset marks, \"keep\" leaves them)",
         );
     }
     let run_peak = report.high_water.peak_cgroup_memory_bytes;
