@@ -58,8 +58,8 @@ fn the_cgroup_s_lifetime_peak_is_apart_from_this_run_s() {
     let out = show(&report());
     assert_eq!(
         line(&out, "cgroup:"),
-        "cgroup:     this run's peak 1.4 GiB; cgroup lifetime peak 8.8 GiB; limit 16.0 GiB; \
-         OOM kills 0"
+        "cgroup:     this run's peak 1.4 GiB (every process of the cgroup, file cache \
+         included); cgroup lifetime peak 8.8 GiB; limit 16.0 GiB; OOM kills 0"
     );
 }
 

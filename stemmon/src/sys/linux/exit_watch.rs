@@ -25,6 +25,9 @@ struct Inbox {
 /// The thread and what it has taken. See the module docs.
 pub(crate) struct ExitWatch {
     inbox: Arc<Mutex<Inbox>>,
+    /// The socket: the thread drains it as records come, and [`ExitWatch::take`] once
+    /// more, so that a record the kernel sent before a sample is never missed by it.
+    listener: Arc<Mutex<ExitListener>>,
     /// Written to (or closed) to stop the thread.
     wake: Option<OwnedFd>,
     thread: Option<JoinHandle<()>>,
@@ -50,10 +53,15 @@ fn pipe() -> std::io::Result<(OwnedFd, OwnedFd)> {
 impl ExitWatch {
     /// Registers for the records and starts the thread.
     pub(crate) fn start() -> std::io::Result<ExitWatch> {
-        let mut listener = ExitListener::open()?;
+        let listener = Arc::new(Mutex::new(ExitListener::open()?));
+        let fd = listener
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .raw_fd();
         let (stop, wake) = pipe()?;
         let inbox = Arc::new(Mutex::new(Inbox::default()));
         let shared = Arc::clone(&inbox);
+        let socket = Arc::clone(&listener);
         let thread = std::thread::Builder::new()
             .name("stemmon-exits".into())
             .spawn(move || {
@@ -61,7 +69,7 @@ impl ExitWatch {
                 loop {
                     let mut fds = [
                         libc::pollfd {
-                            fd: listener.raw_fd(),
+                            fd,
                             events: libc::POLLIN,
                             revents: 0,
                         },
@@ -82,23 +90,13 @@ impl ExitWatch {
                     if fds[1].revents != 0 {
                         return;
                     }
-                    taken.clear();
-                    listener.drain(&mut taken);
-                    let now = super::platform::boot_seconds().unwrap_or(0.0);
-                    let lost = listener.take_lost();
-                    let mut inbox = shared.lock().unwrap_or_else(PoisonError::into_inner);
-                    inbox.lost |= lost;
-                    for record in &taken {
-                        if inbox.records.len() < MAX_WAITING {
-                            inbox.records.push((*record, now));
-                        } else {
-                            inbox.lost = true;
-                        }
-                    }
+                    let mut listener = socket.lock().unwrap_or_else(PoisonError::into_inner);
+                    deliver(&mut listener, &shared, &mut taken);
                 }
             })?;
         Ok(ExitWatch {
             inbox,
+            listener,
             wake: Some(wake),
             thread: Some(thread),
         })
@@ -106,9 +104,31 @@ impl ExitWatch {
 
     /// Moves the records taken since the last call into `out`; whether none was lost.
     pub(crate) fn take(&self, out: &mut Vec<Stamped>) -> bool {
+        {
+            let mut listener = self.listener.lock().unwrap_or_else(PoisonError::into_inner);
+            deliver(&mut listener, &self.inbox, &mut Vec::new());
+        }
         let mut inbox = self.inbox.lock().unwrap_or_else(PoisonError::into_inner);
         out.append(&mut inbox.records);
         !std::mem::take(&mut inbox.lost)
+    }
+}
+
+/// Drains the socket into the inbox, stamping each record with now (`taken`: a
+/// buffer to reuse).
+fn deliver(listener: &mut ExitListener, inbox: &Mutex<Inbox>, taken: &mut Vec<ExitRecord>) {
+    taken.clear();
+    listener.drain(taken);
+    let now = super::platform::boot_seconds().unwrap_or(0.0);
+    let lost = listener.take_lost();
+    let mut inbox = inbox.lock().unwrap_or_else(PoisonError::into_inner);
+    inbox.lost |= lost;
+    for record in taken.iter() {
+        if inbox.records.len() < MAX_WAITING {
+            inbox.records.push((*record, now));
+        } else {
+            inbox.lost = true;
+        }
     }
 }
 

@@ -331,6 +331,15 @@ impl Exits {
     /// The parts where every exit came with its record: each process at its own peak.
     fn exact_parts(&mut self) -> Vec<BoundPart> {
         let mut parts = std::mem::take(&mut self.parts);
+        // One that ended with no record (dropped, or sent before the registration):
+        // its final interval is unread.
+        self.unseen += self.departed.iter().filter(|g| g.exact.is_none()).count() as u32;
+        // A zombie of ours without one still has its rusage (merged, so at least its own).
+        self.unseen += self
+            .zombies
+            .iter()
+            .filter(|z| z.exact.is_none() && z.figure.is_none())
+            .count() as u32;
         self.unread_parts(&mut parts);
         for gone in &self.departed {
             parts.push(BoundPart {
@@ -343,7 +352,10 @@ impl Exits {
             parts.push(BoundPart {
                 pid: zombie.pid,
                 started: zombie.started,
-                bytes: zombie.exact.map_or(zombie.last, |e| e.max(zombie.last)),
+                bytes: zombie
+                    .exact
+                    .or(zombie.figure)
+                    .map_or(zombie.last, |e| e.max(zombie.last)),
             });
         }
         parts
@@ -383,6 +395,7 @@ mod tests {
             ppid,
             started: Some(1.0),
             reaps: 0,
+            recorded: false,
         }
     }
 
@@ -487,6 +500,24 @@ mod tests {
         assert_eq!(by(1.1), 100 * MIB);
         assert_eq!(exits.largest, Some(100 * MIB));
         assert_eq!(exits.unseen, 0);
+    }
+
+    #[test]
+    fn with_records_an_exit_without_one_is_unseen() {
+        let mut exits = Exits {
+            exact: true,
+            ..Exits::default()
+        };
+        exits.departed_at(30, &known(64 * MIB, 29, false), Some(80 * MIB));
+        exits.departed_at(31, &known(10 * MIB, 29, false), None);
+        exits.zombie_at(32, 5 * MIB, None, Some(9 * MIB), None);
+        exits.zombie_at(33, 5 * MIB, None, None, None);
+        let parts = exits.parts(None);
+        assert_eq!(total(&parts), (80 + 10 + 9 + 5) * MIB, "{parts:?}");
+        assert_eq!(
+            exits.unseen, 2,
+            "31 without a record, 33 without any figure"
+        );
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub(crate) struct Known {
     pub(crate) started: Option<f64>,
     /// Its children's minor faults then: where they grew, it reaped a child.
     pub(crate) reaps: u64,
+    /// Its exit record came (a zombie's): its final peak is counted.
+    pub(crate) recorded: bool,
 }
 
 /// The job's cgroup at the previous sample.

@@ -407,14 +407,18 @@ impl TreeReader for ProcReader {
                             ppid: process.ppid,
                             started,
                             reaps,
+                            recorded: false,
                         },
                     );
                 } else {
                     // A zombie holds no memory: what it held is its last reading, or
                     // its rusage where this process may read it (a child of ours).
                     let hwm = last.map_or(0, |k| k.hwm);
+                    // Its record, or (a zombie of an earlier sample) its peak then counted.
+                    let exact = take(pid)
+                        .map(|e| e.hiwater.max(hwm))
+                        .or(last.filter(|k| k.recorded).map(|_| hwm));
                     if self.marks {
-                        let exact = take(pid).map(|e| e.hiwater);
                         exits.zombie_at(pid, hwm, started, process.exited_peak, exact);
                     }
                     let ppid = process.ppid;
@@ -427,6 +431,7 @@ impl TreeReader for ProcReader {
                             ppid,
                             started,
                             reaps,
+                            recorded: exact.is_some(),
                         },
                     );
                 }
@@ -447,7 +452,9 @@ impl TreeReader for ProcReader {
                     continue;
                 }
                 // Taken either way: one a boundary reading counted is not unread.
-                let exact = take(*pid).map(|e| e.hiwater);
+                let exact = take(*pid)
+                    .map(|e| e.hiwater)
+                    .or(was.recorded.then_some(was.hwm));
                 if self.counted.binary_search(pid).is_err() {
                     exits.departed_at(*pid, was, exact);
                 }
