@@ -277,6 +277,37 @@ fn overwriting_a_dirty_file_counts_every_byte_written() {
     let written = report.cpu_io.io_write_bytes.expect("write_bytes is read");
     eprintln!("dirty overwrite: written {:.1} MiB of 64", mib(written));
     assert!(written >= 64 * MIB * 9 / 10, "written {written}");
+    // In place (no truncation), over pages still dirty: the page cache counts none of
+    // them as newly dirtied; every byte was written all the same.
+    let status = Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", file.display()))
+        .args(["bs=1M", "count=40", "status=none"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let of = format!("of={}", file.display());
+    let argv = [
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=1M",
+        "count=40",
+        "conv=notrunc",
+        "status=none",
+    ];
+    let (_, report) = run(dir.path(), "0.1", &[], &argv);
+    let written = report.cpu_io.io_write_bytes.expect("write_bytes is read");
+    eprintln!(
+        "dirty overwrite in place: written {:.1} MiB of 40",
+        mib(written)
+    );
+    assert!(written >= 40 * MIB, "written {written}");
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(
+        written <= size + 2 * MIB,
+        "written {written}, the file {size}"
+    );
 }
 
 /// `stemmon run -- true`: the command's exit figure holds stemmon's own memory at the

@@ -129,6 +129,30 @@ impl ExitFeed {
         !lost
     }
 
+    /// Registers (once) and takes the records of this sample's tree: its processes
+    /// (`seen`), the previous sample's (`known`), and this process's children where
+    /// `ours`. Returns whether records come, and whether none was lost (`pids`: a
+    /// buffer to reuse).
+    pub(crate) fn sample(
+        &mut self,
+        own: u32,
+        ours: bool,
+        known: &PidMap<super::ledger::Known>,
+        seen: &[super::tree::Seen],
+        pids: &mut Vec<u32>,
+    ) -> (bool, bool) {
+        if !self.start() {
+            return (false, true);
+        }
+        pids.clear();
+        pids.extend(seen.iter().map(|s| s.pid));
+        pids.sort_unstable();
+        let whole = self.collect(own, |pid| {
+            (ours && pid == own) || known.contains_key(&pid) || pids.binary_search(&pid).is_ok()
+        });
+        (true, whole)
+    }
+
     /// The records of `pid`, once it has exited: taken, so counted once.
     pub(crate) fn take(&mut self, pid: u32) -> Option<ExitPeak> {
         match self.stash.get(&pid) {

@@ -153,6 +153,8 @@ pub(crate) struct TreeLedger {
     pub(crate) root_last: u64,
     /// The root's children's minor faults at the previous sample (another process).
     pub(crate) root_reaps: Option<u64>,
+    /// What the root's exit record says it wrote: its counters never read lower after.
+    pub(crate) root_wrote: u64,
     /// The kernel's exit records of the tree.
     pub(crate) feed: super::exit_feed::ExitFeed,
     /// The processes that exited unread in the interval (kept to reuse its capacity).

@@ -267,25 +267,17 @@ impl TreeReader for ProcReader {
             next,
             root_last,
             root_reaps,
+            root_wrote,
             feed,
             unread,
             ..
         } = &mut *intervals;
         next.clear();
         // Every exit of the tree with its own peak, where the kernel sends the records.
-        let feed_live = self.marks && feed.start();
-        let mut whole = true;
-        if feed_live {
-            self.counted.clear();
-            self.counted.extend(seen.iter().map(|s| s.pid));
-            self.counted.sort_unstable();
-            let (own_pid, read) = (self.own_pid, &self.counted);
-            whole = feed.collect(own_pid, |pid| {
-                (ours && pid == own_pid)
-                    || known.contains_key(&pid)
-                    || read.binary_search(&pid).is_ok()
-            });
-        }
+        let (feed_live, whole) = match self.marks {
+            true => feed.sample(self.own_pid, ours, known, &seen, &mut self.counted),
+            false => (false, true),
+        };
         exits.exact = feed_live;
         let mut take = |pid: u32| feed_live.then(|| feed.take(pid)).flatten();
         for (
@@ -373,7 +365,14 @@ impl TreeReader for ProcReader {
                         // it, merged with those of the children it waited for, so that
                         // it is its own only where it reaped none.
                         let reaped_none = reaps == Some(0);
-                        match (take(pid), root.exited_peak) {
+                        let record = take(pid);
+                        if let Some(exit) = &record {
+                            // What its write calls passed, as a live reading counts it.
+                            *root_wrote = exit.write_char.max(exit.write_bytes);
+                        }
+                        root.usage.write_bytes = root.usage.write_bytes.max(*root_wrote);
+                        reading.root_usage = root.usage;
+                        match (record, root.exited_peak) {
                             (Some(exit), _) => reading.parent_hwm = Some(exit.hiwater),
                             (None, Some(figure)) if reaped_none => {
                                 reading.parent_hwm = Some(figure.max(*root_last))
