@@ -245,3 +245,51 @@ impl FakeNvml {
         std::fs::rename(next, self.dir.path().join("fake-nvml-state")).unwrap();
     }
 }
+
+/// The direct children of `pid`, from every thread's `children` file.
+fn children_of(pid: u32) -> Vec<u32> {
+    let mut children = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return children;
+    };
+    for task in tasks.flatten() {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            children.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<u32>().ok()),
+            );
+        }
+    }
+    children
+}
+
+/// The RSS of `pid` in bytes (`statm`), 0 once it is gone.
+fn rss_of(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/statm"))
+        .ok()
+        .and_then(|t| t.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .map_or(0, |pages| pages * 4096)
+}
+
+/// Runs `command` to its end while a poller sums the RSS of its tree every 5 ms (with
+/// the started process itself where `with_root`; without it, the tree that `stemmon
+/// run` watches, stemmon left out): its exit status and the highest sum, the ground
+/// truth of a tree's peak (psrecord's way).
+pub fn poll_tree_peak(command: &mut Command, with_root: bool) -> (std::process::ExitStatus, u64) {
+    let mut child = command.spawn().expect("the command starts");
+    let root = child.id();
+    let mut peak = 0;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (status, peak);
+        }
+        let mut sum = if with_root { rss_of(root) } else { 0 };
+        let mut todo = children_of(root);
+        while let Some(pid) = todo.pop() {
+            sum += rss_of(pid);
+            todo.extend(children_of(pid));
+        }
+        peak = peak.max(sum);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}

@@ -96,6 +96,20 @@ fn this_machines_cgroup_reads_as_its_files_say() {
         .peak_parent_rss_bytes
         .expect("the stage's RSS peak");
     assert!(charged >= held, "{charged} vs {held}");
+    // Its anonymous memory (`memory.stat`, the hierarchy's `total_rss` on v1): what the
+    // processes hold themselves, within the charge, which adds the file cache.
+    let stat = read(&dir.join("memory.stat"));
+    assert!(keyed(&stat, "total_rss ").is_some(), "{stat}");
+    let anon = hold
+        .high_water
+        .peak_cgroup_anon_bytes
+        .expect("the stage's anonymous memory");
+    assert!(
+        anon >= 64 * stemmon_suite::MIB,
+        "{anon}: the 64 MiB held at two samples"
+    );
+    assert!(anon <= charged, "anon {anon} above the charge {charged}");
+    assert!(cgroup.memory_anon_bytes.is_some());
     assert_eq!(hold.high_water.oom_kills, Some(0));
 }
 

@@ -37,6 +37,17 @@ pub(crate) fn tree_peak(peaks: &Peaks, high_water: &HighWater, process_count: u3
     }
 }
 
+/// `at least 314.8 MiB (5 processes ended unseen)` where the tree's figure is only a
+/// floor (a process of the tree ended at a peak nobody read), else `None`.
+pub(crate) fn at_least(high_water: &HighWater, unseen: u32) -> Option<String> {
+    let floor = high_water.peak_tree_rss_at_least_bytes?;
+    let plural = if unseen == 1 { "" } else { "es" };
+    Some(format!(
+        "at least {} ({unseen} process{plural} ended unseen)",
+        crate::format::bytes(Some(floor))
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

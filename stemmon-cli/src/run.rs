@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::io::ErrorKind;
 use std::path::PathBuf;
 use std::time::Duration;
-use stemmon_report::settings::{self, Setting, Value};
+use stemmon_report::settings::{self, Marks, Setting, Value};
 
 /// Runs COMMAND under a monitor of its whole process tree and exits with its status.
 ///
@@ -37,14 +37,22 @@ pub(crate) struct Args {
     /// Also read USS and PSS (Linux; the macOS physical footprint is not read yet). Slower.
     #[arg(long)]
     detailed_memory: bool,
-    /// Reset the kernel's high-water mark of every process of the tree at each sample,
-    /// for an exact peak per interval (a tighter bound). Off by default: the resets
-    /// change what the command sees of its own peak (its `ru_maxrss`, `VmHWM`, a
-    /// `/usr/bin/time` inside the tree). Without them each mark is read as it runs from
-    /// its process's start, and the whole run's exact figure comes from the command's
-    /// exit (`waitid`), as `/usr/bin/time` gets it.
-    #[arg(long, conflicts_with = "no_high_water_marks")]
-    high_water_marks: bool,
+    /// How the kernel's high-water marks are read: `keep` (the default) never resets
+    /// them, so the command's own peak (its `ru_maxrss`, `VmHWM`, a `/usr/bin/time`
+    /// inside the tree) stays true and the whole run's exact figure is its exit's, as
+    /// `/usr/bin/time` gets it; `reset` (also `--high-water-marks` alone) resets every
+    /// process's mark at each sample, for an exact peak per interval and a tighter
+    /// bound, and what the command sees of its own peak is reset too.
+    #[arg(
+        long,
+        value_name = "reset|keep",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "reset",
+        value_parser = marks,
+        conflicts_with = "no_high_water_marks"
+    )]
+    high_water_marks: Option<Marks>,
     /// Do not read the kernel's high-water marks at all: RSS samples only.
     /// `STEMMON_HIGH_WATER_MARKS=0` turns them off too.
     #[arg(long)]
@@ -84,6 +92,14 @@ fn sample_interval(text: &str) -> Result<f64, String> {
     interval(&settings::SAMPLE_INTERVAL, text)?
         .0
         .ok_or_else(|| settings::SAMPLE_INTERVAL.expected())
+}
+
+/// `reset` or `keep`, with the settings table's message for anything else.
+fn marks(text: &str) -> Result<Marks, String> {
+    match settings::HIGH_WATER_MARKS.parse(text)? {
+        Value::Marks(marks) => Ok(marks),
+        _ => Err(settings::HIGH_WATER_MARKS.expected()),
+    }
 }
 
 fn log_interval(text: &str) -> Result<LogInterval, String> {
@@ -253,13 +269,14 @@ mod unix {
         if let Ok(me) = std::env::current_exe() {
             builder = builder.gpu_helper(me, [crate::GPU_HELPER]);
         }
-        if args.no_high_water_marks {
-            builder = builder.high_water_marks(false);
-        }
+        builder =
+            builder.high_water_marks(match (args.no_high_water_marks, args.high_water_marks) {
+                (true, _) => Marks::Off,
+                (false, marks) => marks.unwrap_or(Marks::Keep),
+            });
         if let Some(floor) = spawn_floor {
             builder = builder.spawn_floor(floor);
         }
-        builder = builder.reset_marks(args.high_water_marks);
         if args.otlp_command_args {
             builder = builder.otlp_command_args(true);
         }

@@ -58,8 +58,8 @@ fn the_cgroup_s_lifetime_peak_is_apart_from_this_run_s() {
     let out = show(&report());
     assert_eq!(
         line(&out, "cgroup:"),
-        "cgroup:     this run's peak 1.4 GiB; cgroup lifetime peak 8.8 GiB; limit 16.0 GiB; \
-         OOM kills 0"
+        "cgroup:     this run's peak 1.4 GiB (every process of the cgroup, file cache \
+         included); cgroup lifetime peak 8.8 GiB; limit 16.0 GiB; OOM kills 0"
     );
 }
 
@@ -256,7 +256,10 @@ fn show_says_when_the_marks_were_reset_and_what_it_does_to_ru_maxrss() {
         ),
         "{resets}"
     );
-    assert!(resets.contains("only with --high-water-marks"), "{resets}");
+    assert!(
+        resets.contains("only with --high-water-marks=reset"),
+        "{resets}"
+    );
     report["command"] = json!(null);
     let resets = show(&report);
     assert!(

@@ -6,7 +6,10 @@
 
 mod common;
 
-use common::{cannot_run, has_python3, read_report, serial, stemmon, wait4_maxrss, TempDir, MIB};
+use common::{
+    cannot_run, has_python3, poll_tree_peak, read_report, serial, stemmon, wait4_maxrss, TempDir,
+    MIB,
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -274,6 +277,37 @@ fn overwriting_a_dirty_file_counts_every_byte_written() {
     let written = report.cpu_io.io_write_bytes.expect("write_bytes is read");
     eprintln!("dirty overwrite: written {:.1} MiB of 64", mib(written));
     assert!(written >= 64 * MIB * 9 / 10, "written {written}");
+    // In place (no truncation), over pages still dirty: the page cache counts none of
+    // them as newly dirtied; every byte was written all the same.
+    let status = Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", file.display()))
+        .args(["bs=1M", "count=40", "status=none"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let of = format!("of={}", file.display());
+    let argv = [
+        "dd",
+        "if=/dev/zero",
+        &of,
+        "bs=1M",
+        "count=40",
+        "conv=notrunc",
+        "status=none",
+    ];
+    let (_, report) = run(dir.path(), "0.1", &[], &argv);
+    let written = report.cpu_io.io_write_bytes.expect("write_bytes is read");
+    eprintln!(
+        "dirty overwrite in place: written {:.1} MiB of 40",
+        mib(written)
+    );
+    assert!(written >= 40 * MIB, "written {written}");
+    let size = std::fs::metadata(&file).unwrap().len();
+    assert!(
+        written <= size + 2 * MIB,
+        "written {written}, the file {size}"
+    );
 }
 
 /// `stemmon run -- true`: the command's exit figure holds stemmon's own memory at the
@@ -337,13 +371,9 @@ fn staged_fixture() {
              import time; time.sleep(0.5)",
             40 * scale / 100
         );
+        let python = std::env::var_os("TREES_FIXTURE_PYTHON").unwrap_or("python3".into());
         let mut children: Vec<_> = (0..3)
-            .map(|_| {
-                Command::new("python3")
-                    .args(["-c", &worker])
-                    .spawn()
-                    .unwrap()
-            })
+            .map(|_| Command::new(&python).args(["-c", &worker]).spawn().unwrap())
             .collect();
         for child in &mut children {
             assert!(child.wait().unwrap().success());
@@ -351,6 +381,17 @@ fn staged_fixture() {
     }
     let report = monitor.finish();
     assert!(report.output_error.is_none(), "{:?}", report.output_error);
+}
+
+/// The python3 interpreter itself: a version manager's `python3` on PATH (pyenv's)
+/// is a shell script that runs a chain of helpers before it `exec`s it, whose memory
+/// the bound rightly counts, and which would make the workers' figure the shim's.
+fn interpreter() -> std::ffi::OsString {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().into()
 }
 
 /// The staged fixture's report at `path`, run with `prefix` before it (a launcher
@@ -380,6 +421,7 @@ fn staged(path: &Path, prefix: &[&str], scale: u32) -> Report {
         ])
         .env("TREES_FIXTURE_REPORT", path)
         .env("TREES_FIXTURE_SCALE", scale.to_string())
+        .env("TREES_FIXTURE_PYTHON", interpreter())
         .output()
         .unwrap();
     assert!(output.status.success(), "the fixture failed: {output:?}");
@@ -471,4 +513,125 @@ fn identical_runs_pass_the_gate_and_a_30_percent_regression_fails() {
     let (code, out) = compare(&runs[0], &bigger);
     assert_eq!(code, Some(1), "a 30 % regression passed:\n{out}");
     assert!(out.contains("FAIL: stage `fit`"), "{out}");
+}
+
+/// Allocates N MiB and holds them S seconds: `python3 hold.py N S`.
+const HOLD: &str =
+    "import sys, time\nb = b'x' * (int(sys.argv[1]) << 20)\ntime.sleep(float(sys.argv[2]))\n";
+
+/// A 300 MiB process that lives between two samples and is reaped by `sh`, beside a
+/// 200 MiB one: `stemmon run` of it, under `wrapper` (e.g. `setpriv` dropping a
+/// capability), with the 5 ms poller's peak of the tree.
+fn reaped_by_the_shell(dir: &Path, wrapper: &[&str]) -> (Report, String, u64) {
+    std::fs::write(dir.join("hold.py"), HOLD).unwrap();
+    let path = dir.join("r.json");
+    let stemmon_path = stemmon().get_program().to_owned();
+    let mut command = Command::new(
+        wrapper
+            .first()
+            .map_or(stemmon_path.as_os_str(), |w| w.as_ref()),
+    );
+    if !wrapper.is_empty() {
+        command.args(&wrapper[1..]).arg(&stemmon_path);
+    }
+    command
+        .current_dir(dir)
+        .env_remove("STEMMON_HIGH_WATER_MARKS")
+        .args(["run", "--log-interval", "none", "-o"])
+        .arg(&path)
+        .args([
+            "--",
+            "sh",
+            "-c",
+            "python3 hold.py 200 3 & sleep 1.3; python3 hold.py 300 0.2; wait",
+        ])
+        .stdin(Stdio::null());
+    let (status, truth) = poll_tree_peak(&mut command, false);
+    assert!(status.success(), "{status:?}");
+    let shown = stemmon().arg("show").arg(&path).output().unwrap();
+    assert!(shown.status.success(), "{shown:?}");
+    (
+        read_report(&path),
+        String::from_utf8_lossy(&shown.stdout).into_owned(),
+        truth,
+    )
+}
+
+#[test]
+fn a_descendant_reaped_by_the_command_is_in_the_bound() {
+    let _serial = serial();
+    if !has_python3("reaped by the shell") {
+        return;
+    }
+    let dir = TempDir::new("reaped-bound");
+    let (report, shown, truth) = reaped_by_the_shell(dir.path(), &[]);
+    if !report.high_water_marks.exit_records {
+        cannot_run(
+            "reaped by the shell",
+            "no exit records (taskstats needs CAP_NET_ADMIN)",
+        );
+        return;
+    }
+    let bound = report.high_water.peak_tree_rss_bound_bytes.unwrap();
+    eprintln!("bound {} MiB, 5 ms poller {} MiB", bound / MIB, truth / MIB);
+    assert!(truth >= 500 * MIB, "the poller saw {truth}");
+    assert!(
+        bound >= 520 * MIB && bound as f64 >= truth as f64 * 0.98,
+        "{bound} < {truth}"
+    );
+    assert!(
+        (bound as f64) < truth as f64 * 1.5,
+        "{bound} against {truth}"
+    );
+    assert_eq!(report.high_water.peak_tree_rss_at_least_bytes, None);
+    assert_eq!(report.high_water_marks.unseen, 0);
+    assert!(shown.contains("bound ≤"), "{shown}");
+}
+
+#[test]
+fn without_exit_records_a_descendant_reaped_by_the_command_makes_the_figure_at_least() {
+    let _serial = serial();
+    if !has_python3("reaped unseen") {
+        return;
+    }
+    let setpriv = "/usr/bin/setpriv";
+    if !Path::new(setpriv).exists() {
+        cannot_run("reaped unseen", "no setpriv to drop CAP_NET_ADMIN");
+        return;
+    }
+    let dir = TempDir::new("reaped-unseen");
+    let drop = [
+        setpriv,
+        "--inh-caps=-net_admin",
+        "--bounding-set=-net_admin",
+    ];
+    let (report, shown, truth) = reaped_by_the_shell(dir.path(), &drop);
+    assert!(
+        !report.high_water_marks.exit_records,
+        "{:?}",
+        report.high_water_marks
+    );
+    assert_eq!(
+        report.high_water.peak_tree_rss_bound_bytes, None,
+        "{:?}",
+        report.high_water
+    );
+    let floor = report.high_water.peak_tree_rss_at_least_bytes.unwrap();
+    eprintln!(
+        "at least {} MiB, 5 ms poller {} MiB",
+        floor / MIB,
+        truth / MIB
+    );
+    assert!(
+        floor >= 200 * MIB && floor <= truth + 16 * MIB,
+        "{floor} against {truth}"
+    );
+    assert!(report.high_water_marks.unseen >= 1);
+    assert!(report.high_water_marks.missing.is_some());
+    let line = shown.lines().find(|l| l.starts_with("peak:")).unwrap();
+    assert!(
+        line.contains("at least") && line.contains("ended unseen"),
+        "{line}"
+    );
+    assert!(!line.contains("bound"), "{line}");
 }

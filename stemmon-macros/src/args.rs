@@ -1,6 +1,7 @@
 //! Parsing of the attribute arguments: one `impl Parse` per attribute.
 
 use proc_macro2::Span;
+use stemmon_report::settings::{Marks, Value, HIGH_WATER_MARKS};
 use stemmon_report::Setting;
 use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
@@ -18,7 +19,10 @@ const MAIN_KEYS: [(&str, &str); 6] = [
     ("log_interval", "log_interval = <seconds> | None"),
     ("detailed_memory", "detailed_memory = <true | false>"),
     ("max_samples", "max_samples = <count>"),
-    ("high_water_marks", "high_water_marks = <true | false>"),
+    (
+        "high_water_marks",
+        "high_water_marks = <\"reset\" | \"keep\" | false>",
+    ),
 ];
 
 /// The setting of the settings table (`stemmon_report::settings`) that `key` names: its
@@ -84,7 +88,8 @@ pub(crate) struct MainArgs {
     pub(crate) log_interval: Option<Option<f64>>,
     pub(crate) detailed_memory: Option<bool>,
     pub(crate) max_samples: Option<usize>,
-    pub(crate) high_water_marks: Option<bool>,
+    /// `false` is [`Marks::Off`], `true` [`Marks::Reset`].
+    pub(crate) high_water_marks: Option<Marks>,
 }
 
 impl Parse for MainArgs {
@@ -125,10 +130,7 @@ impl Parse for MainArgs {
                     &mut args.detailed_memory,
                     boolean(&value, "detailed_memory")?,
                 ),
-                "high_water_marks" => set(
-                    &mut args.high_water_marks,
-                    boolean(&value, "high_water_marks")?,
-                ),
+                "high_water_marks" => set(&mut args.high_water_marks, marks(&value)?),
                 "max_samples" => set(&mut args.max_samples, count(&value)?),
                 _ => unreachable!("every key of MAIN_KEYS is handled"),
             };
@@ -302,6 +304,41 @@ fn boolean(value: &Expr, key: &str) -> syn::Result<bool> {
     }
 }
 
+/// `"reset"`, `"keep"`, or a boolean (`true` is the default, `"reset"`), checked
+/// against the settings table.
+fn marks(value: &Expr) -> syn::Result<Marks> {
+    let text = match unwrap(value) {
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Bool(flag),
+            ..
+        }) => return Ok(Marks::from(flag.value)),
+        Expr::Lit(syn::ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) => text.value(),
+        other => {
+            return Err(syn::Error::new_spanned(
+                other,
+                format!(
+                    "`high_water_marks` expects \"reset\", \"keep\" or false: {}",
+                    HIGH_WATER_MARKS.expected()
+                ),
+            ))
+        }
+    };
+    match HIGH_WATER_MARKS.parse(&text) {
+        Ok(Value::Marks(marks)) => Ok(marks),
+        Ok(Value::Flag(on)) => Ok(Marks::from(on)),
+        _ => Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "`high_water_marks = {text:?}`: {}",
+                HIGH_WATER_MARKS.expected()
+            ),
+        )),
+    }
+}
+
 fn count(value: &Expr) -> syn::Result<usize> {
     const FORM: &str = "`max_samples = 100` (0 keeps summaries only)";
     match unwrap(value) {
@@ -398,10 +435,18 @@ mod tests {
                 log_interval: Some(None),
                 detailed_memory: Some(true),
                 max_samples: Some(100),
-                high_water_marks: Some(false),
+                high_water_marks: Some(Marks::Off),
             }
         );
         assert_eq!(main_args(quote!()).unwrap(), MainArgs::default());
+        for (tokens, marks) in [
+            (quote!(high_water_marks = "keep"), Marks::Keep),
+            (quote!(high_water_marks = "reset"), Marks::Reset),
+            (quote!(high_water_marks = true), Marks::Reset),
+        ] {
+            let args = main_args(tokens).unwrap();
+            assert_eq!(args.high_water_marks, Some(marks));
+        }
     }
 
     #[test]
@@ -465,7 +510,11 @@ mod tests {
             ),
             (
                 quote!(high_water_marks = 1),
-                "`high_water_marks` expects `true`",
+                "`high_water_marks` expects \"reset\", \"keep\" or false: expected reset or keep",
+            ),
+            (
+                quote!(high_water_marks = "sometimes"),
+                "`high_water_marks = \"sometimes\"`: expected reset or keep, or 0 (off)",
             ),
             (
                 quote!(high_water_mark = true),

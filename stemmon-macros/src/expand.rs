@@ -8,6 +8,7 @@ use crate::args::{MainArgs, MonitoredArgs};
 use crate::item::{parse_fn, Function};
 use proc_macro2::{Literal, TokenStream, TokenTree};
 use quote::{quote, ToTokens};
+use stemmon_report::settings::Marks;
 use syn::ext::IdentExt;
 use syn::visit_mut::{self, VisitMut};
 use syn::{LitStr, ReturnType, Type};
@@ -280,7 +281,11 @@ fn config(args: &MainArgs) -> TokenStream {
         args.max_samples
             .map(|n| Literal::usize_unsuffixed(n).into_token_stream()),
     );
-    let high_water_marks = some(args.high_water_marks.map(|h| quote!(#h)));
+    let high_water_marks = some(args.high_water_marks.map(|marks| match marks {
+        Marks::Keep => quote!(::stemmon::__private::Marks::Keep),
+        Marks::Off => quote!(::stemmon::__private::Marks::Off),
+        _ => quote!(::stemmon::__private::Marks::Reset),
+    }));
     quote! {
         ::stemmon::__private::MainConfig {
             output: #output,

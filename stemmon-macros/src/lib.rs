@@ -144,7 +144,7 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 /// | `log_interval` | seconds, or `None` to turn the live log off | `30` |
 /// | `detailed_memory` | `true` / `false`: USS and PSS (Linux), footprint (macOS) | `false` |
 /// | `max_samples` | how many raw samples the report keeps; `0` keeps summaries | `0` |
-/// | `high_water_marks` | `true` / `false`: the kernel's exact peaks (Linux) | `true` |
+/// | `high_water_marks` | `"reset"` / `"keep"` / `false`: the kernel's exact peaks (Linux); `"reset"` gives each stage its own and a tight bound, but the program's own `ru_maxrss` and `/usr/bin/time` see reset marks; `"keep"` leaves those true | `"reset"` |
 ///
 /// Intervals range from 0.001 s (one millisecond) to 86400 s (one day).
 ///
@@ -159,7 +159,7 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 ///
 /// At run time, the environment overrides the keys: `STEMMON_OUTPUT=path`,
 /// `STEMMON_SAMPLE_INTERVAL=seconds`, `STEMMON_LOG_INTERVAL=seconds|none`,
-/// `STEMMON_HIGH_WATER_MARKS=1|0`, and `STEMMON_DISABLE=1` runs without a monitor.
+/// `STEMMON_HIGH_WATER_MARKS=reset|keep|0`, and `STEMMON_DISABLE=1` runs without a monitor.
 /// A value that does not parse or is out of range (intervals from 0.001 to 86400 s) gets
 /// one warning on stderr naming the variable and the value, and the key's value is used.
 /// A monitor that cannot start is a warning on stderr, never the program's failure.

@@ -163,6 +163,23 @@ pub fn field(key: &str) -> Option<&'static Field> {
     FIELDS.iter().find(|f| f.key == key)
 }
 
+/// A byte count as the table's figures hold it.
+fn bytes(value: Option<u64>) -> Option<f64> {
+    value.map(|v| v as f64)
+}
+
+/// A figure back as a whole count (none below 0).
+fn whole(value: Option<f64>) -> Option<u64> {
+    value.filter(|v| *v >= 0.0).map(|v| v.round() as u64)
+}
+
+/// How a field is read on a stage and on the run, and written on a stage (the table's).
+type Access = (
+    fn(&StageReport) -> Option<f64>,
+    fn(&Report) -> Option<f64>,
+    Option<fn(&mut StageReport, Option<f64>)>,
+);
+
 #[cfg(test)]
 mod tests {
     use super::*;

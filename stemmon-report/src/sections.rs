@@ -26,6 +26,13 @@ pub struct HighWaterMarks {
     pub reaped: bool,
     /// Why a mark is missing (turned off, another OS, no permission), `null` if none is.
     pub missing: Option<String>,
+    /// Each process of the tree that exited was accounted at its own peak from the
+    /// kernel's exit record (taskstats, which needs `CAP_NET_ADMIN`), whoever reaped it.
+    pub exit_records: bool,
+    /// Processes of the tree that ended at a peak nobody read (reaped by another process
+    /// of the tree, with no exit record): where any did, the tree's figure is only a
+    /// floor, `peak_tree_rss_at_least_bytes`, and `peak_tree_rss_bound_bytes` is `null`.
+    pub unseen: u32,
 }
 
 /// The job's cgroup: what a scheduler (Slurm, Kubernetes) charges and kills on.
@@ -43,6 +50,9 @@ pub struct CgroupReport {
     /// `memory.max_usage_in_bytes`): its lifetime peak, which may be an earlier job's,
     /// not this run's (that is `peak_cgroup_memory_bytes`).
     pub memory_peak_bytes: Option<u64>,
+    /// The cgroup's anonymous memory now (`memory.stat` `anon`; v1 `total_rss`): what
+    /// its processes hold themselves, without the file cache the charge also counts.
+    pub memory_anon_bytes: Option<u64>,
     /// The limit; `null` when unlimited.
     pub memory_limit_bytes: Option<u64>,
     /// OOM kills in the cgroup since it was made.

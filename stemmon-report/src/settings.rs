@@ -42,6 +42,37 @@ pub enum Kind {
     Labels,
     /// A path to a library or a program.
     Path,
+    /// `reset` or `keep` (a [`Marks`]), or a flag: `0` turns the marks off, `1` keeps
+    /// the default.
+    Marks,
+}
+
+/// How the kernel's high-water marks are read (the `high_water_marks` setting).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Marks {
+    /// Read and reset at every reading: each interval, and so each stage, gets its own
+    /// exact peak and the bound is tight; what the processes see of their own peaks
+    /// (`ru_maxrss`, `VmHWM`, `/usr/bin/time`, a batch system's accounting) is reset too.
+    Reset,
+    /// Read, never reset: every mark runs from its process's start, so the programs' own
+    /// figures stay true (the maxrss the kernel reports at exit is the run's true
+    /// peak); a stage's exact peak is then its process's peak so far, and the bound sums
+    /// lifetime peaks (looser, never lower).
+    Keep,
+    /// Not read: RSS samples only.
+    Off,
+}
+
+impl From<bool> for Marks {
+    /// `true`: [`Marks::Reset`], the library's default; `false`: [`Marks::Off`].
+    fn from(on: bool) -> Marks {
+        if on {
+            Marks::Reset
+        } else {
+            Marks::Off
+        }
+    }
 }
 
 /// A value parsed by [`Setting::parse`].
@@ -58,6 +89,8 @@ pub enum Value {
     Count(u64),
     /// A path, URL or label list, as given.
     Text(String),
+    /// `reset` or `keep`.
+    Marks(Marks),
 }
 
 /// One setting (see the module docs).
@@ -134,27 +167,17 @@ pub const MAX_SAMPLES: Setting = Setting {
     doc: "how many of the latest raw samples the report keeps",
 };
 
-/// The kernel's high-water marks.
+/// The kernel's high-water marks: reset at each reading, kept, or not read.
 pub const HIGH_WATER_MARKS: Setting = Setting {
     name: "high_water_marks",
-    kind: Kind::Flag,
-    default: "true",
+    kind: Kind::Marks,
+    default: "reset (stemmon run: keep)",
     attribute: true,
     env: Some("STEMMON_HIGH_WATER_MARKS"),
-    flag: Some("--no-high-water-marks"),
-    doc: "read the kernel's high-water marks: exact peaks no sample misses (0 turns them off)",
-};
-
-/// The marks' resets.
-pub const RESET_MARKS: Setting = Setting {
-    name: "reset_marks",
-    kind: Kind::Flag,
-    default: "true (stemmon run: false)",
-    attribute: false,
-    env: None,
     flag: Some("--high-water-marks"),
-    doc: "reset every process's mark at each reading, for a peak per interval (changes what \
-          the programs see of their own peaks)",
+    doc: "`reset`: exact peaks per interval and stage, a tight bound, but the programs' own \
+          ru_maxrss and /usr/bin/time see reset marks; `keep`: those stay true, the bound is \
+          looser; 0 turns the marks off",
 };
 
 /// Labels of the report and the metrics.
@@ -256,7 +279,6 @@ pub const SETTINGS: &[Setting] = &[
     DETAILED_MEMORY,
     MAX_SAMPLES,
     HIGH_WATER_MARKS,
-    RESET_MARKS,
     LABELS,
     PROMETHEUS_TEXTFILE,
     PUSHGATEWAY,
@@ -286,6 +308,7 @@ impl Setting {
             Kind::Url => "an http:// URL".to_owned(),
             Kind::Labels => "key=value pairs, comma-separated".to_owned(),
             Kind::Path => "a path".to_owned(),
+            Kind::Marks => "reset or keep, or 0 (off)".to_owned(),
         };
         format!("expected {what}")
     }
@@ -306,6 +329,11 @@ impl Setting {
                 }
             }
             Kind::Flag => parse_flag(trimmed).map(Value::Flag),
+            Kind::Marks => match trimmed.to_ascii_lowercase().as_str() {
+                "reset" => Some(Value::Marks(Marks::Reset)),
+                "keep" => Some(Value::Marks(Marks::Keep)),
+                _ => parse_flag(trimmed).map(Value::Flag),
+            },
             Kind::Count => trimmed.parse().ok().map(Value::Count),
             Kind::File => {
                 let file = !text.is_empty() && !text.ends_with('/') && !text.ends_with("/.");
@@ -392,6 +420,18 @@ mod tests {
         assert_eq!(HIGH_WATER_MARKS.parse("off"), Ok(Value::Flag(false)));
         assert_eq!(HIGH_WATER_MARKS.parse("YES"), Ok(Value::Flag(true)));
         assert!(HIGH_WATER_MARKS.parse("maybe").is_err());
+        assert_eq!(
+            HIGH_WATER_MARKS.parse(" Keep "),
+            Ok(Value::Marks(Marks::Keep))
+        );
+        assert_eq!(
+            HIGH_WATER_MARKS.parse("reset"),
+            Ok(Value::Marks(Marks::Reset))
+        );
+        assert_eq!(
+            HIGH_WATER_MARKS.parse("sometimes"),
+            Err("expected reset or keep, or 0 (off)".to_owned())
+        );
         assert_eq!(MAX_SAMPLES.parse("12"), Ok(Value::Count(12)));
         assert!(MAX_SAMPLES.parse("-1").is_err());
         assert!(OUTPUT.parse("dir/").is_err());

@@ -42,12 +42,20 @@ pub struct HighWater {
     /// rusage). Never below `peak_tree_rss_bytes`: where a mark reads lower, the sampled
     /// figure stands.
     pub peak_tree_rss_bound_bytes: Option<u64>,
+    /// Where some process of the tree ended at a peak nobody read (the report's
+    /// `high_water_marks.unseen`), the sum that would have been the bound: the tree's
+    /// peak was at least this, perhaps more. `peak_tree_rss_bound_bytes` is then `null`.
+    pub peak_tree_rss_at_least_bytes: Option<u64>,
     /// The largest peak RSS of a descendant that exited while the record was open.
     pub peak_reaped_child_rss_bytes: Option<u64>,
     /// The highest memory charge of the job's cgroup seen while the record was open:
     /// its charge at each sample, or the kernel's peak where that rose in between. Not
     /// the cgroup's lifetime peak, which is [`CgroupReport::memory_peak_bytes`](crate::CgroupReport::memory_peak_bytes).
     pub peak_cgroup_memory_bytes: Option<u64>,
+    /// The highest anonymous memory of the job's cgroup seen at the samples while the
+    /// record was open (`memory.stat` `anon`): the charge without its file cache, still
+    /// of every process in the cgroup.
+    pub peak_cgroup_anon_bytes: Option<u64>,
     /// OOM kills in the job's cgroup while the record was open.
     pub oom_kills: Option<u64>,
 }

@@ -5,6 +5,7 @@ use crate::error::Error;
 use crate::monitor::Monitor;
 use std::path::PathBuf;
 use std::time::Duration;
+use stemmon_report::settings::Marks;
 
 /// Configures and starts a [`Monitor`]; made by [`Monitor::builder`].
 ///
@@ -93,10 +94,16 @@ impl MonitorBuilder {
         self
     }
 
-    /// Read the kernel's high-water marks (on by default, Linux): exact peaks that no
-    /// sample misses (SPEC §8). `false` samples RSS only.
-    pub fn high_water_marks(mut self, on: bool) -> Self {
-        self.config.high_water_marks = on;
+    /// How to read the kernel's high-water marks (Linux): exact peaks that no sample
+    /// misses. [`Marks::Reset`] (the default, and `true`) resets every process's mark
+    /// at each reading, so that each interval and each stage gets its own exact peak and
+    /// the bound is tight, but the program's own `ru_maxrss`, `VmHWM`, a `/usr/bin/time`
+    /// around it and a batch system's accounting see reset marks; [`Marks::Keep`] never
+    /// resets them, so those stay true (the maxrss the kernel reports at exit is the
+    /// run's peak) and the bound sums lifetime peaks; [`Marks::Off`] (and `false`)
+    /// samples RSS only. `STEMMON_HIGH_WATER_MARKS=reset|keep|0` overrides it.
+    pub fn high_water_marks(mut self, marks: impl Into<Marks>) -> Self {
+        set_marks(&mut self.config, marks.into());
         self
     }
 
@@ -287,11 +294,22 @@ impl MonitorBuilder {
         Monitor::start(self.config)
     }
 
-    /// What `STEMMON_HIGH_WATER_MARKS` (`on`) does to this builder: `0` turns the marks
-    /// off, `1` leaves them as set.
-    pub(crate) fn apply_marks_override(&mut self, on: Option<bool>) {
-        if on == Some(false) {
-            self.config.high_water_marks = false;
+    /// What `STEMMON_HIGH_WATER_MARKS` does to this builder: `0` turns the marks off,
+    /// `reset` and `keep` set them so, `1` (`None` here) leaves them as set.
+    pub(crate) fn apply_marks_override(&mut self, marks: Option<Marks>) {
+        if let Some(marks) = marks {
+            set_marks(&mut self.config, marks);
+        }
+    }
+}
+
+/// `marks` in `config`: whether the marks are read, and reset.
+fn set_marks(config: &mut Config, marks: Marks) {
+    match marks {
+        Marks::Off => config.high_water_marks = false,
+        marks => {
+            config.high_water_marks = true;
+            config.reset_marks = marks == Marks::Reset;
         }
     }
 }

@@ -9,7 +9,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
-use stemmon_report::settings::{self, Setting, Value};
+use stemmon_report::settings::{self, Marks, Setting, Value};
 
 /// The value of the environment variable `name`, as the process has it.
 pub(crate) fn var(name: &str) -> Option<OsString> {
@@ -86,9 +86,21 @@ impl Overrides<'_> {
         }
     }
 
+    /// `STEMMON_HIGH_WATER_MARKS`: `reset`, `keep`, `0` (off), or `1` (`Some(None)`:
+    /// on, resets as the program set them).
+    /// A flag setting's variable (`STEMMON_GPU`).
+    #[cfg(feature = "gpu")]
     pub(crate) fn flag(&mut self, setting: &Setting) -> Option<bool> {
         match self.value(setting)? {
             Value::Flag(on) => Some(on),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn marks(&mut self) -> Option<Option<Marks>> {
+        match self.value(&settings::HIGH_WATER_MARKS)? {
+            Value::Marks(marks) => Some(Some(marks)),
+            Value::Flag(on) => Some((!on).then_some(Marks::Off)),
             _ => None,
         }
     }
@@ -99,17 +111,18 @@ pub(crate) fn warning(name: &str, value: &str, expected: &str) -> String {
     format!("ignoring {name}={value:?}: {expected}; the program's own setting stands")
 }
 
-/// `STEMMON_HIGH_WATER_MARKS` under `lookup`, for [`MonitorBuilder::start`]: the flag, or
-/// the warning for a bad value.
+/// `STEMMON_HIGH_WATER_MARKS` under `lookup`, for [`MonitorBuilder::start`]: what it
+/// sets, or the warning for a bad value.
 pub(crate) fn marks_override(
     lookup: &dyn Fn(&str) -> Option<OsString>,
-) -> (Option<bool>, Vec<String>) {
+) -> (Option<Marks>, Vec<String>) {
     let mut overrides = Overrides {
         lookup,
         warnings: Vec::new(),
     };
-    let on = overrides.flag(&settings::HIGH_WATER_MARKS);
-    (on, overrides.warnings)
+    // `1` leaves the builder's setting as it is.
+    let marks = overrides.marks().flatten();
+    (marks, overrides.warnings)
 }
 
 #[cfg(feature = "gpu")]

@@ -145,6 +145,7 @@ pub use stage::output_path;
 pub use stage::stage;
 pub use stage::Stage;
 pub use stemmon_macros::{monitor_main, monitored};
+pub use stemmon_report::settings::Marks;
 #[cfg(feature = "tracing")]
 pub use tracing_layer::TracingLayer;
 

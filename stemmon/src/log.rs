@@ -55,6 +55,13 @@ pub(crate) fn format_line(event: &str, stage: &str, heap: Option<u64>, report: &
     {
         let _ = write!(line, "; gpu={}", human_bytes(Some(gpu)));
     }
+    // Once, at the start: what the resets do to the program's own figures.
+    if event == "started" && report.high_water_marks.resets {
+        line.push_str(
+            "; marks=reset (the program's own ru_maxrss, VmHWM and an outer /usr/bin/time \
+             see reset marks, \"keep\" leaves them)",
+        );
+    }
     let run_peak = report.high_water.peak_cgroup_memory_bytes;
     if let Some(headroom) = report.cgroup.as_ref().and_then(|c| headroom(c, run_peak)) {
         let _ = write!(line, "; {headroom}");
@@ -75,9 +82,18 @@ fn latest_cores(report: &Report) -> Option<f64> {
 /// The peak, the exact figure first where there is one: the high-water bound
 /// (`498.3 MiB (bound; sampled 212.0 MiB)`, the true peak lies between them), the
 /// process's own exact peak where the tree is that process alone (`213.0 MiB
-/// (exact)`), else the sampled peak.
+/// (exact)`), else the sampled peak. Where a process ended unseen the sum is no
+/// bound: `at least 314.8 MiB (2 processes ended unseen)`.
 fn peak(report: &Report) -> String {
     let sampled = report.peaks.peak_tree_rss_bytes;
+    if let Some(floor) = report.high_water.peak_tree_rss_at_least_bytes {
+        let unseen = report.high_water_marks.unseen;
+        return format!(
+            "at least {} ({unseen} process{} ended unseen)",
+            human_bytes(Some(floor.max(sampled.unwrap_or(0)))),
+            if unseen == 1 { "" } else { "es" }
+        );
+    }
     let bound = report.high_water.peak_tree_rss_bound_bytes;
     let own = report.high_water.peak_parent_hwm_bytes;
     let alone =
@@ -160,6 +176,14 @@ mod tests {
         close.peaks.peak_tree_rss_bytes = Some(221 * mib + 700 * 1024);
         close.high_water.peak_tree_rss_bound_bytes = Some(221 * mib + 710 * 1024);
         assert_eq!(peak(&close), "221.7 MiB (bound)");
+        let mut unseen = report.clone();
+        unseen.high_water.peak_tree_rss_at_least_bytes =
+            unseen.high_water.peak_tree_rss_bound_bytes.take();
+        unseen.high_water_marks.unseen = 2;
+        assert_eq!(
+            peak(&unseen),
+            "at least 498.3 MiB (2 processes ended unseen)"
+        );
         // One process alone: its own exact peak is the tree's.
         report.peaks.peak_tree_rss_bytes = Some(3 * mib + 300 * 1024);
         report.peaks.peak_children_rss_bytes = Some(0);

@@ -23,8 +23,8 @@ pub struct MainConfig {
     pub detailed_memory: Option<bool>,
     /// `max_samples = count`.
     pub max_samples: Option<usize>,
-    /// `high_water_marks = bool`.
-    pub high_water_marks: Option<bool>,
+    /// `high_water_marks = "reset" | "keep" | bool`.
+    pub high_water_marks: Option<settings::Marks>,
 }
 
 /// The attribute's settings with the environment's overrides on top, or `None` when
@@ -52,8 +52,8 @@ fn builder_for(config: &MainConfig, overrides: &mut Overrides<'_>) -> Option<Mon
     if let Some(count) = config.max_samples {
         builder = builder.max_samples(count);
     }
-    if let Some(on) = config.high_water_marks {
-        builder = builder.high_water_marks(on);
+    if let Some(marks) = config.high_water_marks {
+        builder = builder.high_water_marks(marks);
     }
     if let Some(path) = overrides.output() {
         builder = builder.output(path);
@@ -64,8 +64,11 @@ fn builder_for(config: &MainConfig, overrides: &mut Overrides<'_>) -> Option<Mon
     if let Some(log) = overrides.interval(&settings::LOG_INTERVAL) {
         builder = builder.log_interval(log);
     }
-    if let Some(on) = overrides.flag(&settings::HIGH_WATER_MARKS) {
-        builder = builder.high_water_marks(on);
+    match overrides.marks() {
+        Some(Some(marks)) => builder = builder.high_water_marks(marks),
+        // `1`: on, with the attribute's resets.
+        Some(None) => builder.config.high_water_marks = true,
+        None => {}
     }
     // Read and warned about here: `start` does not read the variable again.
     builder.env_read = true;
@@ -111,7 +114,7 @@ mod tests {
             output: Some("attr.json"),
             sample_interval: Some(0.05),
             log_interval: Some(Some(0.1)),
-            high_water_marks: Some(false),
+            high_water_marks: Some(settings::Marks::Off),
             ..MainConfig::default()
         }
     }

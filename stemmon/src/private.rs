@@ -8,6 +8,7 @@ pub use crate::main_config::MainConfig;
 pub use crate::main_guard::{main_start, MainGuard};
 pub use crate::stage::enter;
 pub use crate::stage::Stage;
+pub use stemmon_report::settings::Marks;
 
 /// A call's `Err`, as the expansion saw it: its type's name, and the first line of its
 /// `Display` text (at most 256 characters) where the type has one.

@@ -13,7 +13,8 @@ const SCRIPT: &str = include_str!("plot.js");
 const NOTE: &str = "Memory is sampled: each reading is drawn where it was taken (a merged \
     point's maximum over the span it stands for), and between two readings the line stays at \
     the lower one. The dashed line is the kernel's high-water bound, which no spike between \
-    samples escapes; it and CPU cover the time since their previous reading. The marked peak \
+    samples escapes, except where the title says that processes ended unseen (it is then \
+    only at least the peak); it and CPU cover the time since their previous reading. The marked peak \
     is the exact one where the process was the whole tree, else the sampled one, with the \
     bound above it. Hover for values, or open the page at #t=SECONDS.";
 

@@ -180,6 +180,14 @@ fn subtitle(report: &Report, kind: TreePeak, peak: Option<&Peak>) -> String {
                 bytes(Some(bound))
             );
         }
+        (TreePeak::Between { bound: None, .. }, _)
+            if report.high_water.peak_tree_rss_at_least_bytes.is_some() =>
+        {
+            let unseen = report.high_water_marks.unseen;
+            if let Some(floor) = crate::peak::at_least(&report.high_water, unseen) {
+                let _ = write!(subtitle, "; peak tree RSS {floor}");
+            }
+        }
         (TreePeak::Between { bound: None, .. }, Some(peak)) => {
             let _ = write!(
                 subtitle,

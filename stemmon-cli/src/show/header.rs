@@ -5,7 +5,7 @@
 use crate::format::{
     bytes, clean, command_line, cores, cpu_seconds, cpu_total, figure, middle, seconds, short,
 };
-use crate::peak::{tree_peak, TreePeak};
+use crate::peak::{at_least, tree_peak, TreePeak};
 use std::fmt::Write as _;
 use stemmon::Report;
 use stemmon_report::fields::Unit;
@@ -100,7 +100,18 @@ pub(super) fn header(report: &Report, width: Option<usize>) -> String {
     }
     let run_cgroup = high_water.peak_cgroup_memory_bytes;
     if report.cgroup.is_some() || run_cgroup.is_some() {
-        let mut line = format!("this run's peak {}", bytes(run_cgroup));
+        // The charge counts every process of the cgroup and its file cache: say so,
+        // with the anonymous memory (what processes hold themselves) beside it.
+        let mut line = format!(
+            "this run's peak {} (every process of the cgroup, file cache included",
+            bytes(run_cgroup)
+        );
+        match high_water.peak_cgroup_anon_bytes {
+            Some(anon) => {
+                let _ = write!(line, "; anonymous {})", bytes(Some(anon)));
+            }
+            None => line.push(')'),
+        }
         if let Some(cgroup) = &report.cgroup {
             let _ = write!(
                 line,
@@ -197,6 +208,8 @@ fn peak_line(report: &Report) -> String {
             let mut line = format!("tree RSS {sampled} (sampled{when})");
             if let Some(bound) = bound {
                 let _ = write!(line, "; bound ≤ {}", bytes(Some(bound)));
+            } else if let Some(floor) = at_least(high_water, report.high_water_marks.unseen) {
+                let _ = write!(line, "; {floor}");
             }
             if let Some(parent) = high_water.peak_parent_hwm_bytes {
                 let _ = write!(line, "; parent's exact peak {}", bytes(Some(parent)));
@@ -219,7 +232,8 @@ fn resets_line(report: &Report) -> Option<String> {
         return Some(
             "off: each mark was read as it runs from its process's start, so the programs' \
              own ru_maxrss (getrusage, /usr/bin/time, VmHWM) is untouched, and the bound \
-             sums lifetime peaks (--high-water-marks resets them at every sample)"
+             sums lifetime peaks (high_water_marks = \"reset\", --high-water-marks=reset, \
+             resets them at every reading)"
                 .to_owned(),
         );
     }
@@ -231,14 +245,14 @@ fn resets_line(report: &Report) -> Option<String> {
         (false, _, _) => "the descendants",
     };
     let off = if report.command.is_some() {
-        "`stemmon run` resets them only with --high-water-marks"
+        "`stemmon run` resets them only with --high-water-marks=reset"
     } else {
-        "STEMMON_HIGH_WATER_MARKS=0 turns them off"
+        "high_water_marks = \"keep\" (STEMMON_HIGH_WATER_MARKS=keep) leaves them"
     };
     Some(format!(
         "on: stemmon reset the kernel's high-water marks of {who} at every reading, so \
          a process's own ru_maxrss (getrusage, /usr/bin/time, VmHWM) counts from the last \
-         reset, not from its start; {off}"
+         reset, not from its start: outer tools see reset marks; {off}"
     ))
 }
 

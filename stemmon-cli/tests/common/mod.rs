@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 #[allow(unused_imports)] // Each test binary uses a part of them.
-pub use stemmon_suite::{cannot_run, check_invariants, read_report, serial};
+pub use stemmon_suite::{cannot_run, check_invariants, poll_tree_peak, read_report, serial};
 
 pub const MIB: u64 = 1 << 20;
 

@@ -1,15 +1,7 @@
 //! The table itself: one declaration per figure of a record.
 
-use super::{Export, Field, Fold, Metric, Source, Unit};
+use super::{bytes, whole, Access, Export, Field, Fold, Metric, Source, Unit};
 use crate::{Report, StageReport};
-
-fn bytes(value: Option<u64>) -> Option<f64> {
-    value.map(|v| v as f64)
-}
-
-fn whole(value: Option<f64>) -> Option<u64> {
-    value.filter(|v| *v >= 0.0).map(|v| v.round() as u64)
-}
 
 /// A figure at the same path on a stage and on the run (`peaks`, `high_water`, `cpu_io`).
 macro_rules! both {
@@ -39,13 +31,6 @@ macro_rules! figure {
         )
     };
 }
-
-/// How a field is read on a stage and on the run, and written on a stage.
-type Access = (
-    fn(&StageReport) -> Option<f64>,
-    fn(&Report) -> Option<f64>,
-    Option<fn(&mut StageReport, Option<f64>)>,
-);
 
 #[allow(clippy::too_many_arguments)] // One declaration: every column of the table.
 const fn declare(
@@ -252,6 +237,16 @@ pub const FIELDS: &[Field] = &[
         both!(high_water.peak_tree_rss_bound_bytes, bytes),
     ),
     declare(
+        "peak_tree_rss_at_least_bytes",
+        Source::Marks,
+        Bytes,
+        Max,
+        ("at least", "the tree's peak was at least this"),
+        &[],
+        None,
+        both!(high_water.peak_tree_rss_at_least_bytes, bytes),
+    ),
+    declare(
         "peak_parent_hwm_bytes",
         Source::Marks,
         Bytes,
@@ -285,6 +280,19 @@ pub const FIELDS: &[Field] = &[
         both!(high_water.peak_cgroup_memory_bytes, bytes),
     )
     .in_column(),
+    declare(
+        "peak_cgroup_anon_bytes",
+        Source::Cgroup,
+        Bytes,
+        Max,
+        (
+            "cgroup anon",
+            "the cgroup's anonymous memory, no file cache",
+        ),
+        &[],
+        None,
+        both!(high_water.peak_cgroup_anon_bytes, bytes),
+    ),
     declare(
         "oom_kills",
         Source::Cgroup,

@@ -34,6 +34,10 @@ pub struct TreeReading {
     pub tree_rss_bound: Option<u64>,
     /// The largest peak of a descendant that exited since the previous reading.
     pub reaped_child_peak: Option<u64>,
+    /// Processes of the tree that ended since the previous reading at a peak no
+    /// reading saw (reaped by another process of the tree, with no exit record): where
+    /// any did, `tree_rss_bound` is only at least the tree's peak.
+    pub unseen: u32,
     /// The parts of `tree_rss_bound` other than the root's own mark: each live
     /// descendant's mark, and what each group of descendants that exited in the
     /// interval held at most, with when each began. A stage that closed before the
@@ -44,6 +48,8 @@ pub struct TreeReading {
     /// The cgroup's highest charge since the previous sample: its charge now, or the
     /// kernel's peak where that rose in the interval.
     pub cgroup_peak: Option<u64>,
+    /// The cgroup's anonymous memory now (`memory.stat`).
+    pub cgroup_anon: Option<u64>,
     /// OOM kills in the cgroup since the previous sample.
     pub oom_kills: Option<u64>,
     /// Each descendant read, so that a stage-boundary reading can leave out the ones

@@ -144,6 +144,12 @@ impl TreeCpu {
             .descendants
             .iter()
             .fold(Usage::ZERO, |sum, d| sum.plus(d.usage));
+        // A root that is not this process (`stemmon run`'s command, and the tree under
+        // it) started with the run: all it did is the run's, even where it was done
+        // (or the command ended) before the first sample.
+        if self.start.is_none() && reading.root_usage != Usage::ZERO {
+            self.start = Some(own);
+        }
         let now = self.publish(own.plus(self.root).plus(self.live));
         let cpu = now.cpu_micros();
         let Some((at, before)) = self.last_sample else {

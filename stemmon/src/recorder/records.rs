@@ -27,6 +27,13 @@ pub(crate) struct Stats {
     pub(crate) pending_until: f64,
     /// The last pid given out at that interval's end, where read.
     pub(crate) pending_last_pid: Option<u32>,
+    /// The intervals of those that ended after the one with the largest figure: their
+    /// largest figure, the last end and its last pid. A descendant started after the
+    /// big one ended never sums with it (a stage that freed 120 MiB, then started
+    /// workers, is not 120 MiB plus the workers).
+    pub(crate) pending_later: Option<(u64, f64, Option<u32>)>,
+    /// Processes of the tree that ended unseen in the intervals it overlapped.
+    pub(crate) unseen: u32,
     /// The record saw only a reused boundary reading, whose interval ended before it:
     /// the next interval to close is the one it overlaps.
     pub(crate) awaiting_interval: bool,
@@ -63,8 +70,18 @@ fn raise(peak: &mut Option<u64>, value: Option<u64>) -> bool {
 }
 
 impl Stats {
+    /// The marks as the report gives them: where a process ended unseen, the sum is
+    /// no bound, only at least the peak.
+    pub(crate) fn high_water_report(&self) -> HighWater {
+        let mut built = self.high_water.clone();
+        if self.unseen > 0 {
+            built.peak_tree_rss_at_least_bytes = built.peak_tree_rss_bound_bytes.take();
+        }
+        built
+    }
+
     /// Counts a full tree sample; returns whether it raised the tree RSS peak.
-    pub(crate) fn apply_sample(&mut self, reading: &TreeReading) -> bool {
+    pub(crate) fn apply_sample(&mut self, reading: &TreeReading, boot_origin: Option<f64>) -> bool {
         self.samples += 1;
         self.partial_rss_samples += u64::from(!reading.rss_complete);
         self.peak_process_count = self.peak_process_count.max(reading.process_count);
@@ -78,7 +95,7 @@ impl Stats {
             reading.tree_physical_footprint,
         );
         let raised = raise(&mut p.peak_tree_rss_bytes, reading.tree_rss);
-        self.apply_sample_interval(reading);
+        self.apply_sample_interval(reading, boot_origin);
         raised
     }
 
@@ -97,23 +114,28 @@ impl Stats {
     }
 
     /// Counts the interval that a full sample closes: marks, reaped peaks, the cgroup.
-    pub(crate) fn apply_sample_interval(&mut self, reading: &TreeReading) {
+    /// The boundary intervals it closed since the last sample are widened by the marks
+    /// of the descendants that had started by their end (see [`Stats::close_interval`]):
+    /// a child started after a boundary never sums with the parent's peak before it.
+    pub(crate) fn apply_sample_interval(
+        &mut self,
+        reading: &TreeReading,
+        boot_origin: Option<f64>,
+    ) {
+        let widened = self.widened(reading, boot_origin);
         let h = &mut self.high_water;
         raise(&mut h.peak_parent_hwm_bytes, reading.parent_hwm);
         raise(
             &mut h.peak_reaped_child_rss_bytes,
             reading.reaped_child_peak,
         );
-        let widened = self
-            .pending_local
-            .take()
-            .zip(reading.children_hwm)
-            .map(|(local, children)| local + children);
         raise(
             &mut h.peak_tree_rss_bound_bytes,
             reading.tree_rss_bound.max(widened),
         );
         raise(&mut h.peak_cgroup_memory_bytes, reading.cgroup_peak);
+        raise(&mut h.peak_cgroup_anon_bytes, reading.cgroup_anon);
+        self.unseen += reading.unseen;
         if let Some(kills) = reading.oom_kills {
             h.oom_kills = Some(h.oom_kills.unwrap_or(0) + kills);
         }
@@ -128,33 +150,78 @@ impl Stats {
     /// its pid, where the end read the last one given out; else it counts. A reading
     /// without marks leaves the bound as it is.
     pub(crate) fn close_interval(&mut self, reading: &TreeReading, boot_origin: Option<f64>) {
-        let local = self.pending_local.take();
-        if let (Some(local), Some(all)) = (local, reading.children_hwm) {
-            let until = boot_origin.map(|origin| origin + self.pending_until);
-            // A reader that gives no parts gives the descendants' sum alone.
-            let children: u64 = if reading.bound_parts.is_empty() {
-                all
-            } else {
-                reading
-                    .bound_parts
-                    .iter()
-                    .filter(|part| match (part.started, until) {
-                        (Some(started), Some(until)) => {
-                            started <= until
-                                && (started + crate::sys::start_tick_seconds() <= until
-                                    || self.pending_last_pid.is_none_or(|last| part.pid <= last))
-                        }
-                        _ => true,
-                    })
-                    .map(|part| part.bytes)
-                    .sum()
-            };
-            raise(
-                &mut self.high_water.peak_tree_rss_bound_bytes,
-                Some(local + children),
-            );
-        }
+        // Whether the unseen ended before the record closed is not known: they count.
+        self.unseen += reading.unseen;
+        let widened = self.widened(reading, boot_origin);
+        raise(&mut self.high_water.peak_tree_rss_bound_bytes, widened);
         self.keep_bounds();
+    }
+
+    /// The boundary intervals since the last full sample (their parent marks and
+    /// reaped peaks, `pending_local`, taken) plus the marks of the descendants that had
+    /// started before the last of them ended: `None` without a pending interval or marks.
+    pub(crate) fn widened(
+        &mut self,
+        reading: &TreeReading,
+        boot_origin: Option<f64>,
+    ) -> Option<u64> {
+        let figure = self.pending_figure(reading, boot_origin);
+        self.pending_local = None;
+        self.pending_later = None;
+        figure
+    }
+
+    /// What [`Stats::widened`] gives, leaving the pending intervals as they are: each
+    /// figure with the descendants started before its own interval ended.
+    pub(crate) fn pending_figure(
+        &self,
+        reading: &TreeReading,
+        boot_origin: Option<f64>,
+    ) -> Option<u64> {
+        let local = self.pending_local?;
+        let first = local
+            + self.children_before(
+                reading,
+                boot_origin,
+                self.pending_until,
+                self.pending_last_pid,
+            )?;
+        let later = self.pending_later.and_then(|(local, until, last_pid)| {
+            Some(local + self.children_before(reading, boot_origin, until, last_pid)?)
+        });
+        Some(first.max(later.unwrap_or(0)))
+    }
+
+    /// The marks of `reading`'s descendants that had started before the end of this
+    /// record's pending intervals (see [`Stats::close_interval`]).
+    pub(crate) fn children_before(
+        &self,
+        reading: &TreeReading,
+        boot_origin: Option<f64>,
+        end: f64,
+        last_pid: Option<u32>,
+    ) -> Option<u64> {
+        let all = reading.children_hwm?;
+        let until = boot_origin.map(|origin| origin + end);
+        // A reader that gives no parts gives the descendants' sum alone.
+        if reading.bound_parts.is_empty() {
+            return Some(all);
+        }
+        Some(
+            reading
+                .bound_parts
+                .iter()
+                .filter(|part| match (part.started, until) {
+                    (Some(started), Some(until)) => {
+                        started <= until
+                            && (started + crate::sys::start_tick_seconds() <= until
+                                || last_pid.is_none_or(|last| part.pid <= last))
+                    }
+                    _ => true,
+                })
+                .map(|part| part.bytes)
+                .sum(),
+        )
     }
 
     /// Counts the interval a fresh boundary reading closed; returns whether the record
@@ -172,10 +239,28 @@ impl Stats {
             Some(local + interval.children_rss),
         );
         let newly = self.pending_local.is_none();
-        self.pending_local = self.pending_local.max(Some(local));
-        if interval.end_seconds >= self.pending_until {
-            self.pending_until = interval.end_seconds;
+        let end = interval.end_seconds;
+        if self.pending_local.is_none_or(|big| local >= big) {
+            // The new largest: the later ones stand beside it as they are, and the old
+            // largest joins them where it ended after this one (readings of two threads).
+            if let Some(old) = self.pending_local.filter(|_| self.pending_until > end) {
+                let (until, last_pid) = (self.pending_until, self.pending_last_pid);
+                self.pending_later = Some(match self.pending_later {
+                    Some((most, later, pid)) if later >= until => (most.max(old), later, pid),
+                    Some((most, _, _)) => (most.max(old), until, last_pid),
+                    None => (old, until, last_pid),
+                });
+            }
+            self.pending_local = Some(local);
+            self.pending_until = end;
             self.pending_last_pid = interval.last_pid;
+        } else if end > self.pending_until {
+            let (most, until, last_pid) = self.pending_later.unwrap_or((0, end, interval.last_pid));
+            self.pending_later = Some(if end >= until {
+                (most.max(local), end, interval.last_pid)
+            } else {
+                (most.max(local), until, last_pid)
+            });
         }
         self.awaiting_interval = false;
         self.keep_bounds();

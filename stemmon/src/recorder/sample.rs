@@ -225,15 +225,9 @@ impl State {
         // sample), so that the timeline's bound reaches the report's.
         let bound = reading
             .tree_rss_bound
-            .max(
-                self.total
-                    .stats
-                    .pending_local
-                    .zip(reading.children_hwm)
-                    .map(|(local, children)| local + children),
-            )
+            .max(self.total.stats.pending_figure(&reading, self.boot_origin))
             .map(|bound| bound.max(reading.tree_rss.unwrap_or(0)));
-        if self.total.stats.apply_sample(&reading) {
+        if self.total.stats.apply_sample(&reading, self.boot_origin) {
             self.total.peaked(stage, elapsed);
         }
         // A stage open on another thread saw the intervals other threads' boundary
@@ -264,7 +258,7 @@ impl State {
         );
         for &record in seen.iter() {
             if let Some(record) = self.records.list.get_mut(record as usize) {
-                record.stats.apply_sample(&reading);
+                record.stats.apply_sample(&reading, self.boot_origin);
                 self.extra.fold_into(&mut record.extra, taken);
             }
         }
@@ -285,10 +279,14 @@ impl State {
         closed.sort_unstable();
         closed.dedup();
         for &record in closed.iter() {
-            self.records
-                .get_mut(record)
-                .stats
-                .apply_sample_interval(&reading);
+            let stats = &mut self.records.get_mut(record).stats;
+            // Its exit reading closed its last interval: the rest of this one (the
+            // parent's mark since, the descendants started since) is a later stage's.
+            if stats.pending_local.is_some() && !stats.awaiting_interval {
+                stats.close_interval(&reading, self.boot_origin);
+            } else {
+                stats.apply_sample_interval(&reading, self.boot_origin);
+            }
         }
         for record in self.boundary.take_pending() {
             let stats = &mut self.records.get_mut(record).stats;

@@ -118,7 +118,7 @@ impl Recorder {
                 built.partial_rss_samples = record.stats.partial_rss_samples;
                 built.peak_process_count = record.stats.peak_process_count;
                 built.peaks = record.stats.peaks.clone();
-                built.high_water = record.stats.high_water.clone();
+                built.high_water = record.stats.high_water_report();
                 built.heap = record.heap.report();
                 built.cpu_io = state.stage_cpu(id, open_cpu.get(id), wall_seconds);
                 state.extra.stage(&record.extra, &mut built);
@@ -175,8 +175,18 @@ impl Recorder {
             built.partial_rss_samples = total.stats.partial_rss_samples;
             built.peak_process_count = total.stats.peak_process_count;
             built.peaks = total.stats.peaks.clone();
-            built.high_water = total.stats.high_water.clone();
+            built.high_water = total.stats.high_water_report();
             built.high_water_marks = self.info.marks.clone();
+            built.high_water_marks.unseen = total.stats.unseen;
+            if total.stats.unseen > 0 {
+                let unseen = "descendants reaped by another process of the tree count with their \
+                     last sampled mark (no exit records: taskstats needs CAP_NET_ADMIN)";
+                let marks = &mut built.high_water_marks;
+                marks.missing = Some(match marks.missing.take() {
+                    Some(why) => format!("{why}; {unseen}"),
+                    None => unseen.to_owned(),
+                });
+            }
             built.cgroup = state.samples.cgroup.clone();
             built.peak_rss_stage = peak_rss_stage;
             built.peak_rss_elapsed_seconds = total.peak_rss_elapsed_seconds;

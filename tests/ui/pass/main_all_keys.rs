@@ -7,7 +7,7 @@
     log_interval = 30,
     detailed_memory = true,
     max_samples = 10,
-    high_water_marks = false
+    high_water_marks = "keep"
 )]
 fn main() {
     let data = vec![1u8; 1 << 20];

@@ -136,6 +136,8 @@ pub(crate) struct CgroupReader {
     limit: Option<File>,
     events: Option<File>,
     procs: Option<File>,
+    /// `memory.stat`: its anonymous memory, apart from the file cache.
+    stat: Option<File>,
     buf: Buf,
     page: usize,
 }
@@ -176,6 +178,7 @@ impl CgroupReader {
             limit: open(names[2]).ok(),
             events: open(names[3]).ok(),
             procs: open("cgroup.procs").ok(),
+            stat: open("memory.stat").ok(),
             buf: Buf::new(4096),
             page: usize::try_from(page_size()).unwrap_or(4096),
         })
@@ -196,6 +199,13 @@ impl CgroupReader {
             _ => value(&self.limit, &parse_v1_limit),
         };
         let oom_kills = value(&self.events, &|text| keyed(text, b"oom_kill"));
+        // v2 `anon`; v1 `total_rss`, the hierarchy's anonymous memory (`rss` without it).
+        let anon = match self.version {
+            2 => value(&self.stat, &|text| keyed(text, b"anon")),
+            _ => value(&self.stat, &|text| {
+                keyed(text, b"total_rss").or_else(|| keyed(text, b"rss"))
+            }),
+        };
         let processes = self.procs.as_ref().and_then(|file| {
             let text = self.buf.read_records(file, self.page).ok()?;
             let mut count = 0u32;
@@ -208,12 +218,44 @@ impl CgroupReader {
             built.version = self.version;
             built.memory_current_bytes = current;
             built.memory_peak_bytes = peak;
+            built.memory_anon_bytes = anon;
             built.memory_limit_bytes = limit;
             built.oom_kills = oom_kills;
             built.processes = processes;
             built
         })
     }
+}
+
+/// Reads the job's cgroup into `reading`, against its figures at the previous sample
+/// (`last`, updated).
+pub(crate) fn add_to(
+    cgroup: Option<&mut CgroupReader>,
+    last: &mut super::ledger::CgroupLast,
+    reading: &mut crate::memory::TreeReading,
+) {
+    let Some(cgroup) = cgroup else {
+        return;
+    };
+    let Ok(now) = cgroup.read() else {
+        return;
+    };
+    let before = *last;
+    // The kernel's peak is since the cgroup was made: it speaks for this interval
+    // only where it rose in it.
+    let risen = now
+        .memory_peak_bytes
+        .filter(|p| before.peak.is_some_and(|b| *p > b));
+    reading.cgroup_peak = now.memory_current_bytes.max(risen);
+    reading.cgroup_anon = now.memory_anon_bytes;
+    reading.oom_kills = now
+        .oom_kills
+        .map(|k| k.saturating_sub(before.oom_kills.unwrap_or(k)));
+    *last = super::ledger::CgroupLast {
+        peak: now.memory_peak_bytes,
+        oom_kills: now.oom_kills,
+    };
+    reading.cgroup = Some(now);
 }
 
 #[cfg(test)]

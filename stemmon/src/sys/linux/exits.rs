@@ -26,6 +26,8 @@ struct Gone {
     /// Its mark at its last reading.
     last: u64,
     started: Option<f64>,
+    /// Its own peak from its exit record, where one came.
+    exact: Option<u64>,
 }
 
 /// An exited process not yet reaped.
@@ -36,6 +38,39 @@ struct Zombie {
     started: Option<f64>,
     /// Its rusage's peak, where this process may read it (its own child).
     figure: Option<u64>,
+    /// Its own peak from its exit record, where one came.
+    exact: Option<u64>,
+}
+
+/// Past this many processes no reading saw in one interval, they are one part.
+const MAX_UNREAD_PARTS: usize = 256;
+
+/// The most that `unread` held at one moment, each at its peak over its life; two
+/// lives that touch count as overlapping.
+fn most_at_once(unread: &[Unread]) -> u64 {
+    let mut moments: Vec<(f64, i128)> = Vec::with_capacity(2 * unread.len());
+    for u in unread {
+        moments.push((u.began, i128::from(u.peak)));
+        moments.push((u.ended, -i128::from(u.peak)));
+    }
+    // At one moment, starts before ends.
+    moments.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+    let (mut now, mut most) = (0i128, 0i128);
+    for (_, change) in moments {
+        now += change;
+        most = most.max(now);
+    }
+    u64::try_from(most).unwrap_or(u64::MAX)
+}
+
+/// A process no reading saw, from its exit record.
+#[derive(Clone, Copy, Debug)]
+struct Unread {
+    pid: u32,
+    peak: u64,
+    /// Seconds since boot.
+    began: f64,
+    ended: f64,
 }
 
 /// Who a departed process's peak went to.
@@ -95,8 +130,18 @@ pub(crate) struct Exits {
     parts: Vec<BoundPart>,
     zombies: Vec<Zombie>,
     departed: Vec<Gone>,
+    /// Live processes that reaped a child this interval, unseen by any record.
+    reapers: Vec<u32>,
+    /// Processes that lived and died between two readings, from their exit records.
+    unread: Vec<Unread>,
     /// The largest peak of a process that exited in the interval.
     pub(crate) largest: Option<u64>,
+    /// Every exit comes with its record (taskstats): each process counts at its own
+    /// peak, and no kernel figure that merges several is needed.
+    pub(crate) exact: bool,
+    /// Processes that ended in the interval at a peak nobody read (set by
+    /// [`Exits::parts`]): their last readings stand, so the sum is at least the peak.
+    pub(crate) unseen: u32,
 }
 
 impl Exits {
@@ -105,7 +150,62 @@ impl Exits {
         self.parts.clear();
         self.zombies.clear();
         self.departed.clear();
+        self.reapers.clear();
+        self.unread.clear();
         self.largest = None;
+        self.exact = false;
+        self.unseen = 0;
+    }
+
+    /// A process that lived and died between two readings, from its exit record: its
+    /// peak, and when it began and ended (seconds since boot).
+    pub(crate) fn unread(&mut self, pid: u32, peak: u64, began: f64, ended: f64) {
+        self.largest = self.largest.max(Some(peak));
+        self.unread.push(Unread {
+            pid,
+            peak,
+            began,
+            ended,
+        });
+    }
+
+    /// The unread processes as parts, by when each began: the parts that began by any
+    /// moment sum to the most that the processes begun by then held at one time (each
+    /// at its peak over its whole life), not to the sum of all of them. So a stage that
+    /// closed counts only those begun before it closed, and processes that lived one
+    /// after another count once.
+    fn unread_parts(&mut self, parts: &mut Vec<BoundPart>) {
+        if self.unread.is_empty() {
+            return;
+        }
+        self.unread
+            .sort_unstable_by(|a, b| a.began.total_cmp(&b.began).then(a.pid.cmp(&b.pid)));
+        if self.unread.len() > MAX_UNREAD_PARTS {
+            // Past this, one part (quadratic work otherwise): begun with the first.
+            parts.push(BoundPart {
+                pid: self.unread[0].pid,
+                started: Some(self.unread[0].began),
+                bytes: most_at_once(&self.unread),
+            });
+            return;
+        }
+        let mut before = 0;
+        for k in 0..self.unread.len() {
+            let most = most_at_once(&self.unread[..=k]);
+            parts.push(BoundPart {
+                pid: self.unread[k].pid,
+                started: Some(self.unread[k].began),
+                bytes: most - before,
+            });
+            before = most;
+        }
+    }
+
+    /// A live process of the tree that reaped a child in the interval (its `stat`'s
+    /// children's faults grew): where no departed process of its accounts for that,
+    /// one process ended unseen.
+    pub(crate) fn reaper(&mut self, pid: u32) {
+        self.reapers.push(pid);
     }
 
     /// A live descendant and its mark.
@@ -126,30 +226,67 @@ impl Exits {
         started: Option<f64>,
         figure: Option<u64>,
     ) {
-        self.largest = self.largest.max(figure);
+        self.zombie_at(pid, last, started, figure, None);
+    }
+
+    /// [`Exits::zombie`] with its own peak from its exit record, where one came.
+    pub(crate) fn zombie_at(
+        &mut self,
+        pid: u32,
+        last: u64,
+        started: Option<f64>,
+        figure: Option<u64>,
+        exact: Option<u64>,
+    ) {
+        self.largest = self.largest.max(exact.or(figure));
         self.zombies.push(Zombie {
             pid,
             last,
             started,
             figure,
+            exact,
         });
     }
 
+    /// The root, exited and not yet reaped: a group of its own, whose figure (merged
+    /// with its children's) is no exited child's peak.
+    pub(crate) fn root_zombie(
+        &mut self,
+        pid: u32,
+        last: u64,
+        started: Option<f64>,
+        figure: Option<u64>,
+    ) {
+        let largest = self.largest;
+        self.zombie(pid, last, started, figure);
+        self.largest = largest;
+    }
+
     /// A process of the previous sample that is gone.
+    #[cfg(test)]
     pub(crate) fn departed(&mut self, pid: u32, was: &Known) {
-        self.largest = self.largest.max(Some(was.peak));
+        self.departed_at(pid, was, None);
+    }
+
+    /// [`Exits::departed`] with its own peak from its exit record, where one came.
+    pub(crate) fn departed_at(&mut self, pid: u32, was: &Known, exact: Option<u64>) {
+        self.largest = self.largest.max(Some(was.peak)).max(exact);
         self.departed.push(Gone {
             pid,
             ppid: was.ppid,
             direct: was.direct,
             last: was.hwm,
             started: was.started,
+            exact,
         });
     }
 
     /// The bound's parts: every live mark, and one part per group of exited processes;
     /// `kernel` is what `RUSAGE_CHILDREN`'s maximum grew to in the interval, if it grew.
     pub(crate) fn parts(&mut self, kernel: Option<u64>) -> Vec<BoundPart> {
+        if self.exact {
+            return self.exact_parts();
+        }
         self.departed.sort_unstable_by_key(|g| g.pid);
         self.zombies.sort_unstable_by_key(|z| z.pid);
         let mut zombie_groups = vec![Group::default(); self.zombies.len()];
@@ -164,18 +301,62 @@ impl Exits {
                     zombie_groups[index].add(gone.pid, gone.last, gone.started)
                 }
                 Reaper::Kernel => kernel_group.add(gone.pid, gone.last, gone.started),
-                Reaper::Alive => parts.push(BoundPart {
-                    pid: gone.pid,
-                    started: gone.started,
-                    bytes: gone.last,
-                }),
+                Reaper::Alive => {
+                    self.unseen += 1;
+                    parts.push(BoundPart {
+                        pid: gone.pid,
+                        started: gone.started,
+                        bytes: gone.last,
+                    })
+                }
             }
         }
+        // A zombie that is not this process's child: its last interval is unread.
+        self.unseen += self.zombies.iter().filter(|z| z.figure.is_none()).count() as u32;
+        let departed = &self.departed;
+        self.unseen += self
+            .reapers
+            .iter()
+            .filter(|pid| !departed.iter().any(|g| g.ppid == **pid))
+            .count() as u32;
         for (group, zombie) in zombie_groups.iter().zip(&self.zombies) {
             parts.push(group.part(zombie.figure));
         }
         if kernel_group.members > 0 || kernel.is_some() {
             parts.push(kernel_group.part(kernel));
+        }
+        parts
+    }
+
+    /// The parts where every exit came with its record: each process at its own peak.
+    fn exact_parts(&mut self) -> Vec<BoundPart> {
+        let mut parts = std::mem::take(&mut self.parts);
+        // One that ended with no record (dropped, or sent before the registration):
+        // its final interval is unread.
+        self.unseen += self.departed.iter().filter(|g| g.exact.is_none()).count() as u32;
+        // A zombie of ours without one still has its rusage (merged, so at least its own).
+        self.unseen += self
+            .zombies
+            .iter()
+            .filter(|z| z.exact.is_none() && z.figure.is_none())
+            .count() as u32;
+        self.unread_parts(&mut parts);
+        for gone in &self.departed {
+            parts.push(BoundPart {
+                pid: gone.pid,
+                started: gone.started,
+                bytes: gone.exact.map_or(gone.last, |e| e.max(gone.last)),
+            });
+        }
+        for zombie in &self.zombies {
+            parts.push(BoundPart {
+                pid: zombie.pid,
+                started: zombie.started,
+                bytes: zombie
+                    .exact
+                    .or(zombie.figure)
+                    .map_or(zombie.last, |e| e.max(zombie.last)),
+            });
         }
         parts
     }
@@ -213,6 +394,8 @@ mod tests {
             direct,
             ppid,
             started: Some(1.0),
+            reaps: 0,
+            recorded: false,
         }
     }
 
@@ -286,6 +469,55 @@ mod tests {
         let parts = exits.parts(Some(32 * MIB));
         assert_eq!(parts.len(), 1, "{parts:?}");
         assert_eq!(total(&parts), 36 * MIB + 2 * MIB);
+    }
+
+    #[test]
+    fn processes_no_reading_saw_count_where_their_lives_overlap() {
+        let mut exits = Exits {
+            exact: true,
+            ..Exits::default()
+        };
+        // Forty 3 MiB helpers one after another, then two 100 MiB ones together.
+        for i in 0..40 {
+            let began = f64::from(i) * 0.01;
+            exits.unread(100 + i, 3 * MIB, began, began + 0.009);
+        }
+        exits.unread(200, 100 * MIB, 1.0, 1.5);
+        exits.unread(201, 100 * MIB, 1.2, 1.6);
+        exits.unread(202, 3 * MIB, 1.5, 1.55);
+        let parts = exits.parts(Some(900 * MIB));
+        assert_eq!(total(&parts), 203 * MIB, "{parts:?}");
+        assert_eq!(parts[0].started, Some(0.0));
+        // What began by 1.1 s: the helpers, one at a time, and the first big one.
+        let by = |t: f64| -> u64 {
+            parts
+                .iter()
+                .filter(|p| p.started.unwrap() <= t)
+                .map(|p| p.bytes)
+                .sum()
+        };
+        assert_eq!(by(0.5), 3 * MIB);
+        assert_eq!(by(1.1), 100 * MIB);
+        assert_eq!(exits.largest, Some(100 * MIB));
+        assert_eq!(exits.unseen, 0);
+    }
+
+    #[test]
+    fn with_records_an_exit_without_one_is_unseen() {
+        let mut exits = Exits {
+            exact: true,
+            ..Exits::default()
+        };
+        exits.departed_at(30, &known(64 * MIB, 29, false), Some(80 * MIB));
+        exits.departed_at(31, &known(10 * MIB, 29, false), None);
+        exits.zombie_at(32, 5 * MIB, None, Some(9 * MIB), None);
+        exits.zombie_at(33, 5 * MIB, None, None, None);
+        let parts = exits.parts(None);
+        assert_eq!(total(&parts), (80 + 10 + 9 + 5) * MIB, "{parts:?}");
+        assert_eq!(
+            exits.unseen, 2,
+            "31 without a record, 33 without any figure"
+        );
     }
 
     #[test]

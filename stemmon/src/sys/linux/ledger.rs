@@ -62,6 +62,10 @@ pub(crate) struct Known {
     pub(crate) ppid: u32,
     /// When it started, in seconds since boot, where known.
     pub(crate) started: Option<f64>,
+    /// Its children's minor faults then: where they grew, it reaped a child.
+    pub(crate) reaps: u64,
+    /// Its exit record came (a zombie's): its final peak is counted.
+    pub(crate) recorded: bool,
 }
 
 /// The job's cgroup at the previous sample.
@@ -147,6 +151,14 @@ pub(crate) struct TreeLedger {
     /// The root's mark at the previous sample, where the root is another process
     /// (`stemmon run`'s command): its last reading once it has exited.
     pub(crate) root_last: u64,
+    /// The root's children's minor faults at the previous sample (another process).
+    pub(crate) root_reaps: Option<u64>,
+    /// What the root's exit record says it wrote: its counters never read lower after.
+    pub(crate) root_wrote: u64,
+    /// The kernel's exit records of the tree.
+    pub(crate) feed: super::exit_feed::ExitFeed,
+    /// The processes that exited unread in the interval (kept to reuse its capacity).
+    pub(crate) unread: Vec<(u32, super::exit_feed::ExitPeak)>,
 }
 
 /// One monitor's ledger. See the module docs.

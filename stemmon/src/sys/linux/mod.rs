@@ -9,6 +9,8 @@
 //! children that exited, and [`ledger`] holds what one monitor's readers share.
 
 pub(crate) mod cgroup;
+mod exit_feed;
+mod exit_watch;
 mod exits;
 pub(crate) mod ledger;
 pub(crate) mod own_mark;
@@ -19,6 +21,7 @@ pub(crate) mod reaped;
 pub(crate) mod self_files;
 pub(crate) mod self_reading;
 pub(crate) mod stat_scan;
+pub(crate) mod taskstats;
 pub(crate) mod tree;
 
 pub(crate) use ledger::Ledger;
@@ -165,31 +168,6 @@ impl ProcReader {
                 .or(reading.tree_pss);
         }
     }
-
-    /// Reads the job's cgroup into `reading`, against its figures at the previous sample.
-    fn add_cgroup(&mut self, ledger: &mut TreeLedger, reading: &mut TreeReading) {
-        let Some(cgroup) = &mut self.cgroup else {
-            return;
-        };
-        let Ok(now) = cgroup.read() else {
-            return;
-        };
-        let before = ledger.cgroup_last;
-        // The kernel's peak is since the cgroup was made: it speaks for this interval
-        // only where it rose in it.
-        let risen = now
-            .memory_peak_bytes
-            .filter(|p| before.peak.is_some_and(|b| *p > b));
-        reading.cgroup_peak = now.memory_current_bytes.max(risen);
-        reading.oom_kills = now
-            .oom_kills
-            .map(|k| k.saturating_sub(before.oom_kills.unwrap_or(k)));
-        ledger.cgroup_last = ledger::CgroupLast {
-            peak: now.memory_peak_bytes,
-            oom_kills: now.oom_kills,
-        };
-        reading.cgroup = Some(now);
-    }
 }
 
 impl TreeReader for ProcReader {
@@ -235,20 +213,17 @@ impl TreeReader for ProcReader {
         if let Err(why) = &parent {
             missing.push(why.clone());
         }
-        if !own {
-            missing.push(
-                "descendants reaped by the monitored command (not by this process) count with \
-                 their last sampled mark"
-                    .to_owned(),
-            );
-        }
+        // Without them a descendant reaped by another counts with its last reading: the
+        // report says so where one did.
+        let exit_records = self.ledger.tree().feed.start();
         {
             let mut built = HighWaterMarks::default();
             built.enabled = true;
             built.resets = reset && parent.is_ok();
             built.parent = parent.is_ok();
             built.descendants = true;
-            built.reaped = ours;
+            built.reaped = ours || exit_records;
+            built.exit_records = exit_records;
             built.missing = (!missing.is_empty()).then(|| missing.join("; "));
             built
         }
@@ -303,9 +278,20 @@ impl TreeReader for ProcReader {
             known,
             next,
             root_last,
+            root_reaps,
+            root_wrote,
+            feed,
+            unread,
             ..
         } = &mut *intervals;
         next.clear();
+        // Every exit of the tree with its own peak, where the kernel sends the records.
+        let (feed_live, whole) = match self.marks {
+            true => feed.sample(self.own_pid, ours, known, &seen, &mut self.counted),
+            false => (false, true),
+        };
+        exits.exact = feed_live;
+        let mut take = |pid: u32| feed_live.then(|| feed.take(pid)).flatten();
         for (
             index,
             &Seen {
@@ -376,17 +362,40 @@ impl TreeReader for ProcReader {
                     root.ppid = std::os::unix::process::parent_id();
                 } else {
                     reading.root_usage = root.usage;
+                    let reaps = usage.map(|u| u.stat.child_minor_faults);
                     if status.rss.is_some() {
                         reading.parent_hwm = status.hwm.filter(|_| self.marks);
                         *root_last = mark;
+                        if !feed_live && reaps > *root_reaps && root_reaps.is_some() {
+                            exits.reaper(pid);
+                        }
+                        *root_reaps = reaps;
                     } else if self.marks {
-                        root_exited = true;
                         // The root has exited and waits to be reaped (`stemmon run` reaps
                         // its command after the last sample): its mark went with its
-                        // memory, and its rusage merges its own peak with those of the
-                        // children it waited for. Its group (below) takes that figure;
-                        // its own exact peak stays what its marks last read.
-                        exits.zombie(pid, *root_last, started, root.exited_peak);
+                        // memory. Its exit record has its own peak; else its rusage has
+                        // it, merged with those of the children it waited for, so that
+                        // it is its own only where it reaped none.
+                        let reaped_none = reaps == Some(0);
+                        let record = take(pid);
+                        if let Some(exit) = &record {
+                            // What its write calls passed, as a live reading counts it.
+                            *root_wrote = exit.write_char.max(exit.write_bytes);
+                        }
+                        root.usage.write_bytes = root.usage.write_bytes.max(*root_wrote);
+                        reading.root_usage = root.usage;
+                        match (record, root.exited_peak) {
+                            (Some(exit), _) => reading.parent_hwm = Some(exit.hiwater),
+                            (None, Some(figure)) if reaped_none => {
+                                reading.parent_hwm = Some(figure.max(*root_last))
+                            }
+                            _ => {
+                                root_exited = true;
+                                // Its group (below) takes the merged figure; its own
+                                // exact peak stays what its marks last read.
+                                exits.root_zombie(pid, *root_last, started, root.exited_peak);
+                            }
+                        }
                     }
                 }
                 reading.root_process = Some(root);
@@ -394,8 +403,12 @@ impl TreeReader for ProcReader {
                 children += rss;
                 let last = known.get(&pid);
                 let peak = last.map_or(mark, |k| k.peak.max(mark));
+                let reaps = usage.map_or(0, |u| u.stat.child_minor_faults);
                 if status.rss.is_some() {
                     exits.live(pid, started, mark);
+                    if !feed_live && last.is_some_and(|k| reaps > k.reaps) {
+                        exits.reaper(pid);
+                    }
                     next.insert(
                         pid,
                         Known {
@@ -404,14 +417,20 @@ impl TreeReader for ProcReader {
                             direct,
                             ppid: process.ppid,
                             started,
+                            reaps,
+                            recorded: false,
                         },
                     );
                 } else {
                     // A zombie holds no memory: what it held is its last reading, or
                     // its rusage where this process may read it (a child of ours).
                     let hwm = last.map_or(0, |k| k.hwm);
+                    // Its record, or (a zombie of an earlier sample) its peak then counted.
+                    let exact = take(pid)
+                        .map(|e| e.hiwater.max(hwm))
+                        .or(last.filter(|k| k.recorded).map(|_| hwm));
                     if self.marks {
-                        exits.zombie(pid, hwm, started, process.exited_peak);
+                        exits.zombie_at(pid, hwm, started, process.exited_peak, exact);
                     }
                     let ppid = process.ppid;
                     next.insert(
@@ -422,6 +441,8 @@ impl TreeReader for ProcReader {
                             direct,
                             ppid,
                             started,
+                            reaps,
+                            recorded: exact.is_some(),
                         },
                     );
                 }
@@ -438,12 +459,27 @@ impl TreeReader for ProcReader {
         ledger.shared().take_counted(&mut self.counted);
         if self.marks {
             for (pid, was) in known.iter() {
-                if !next.contains_key(pid) && self.counted.binary_search(pid).is_err() {
-                    exits.departed(*pid, was);
+                if next.contains_key(pid) {
+                    continue;
+                }
+                // Taken either way: one a boundary reading counted is not unread.
+                let exact = take(*pid)
+                    .map(|e| e.hiwater)
+                    .or(was.recorded.then_some(was.hwm));
+                if self.counted.binary_search(pid).is_err() {
+                    exits.departed_at(*pid, was, exact);
+                }
+            }
+            if feed_live {
+                feed.take_unread(|pid| pid == root || next.contains_key(&pid), unread);
+                for (pid, exit) in unread.iter() {
+                    exits.unread(*pid, exit.hiwater, exit.began, exit.ended);
                 }
             }
             let kernel = reaped.and_then(|r| r.bound());
             let parts = exits.parts(kernel);
+            // Records dropped: some exit may have gone unread.
+            reading.unseen = exits.unseen + u32::from(!whole);
             // The largest exited peak: the kernel's where it grew (exact), never a
             // maximum that only bounds the children reaped since.
             reading.reaped_child_peak = reaped.and_then(|r| r.peak).max(exits.largest);
@@ -460,7 +496,11 @@ impl TreeReader for ProcReader {
         }
         self.exits = exits;
         std::mem::swap(known, next);
-        self.add_cgroup(&mut intervals, &mut reading);
+        cgroup::add_to(
+            self.cgroup.as_mut(),
+            &mut intervals.cgroup_last,
+            &mut reading,
+        );
         self.seen = seen;
         Ok(reading)
     }

@@ -206,10 +206,13 @@ pub(crate) struct StatUsage {
     /// When it started (`starttime`: clock ticks since boot, at its `fork`); `None`
     /// where the line is cut short.
     pub(crate) start_ticks: Option<u64>,
+    /// Minor faults of the children it reaped (`cminflt`): it grows whenever the
+    /// process reaps one, since every process that ran faulted.
+    pub(crate) child_minor_faults: u64,
 }
 
-/// The parent, CPU times, major faults and start of a `/proc/PID/stat` line (fields 4,
-/// 12 to 17 and 22, counted from the last `)`, since the command name may hold spaces
+/// The parent, children's minor faults, CPU times, major faults and start of a
+/// `/proc/PID/stat` line (fields 4, 11 to 17 and 22, counted from the last `)`, since the command name may hold spaces
 /// and parentheses).
 pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
     let close = text.iter().rposition(|b| *b == b')')?;
@@ -219,7 +222,8 @@ pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
     // Field 3 (state) is the first after the name.
     let mut nth = |skip: usize| parse_u64(fields.nth(skip)?);
     let ppid = u32::try_from(nth(1)?).ok()?; // field 4
-    let major = nth(7)?; // field 12
+    let child_minor = nth(6)?; // field 11
+    let major = nth(0)?; // field 12
     let child_major = nth(0)?; // 13
     let user = nth(0)?; // 14
     let system = nth(0)?; // 15
@@ -233,16 +237,20 @@ pub(crate) fn parse_stat_usage(text: &[u8]) -> Option<StatUsage> {
         major_faults: major + child_major,
         own_ticks: user + system,
         start_ticks,
+        child_minor_faults: child_minor,
     })
 }
 
-/// `read_bytes` and `write_bytes` of a `/proc/PID/io` text: the storage I/O the kernel
-/// also gives as `ru_inblock` / `ru_oublock`. `cancelled_write_bytes` is not netted
-/// out: it counts dirty pages that this process truncated, whoever dirtied them
-/// (another run's output it overwrote), so subtracting it could put the figure below
-/// what the process wrote, or at zero.
+/// What a `/proc/PID/io` text says the process read and wrote: `read_bytes` (the
+/// storage reads the kernel also gives as `ru_inblock`), and the larger of
+/// `write_bytes` and `wchar`. `write_bytes` counts pages as they turn dirty, so an
+/// overwrite of pages still dirty (a rerun's output, before writeback) counts nothing,
+/// and how much depends on writeback's timing; `wchar`, the bytes passed to write
+/// calls, counts every byte written (to pipes and sockets too) but misses writes
+/// through a mapping, which `write_bytes` has. `cancelled_write_bytes` is not netted
+/// out: it counts dirty pages that this process truncated, whoever dirtied them.
 pub(crate) fn parse_io(text: &[u8]) -> Option<(u64, u64)> {
-    let (mut read, mut write) = (None, None);
+    let (mut read, mut write, mut wchar) = (None, None, None);
     for line in text.split(|b| *b == b'\n') {
         let Some(colon) = line.iter().position(|b| *b == b':') else {
             continue;
@@ -251,10 +259,11 @@ pub(crate) fn parse_io(text: &[u8]) -> Option<(u64, u64)> {
         match &line[..colon] {
             b"read_bytes" => read = value,
             b"write_bytes" => write = value,
+            b"wchar" => wchar = value,
             _ => {}
         }
     }
-    Some((read?, write?))
+    Some((read?, write?.max(wchar.unwrap_or(0))))
 }
 
 /// The kernel's clock ticks a second (`USER_HZ`), the unit of `/proc/PID/stat` times.
@@ -524,6 +533,7 @@ mod tests {
                 major_faults: 5,
                 own_ticks: 170,
                 start_ticks: Some(8675),
+                child_minor_faults: 5,
             })
         );
         let short = parse_stat_usage(&line[..line.len() - 5]).unwrap();
@@ -535,6 +545,9 @@ mod tests {
         let io = b"rchar: 10\nwchar: 20\nsyscr: 1\nsyscw: 2\nread_bytes: 4096\nwrite_bytes: 8192\ncancelled_write_bytes: 4096\n";
         // The cancelled bytes are not netted out: the process wrote 8192.
         assert_eq!(parse_io(io), Some((4096, 8192)));
+        // Pages overwritten while still dirty: `write_bytes` 0, `wchar` every byte.
+        let overwrite = b"rchar: 10\nwchar: 41943040\nread_bytes: 0\nwrite_bytes: 0\n";
+        assert_eq!(parse_io(overwrite), Some((0, 40 << 20)));
         assert_eq!(parse_io(b"rchar: 1\n"), None);
     }
 

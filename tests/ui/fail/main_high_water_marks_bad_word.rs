@@ -1,0 +1,2 @@
+#[stemmon::monitor_main(high_water_marks = "sometimes")]
+fn main() {}

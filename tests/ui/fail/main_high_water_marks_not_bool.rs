@@ -1,2 +1,0 @@
-#[stemmon::monitor_main(high_water_marks = "yes")]
-fn main() {}
