@@ -634,4 +634,18 @@ fn without_exit_records_a_descendant_reaped_by_the_command_makes_the_figure_at_l
         "{line}"
     );
     assert!(!line.contains("bound"), "{line}");
+    // compare passes no candidate on it, not even against itself.
+    let path = dir.path().join("r.json");
+    let compared = stemmon()
+        .arg("compare")
+        .arg(&path)
+        .arg(&path)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&compared.stdout);
+    assert_eq!(compared.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("tree peak is at least") && out.contains("no bound to pass on"),
+        "{out}"
+    );
 }

@@ -180,6 +180,25 @@ pub(super) fn judge(
                 .map(|why| format!("{name} is incomplete: {why}")),
         );
     }
+    // A bound that is only a floor (processes ended unseen: no exit records) passes no
+    // candidate, whatever BASE says.
+    if matches!(args.metric, super::Metric::Sampled | super::Metric::Exact) {
+        for (index, loaded) in new.iter().enumerate() {
+            let report = &loaded.report;
+            if let Some(floor) = report.high_water.peak_tree_rss_at_least_bytes {
+                if !run_fails.iter().any(|f| f == "NEW bound unseen") {
+                    run_fails.push("NEW bound unseen".to_owned());
+                }
+                reasons.push(format!(
+                    "{}'s tree peak is at least {} ({} processes ended unseen): no bound to \
+                     pass on",
+                    new_name(index, new.len()),
+                    stemmon_report::format_bytes(floor),
+                    report.high_water_marks.unseen
+                ));
+            }
+        }
+    }
     // A whole-run figure BASE has and NEW lacks: the exact ones too, so that turning the
     // marks off (or a hand-edited `null`) is not a way past the gate.
     let checked: Vec<Figure> = match args.metric {
