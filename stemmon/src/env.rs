@@ -112,6 +112,43 @@ pub(crate) fn marks_override(
     (on, overrides.warnings)
 }
 
+/// The `STEMMON_TEST_*` defaults of `#[stemmon::test]` that are set: each limit and its
+/// value (a size in bytes, or a count). A bad value is one warning and no default.
+pub(crate) fn test_limits() -> Vec<(&'static Setting, u64)> {
+    let lookup = |name: &str| var(name);
+    let mut overrides = Overrides {
+        lookup: &lookup,
+        warnings: Vec::new(),
+    };
+    let mut limits = Vec::new();
+    for setting in settings::TEST_LIMITS {
+        let set = setting.env.and_then(text).is_some();
+        match set.then(|| overrides.value(setting)).flatten() {
+            Some(Value::Size(bytes) | Value::Count(bytes)) => limits.push((setting, bytes)),
+            _ => {}
+        }
+    }
+    for warning in &overrides.warnings {
+        crate::warn::warn(warning);
+    }
+    limits
+}
+
+/// `STEMMON_TEST_REPORTS`: where failing tests keep their reports.
+pub(crate) fn test_reports() -> Option<PathBuf> {
+    text(settings::TEST_REPORTS.env?).map(PathBuf::from)
+}
+
+/// The test a re-run of the test binary runs (its marker), if this is one.
+pub(crate) fn test_child() -> Option<String> {
+    text(crate::testing::CHILD_MARKER)
+}
+
+/// Whether each test has its process to itself (`cargo nextest`).
+pub(crate) fn process_per_test() -> bool {
+    text("NEXTEST_EXECUTION_MODE").as_deref() == Some("process-per-test")
+}
+
 #[cfg(feature = "gpu")]
 /// `setting`'s flag variable under `lookup` (`STEMMON_GPU`): the flag, or the warning
 /// for a bad value.

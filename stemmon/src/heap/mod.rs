@@ -8,6 +8,7 @@
 //! line. No lock, no atomic read-modify-write, no header on the allocation.
 
 pub(crate) mod slots;
+pub(crate) mod tally;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 
