@@ -124,6 +124,31 @@ pub(crate) fn leave(before: *const Tally) {
     }
 }
 
+/// While it lives, the calling thread's allocations count for no test: the engine's
+/// own bookkeeping inside a test (a stage's record) is not the test's heap.
+pub(crate) struct Paused(Option<(&'static Slot, *const Tally)>);
+
+/// Pauses the calling thread's test, if it has one, until the guard drops.
+#[inline]
+pub(crate) fn pause() -> Paused {
+    Paused(slot().and_then(|slot| {
+        let tally = slot.tally();
+        (!tally.is_null()).then(|| {
+            slot.set_tally(std::ptr::null());
+            (slot, tally)
+        })
+    }))
+}
+
+impl Drop for Paused {
+    #[inline]
+    fn drop(&mut self) {
+        if let Some((slot, tally)) = self.0 {
+            slot.set_tally(tally);
+        }
+    }
+}
+
 /// Releases the reference an exiting thread held (from its slot's destructor).
 pub(super) fn release(held: *const Tally) {
     // SAFETY: `held` came from `Arc::into_raw` in `attach`, and is released once: the

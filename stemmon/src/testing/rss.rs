@@ -48,7 +48,13 @@ pub(crate) struct Rerun {
 pub(crate) fn rerun(name: &str) -> io::Result<Rerun> {
     let exe = std::env::current_exe()?;
     let mut child = Command::new(exe)
-        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            name,
+            "--exact",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env(CHILD_MARKER, name)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -90,12 +96,15 @@ pub(crate) fn rerun(name: &str) -> io::Result<Rerun> {
             return Err(e);
         }
     }
-    let passed = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    let output = format!(
-        "{}{}",
-        err.join().unwrap_or_default(),
-        out.join().unwrap_or_default()
-    );
+    let stdout = out.join().unwrap_or_default();
+    // A filter that matched nothing passes too: the test must have run.
+    let ran = stdout.contains(&format!("test {name} ... "));
+    let passed = ran && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    let mut output = format!("{}{stdout}", err.join().unwrap_or_default());
+    if !ran {
+        output =
+            format!("max_rss: the re-run of the test in a child ran no test {name:?}: {output}");
+    }
     Ok(Rerun {
         passed,
         peak: Some(kib(usage.ru_maxrss)),

@@ -45,8 +45,11 @@ struct Attached {
 extern "C" fn attached_start(attached: *mut c_void) -> *mut c_void {
     // SAFETY: `attached` is the box `pthread_create` below leaked for this thread,
     // taken back once, here.
-    let Attached { start, arg, tally } = *unsafe { Box::from_raw(attached.cast::<Attached>()) };
-    tally::attach(tally);
+    let attached = unsafe { Box::from_raw(attached.cast::<Attached>()) };
+    // Attached first: freeing the box is the test's too.
+    tally::attach(Arc::clone(&attached.tally));
+    let (start, arg) = (attached.start, attached.arg);
+    drop(attached);
     start(arg)
 }
 
