@@ -32,6 +32,8 @@ pub struct Limits {
     /// The child of a re-run under `cargo test`: its parent checks `max_rss`.
     pub(super) rss_elsewhere: bool,
     pub(super) bad: Option<Error>,
+    /// The `STEMMON_TEST_*` defaults were read.
+    pub(super) defaults_read: bool,
 }
 
 impl Limits {
@@ -119,6 +121,9 @@ impl Limits {
     /// Fills the unset limits from the `STEMMON_TEST_*` variables (a bad value is one
     /// warning and no limit).
     pub(super) fn with_defaults(mut self) -> Self {
+        if std::mem::replace(&mut self.defaults_read, true) {
+            return self;
+        }
         let defaults = crate::env::test_limits();
         for (setting, value) in defaults {
             let slot = match setting.name {
