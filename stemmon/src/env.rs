@@ -139,9 +139,12 @@ pub(crate) fn test_reports() -> Option<PathBuf> {
     text(settings::TEST_REPORTS.env?).map(PathBuf::from)
 }
 
+/// The environment marker of a `#[stemmon::test]` re-run: the name of the test it runs.
+pub(crate) const TEST_CHILD: &str = "STEMMON_TEST_CHILD";
+
 /// The test a re-run of the test binary runs (its marker), if this is one.
 pub(crate) fn test_child() -> Option<String> {
-    text(crate::testing::CHILD_MARKER)
+    text(TEST_CHILD)
 }
 
 /// Whether each test has its process to itself (`cargo nextest`).

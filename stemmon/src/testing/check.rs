@@ -1,8 +1,7 @@
 //! The limits against the figures: the message of the first limit broken, the test's
 //! stage table, and the report a failing test leaves under `STEMMON_TEST_REPORTS`.
 
-use super::figures::{Exceeded, Figures};
-use super::limits::Limits;
+use super::figures::{Bounds, Exceeded, Figures};
 use super::table;
 use crate::Report;
 
@@ -42,7 +41,7 @@ fn over_size(key: &str, what: &str, figure: u64, limit: u64) -> String {
 }
 
 /// The first line of each limit broken, in the keys' order.
-pub(crate) fn broken(limits: &Limits, figures: &Figures) -> Vec<String> {
+pub(crate) fn broken(limits: &Bounds, figures: &Figures) -> Vec<String> {
     let mut lines = Vec::new();
     if limits.wants_heap() && !figures.heap_counted {
         let key = [
@@ -105,7 +104,7 @@ pub(crate) fn broken(limits: &Limits, figures: &Figures) -> Vec<String> {
 /// The figures, or the message of every limit broken with the stage table; a failure
 /// also leaves its report under `STEMMON_TEST_REPORTS`.
 pub(crate) fn limits(
-    limits: &Limits,
+    limits: &Bounds,
     figures: Figures,
     report: Option<&Report>,
 ) -> Result<Figures, Exceeded> {

@@ -23,6 +23,30 @@ pub struct Figures {
     pub max_rss_bytes: Option<u64>,
 }
 
+/// The limits a test is checked against, in bytes (or a count).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Bounds {
+    /// The test's name (its report's file name).
+    pub(crate) name: String,
+    pub(crate) max_heap: Option<u64>,
+    pub(crate) max_allocated: Option<u64>,
+    pub(crate) max_allocations: Option<u64>,
+    pub(crate) leaks: Option<u64>,
+    pub(crate) max_rss: Option<u64>,
+    /// The child of a re-run under `cargo test`: its parent checks `max_rss`.
+    pub(crate) rss_elsewhere: bool,
+}
+
+impl Bounds {
+    /// Whether a heap limit is set.
+    pub(crate) fn wants_heap(&self) -> bool {
+        self.max_heap.is_some()
+            || self.max_allocated.is_some()
+            || self.max_allocations.is_some()
+            || self.leaks.is_some()
+    }
+}
+
 /// A limit a test broke: the message names the limit first (`max_heap: 32.0 MiB
 /// held, limit 30.0 MiB`), then the test's stage table when it had stages.
 #[derive(Clone, Debug, PartialEq, Eq)]

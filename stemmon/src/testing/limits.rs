@@ -1,10 +1,11 @@
 //! [`Limits`], the builder, and [`Watch`], the guard that counts a test while it runs.
 
 use super::check;
-use super::figures::{Exceeded, Figures};
+use super::figures::{Bounds, Exceeded, Figures};
 use super::rss;
+use crate::heap::attach;
 use crate::heap::slots;
-use crate::heap::tally::{self, Tally};
+use crate::heap::tally::Tally;
 use crate::{Error, Monitor};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -22,15 +23,8 @@ const THREADS_EXIT_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Default)]
 #[must_use = "limits do nothing until `.start()`"]
 pub struct Limits {
-    pub(super) name: String,
-    pub(super) max_heap: Option<u64>,
-    pub(super) max_allocated: Option<u64>,
-    pub(super) max_allocations: Option<u64>,
-    pub(super) leaks: Option<u64>,
-    pub(super) max_rss: Option<u64>,
+    pub(super) bounds: Bounds,
     pub(super) rayon: bool,
-    /// The child of a re-run under `cargo test`: its parent checks `max_rss`.
-    pub(super) rss_elsewhere: bool,
     pub(super) bad: Option<Error>,
     /// The `STEMMON_TEST_*` defaults were read.
     pub(super) defaults_read: bool,
@@ -40,10 +34,9 @@ impl Limits {
     /// No limits yet, for the test named `name` (the file name of its report under
     /// `STEMMON_TEST_REPORTS`).
     pub fn new(name: impl Into<String>) -> Limits {
-        Limits {
-            name: name.into(),
-            ..Limits::default()
-        }
+        let mut limits = Limits::default();
+        limits.bounds.name = name.into();
+        limits
     }
 
     fn size(mut self, setting: &'static Setting, text: &str) -> (Self, Option<u64>) {
@@ -62,27 +55,27 @@ impl Limits {
     /// The most heap the test may hold at once (`"64 MiB"`).
     pub fn max_heap(self, size: &str) -> Self {
         let (mut this, bytes) = self.size(&settings::MAX_HEAP, size);
-        this.max_heap = bytes.or(this.max_heap);
+        this.bounds.max_heap = bytes.or(this.bounds.max_heap);
         this
     }
 
     /// The most bytes the test may allocate in all (`"1 GiB"`).
     pub fn max_allocated(self, size: &str) -> Self {
         let (mut this, bytes) = self.size(&settings::MAX_ALLOCATED, size);
-        this.max_allocated = bytes.or(this.max_allocated);
+        this.bounds.max_allocated = bytes.or(this.bounds.max_allocated);
         this
     }
 
     /// The most allocations the test may make.
     pub fn max_allocations(mut self, count: u64) -> Self {
-        self.max_allocations = Some(count);
+        self.bounds.max_allocations = Some(count);
         self
     }
 
     /// The most heap the test may leave live when it returns (`"0 B"`).
     pub fn leaks(self, size: &str) -> Self {
         let (mut this, bytes) = self.size(&settings::LEAKS, size);
-        this.leaks = bytes.or(this.leaks);
+        this.bounds.leaks = bytes.or(this.bounds.leaks);
         this
     }
 
@@ -91,7 +84,7 @@ impl Limits {
     /// attribute's re-run under `cargo test`); here it is the process's own mark.
     pub fn max_rss(self, size: &str) -> Self {
         let (mut this, bytes) = self.size(&settings::MAX_RSS, size);
-        this.max_rss = bytes.or(this.max_rss);
+        this.bounds.max_rss = bytes.or(this.bounds.max_rss);
         this
     }
 
@@ -108,11 +101,11 @@ impl Limits {
     #[doc(hidden)]
     pub fn __bytes(mut self, key: &str, value: u64) -> Self {
         let slot = match key {
-            "max_heap" => &mut self.max_heap,
-            "max_allocated" => &mut self.max_allocated,
-            "max_allocations" => &mut self.max_allocations,
-            "leaks" => &mut self.leaks,
-            _ => &mut self.max_rss,
+            "max_heap" => &mut self.bounds.max_heap,
+            "max_allocated" => &mut self.bounds.max_allocated,
+            "max_allocations" => &mut self.bounds.max_allocations,
+            "leaks" => &mut self.bounds.leaks,
+            _ => &mut self.bounds.max_rss,
         };
         *slot = Some(value);
         self
@@ -127,23 +120,15 @@ impl Limits {
         let defaults = crate::env::test_limits();
         for (setting, value) in defaults {
             let slot = match setting.name {
-                "max_heap" => &mut self.max_heap,
-                "max_allocated" => &mut self.max_allocated,
-                "max_allocations" => &mut self.max_allocations,
-                "leaks" => &mut self.leaks,
-                _ => &mut self.max_rss,
+                "max_heap" => &mut self.bounds.max_heap,
+                "max_allocated" => &mut self.bounds.max_allocated,
+                "max_allocations" => &mut self.bounds.max_allocations,
+                "leaks" => &mut self.bounds.leaks,
+                _ => &mut self.bounds.max_rss,
             };
             slot.get_or_insert(value);
         }
         self
-    }
-
-    /// Whether a heap limit is set.
-    pub(super) fn wants_heap(&self) -> bool {
-        self.max_heap.is_some()
-            || self.max_allocated.is_some()
-            || self.max_allocations.is_some()
-            || self.leaks.is_some()
     }
 
     /// Starts counting the calling thread (and the threads it starts) for the test.
@@ -193,7 +178,7 @@ impl Watch {
         #[cfg(all(feature = "testing", target_os = "linux", target_env = "gnu"))]
         std::hint::black_box(super::spawn::linked());
         let tally = Arc::new(Tally::default());
-        let before = tally::enter(&tally);
+        let before = attach::enter(&tally);
         Watch {
             limits,
             tally,
@@ -242,13 +227,13 @@ impl Watch {
         }
         let mut figures = self.figures();
         if let Some(before) = self.before.take() {
-            tally::leave(before);
+            attach::leave(before);
         }
-        if self.limits.max_rss.is_some() && !self.limits.rss_elsewhere {
+        if self.limits.bounds.max_rss.is_some() && !self.limits.bounds.rss_elsewhere {
             figures.max_rss_bytes = rss::own_peak();
         }
         let report = self.monitor.take().map(Monitor::finish);
-        check::limits(&self.limits, figures, report.as_ref())
+        check::limits(&self.limits.bounds, figures, report.as_ref())
     }
 }
 

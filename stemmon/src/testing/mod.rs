@@ -39,7 +39,6 @@ mod table;
 
 pub use figures::{Exceeded, Figures};
 pub use limits::{Limits, Watch};
-pub(crate) use rss::CHILD_MARKER;
 pub(crate) use run::run_test;
 #[cfg(feature = "rayon")]
 pub(crate) use run::run_test_rayon;

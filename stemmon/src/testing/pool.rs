@@ -1,7 +1,8 @@
 //! The test's own rayon pool: its threads are started by the test and count for it.
 //! (The global pool's threads are started by whichever test first uses it.)
 
-use crate::heap::tally::{self, Tally};
+use crate::heap::attach;
+use crate::heap::tally::Tally;
 use std::sync::{Arc, Mutex};
 
 /// Runs `body` on a pool of the test's own and joins the pool's threads before it
@@ -13,7 +14,7 @@ pub(crate) fn install<R: Send>(counted: &Arc<Tally>, body: impl FnOnce() -> R + 
     let pool = rayon::ThreadPoolBuilder::new()
         // Where `pthread_create` is not wrapped, the worker joins the test itself.
         .start_handler(move |_| {
-            tally::attach(Arc::clone(&for_workers));
+            attach::attach(Arc::clone(&for_workers));
         })
         .spawn_handler(move |worker| {
             let handle = std::thread::Builder::new().spawn(move || worker.run())?;

@@ -4,9 +4,6 @@
 use std::io::{self, Read};
 use std::process::{Command, Stdio};
 
-/// The environment marker of a re-run: the name of the test it runs.
-pub(crate) const CHILD_MARKER: &str = "STEMMON_TEST_CHILD";
-
 /// The largest peak RSS of this process and of the children it reaped, in bytes.
 #[cfg(unix)]
 pub(crate) fn own_peak() -> Option<u64> {
@@ -55,7 +52,7 @@ pub(crate) fn rerun(name: &str) -> io::Result<Rerun> {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(CHILD_MARKER, name)
+        .env(crate::env::TEST_CHILD, name)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -3,7 +3,7 @@
 //! check.
 
 use super::check;
-use super::figures::Figures;
+use super::figures::{Bounds, Figures};
 use super::limits::Limits;
 use super::rss;
 
@@ -42,11 +42,11 @@ enum Rss {
 }
 
 fn rss_mode(limits: &mut Limits, name: &str) -> Rss {
-    if limits.max_rss.is_none() {
+    if limits.bounds.max_rss.is_none() {
         return Rss::Here;
     }
     if crate::env::test_child().as_deref() == Some(name) {
-        limits.rss_elsewhere = true;
+        limits.bounds.rss_elsewhere = true;
         return Rss::Here;
     }
     if crate::env::process_per_test() {
@@ -65,11 +65,9 @@ pub(crate) fn run_test<R: Passed>(
     body: impl FnOnce() -> R,
 ) -> R {
     let name = harness_name(module, function);
-    let mut limits = Limits {
-        name: name.clone(),
-        ..limits
-    }
-    .with_defaults();
+    let mut limits = limits;
+    limits.bounds.name = name.clone();
+    let mut limits = limits.with_defaults();
     if let Rss::Child = rss_mode(&mut limits, &name) {
         in_child(&limits, &name);
         return R::passed();
@@ -94,12 +92,10 @@ pub(crate) fn run_test_rayon<R: Passed + Send>(
     body: impl FnOnce() -> R + Send,
 ) -> R {
     let name = harness_name(module, function);
-    let mut limits = Limits {
-        name: name.clone(),
-        rayon: true,
-        ..limits
-    }
-    .with_defaults();
+    let mut limits = limits;
+    limits.bounds.name = name.clone();
+    limits.rayon = true;
+    let mut limits = limits.with_defaults();
     if let Rss::Child = rss_mode(&mut limits, &name) {
         in_child(&limits, &name);
         return R::passed();
@@ -124,10 +120,10 @@ fn in_child(limits: &Limits, name: &str) {
     if !rerun.passed {
         panic!("{}", rss::child_panic(&rerun.output));
     }
-    let only_rss = Limits {
+    let only_rss = Bounds {
         name: name.to_owned(),
-        max_rss: limits.max_rss,
-        ..Limits::default()
+        max_rss: limits.bounds.max_rss,
+        ..Bounds::default()
     };
     let figures = Figures {
         max_rss_bytes: rerun.peak,

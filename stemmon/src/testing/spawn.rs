@@ -4,7 +4,8 @@
 //! A thread started outside any test is libc's call unchanged. std, rayon and tokio
 //! all start their threads through it.
 
-use crate::heap::tally::{self, Tally};
+use crate::heap::attach;
+use crate::heap::tally::Tally;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -47,7 +48,7 @@ extern "C" fn attached_start(attached: *mut c_void) -> *mut c_void {
     // taken back once, here.
     let attached = unsafe { Box::from_raw(attached.cast::<Attached>()) };
     // Attached first: freeing the box is the test's too.
-    tally::attach(Arc::clone(&attached.tally));
+    attach::attach(Arc::clone(&attached.tally));
     let (start, arg) = (attached.start, attached.arg);
     drop(attached);
     start(arg)
@@ -69,7 +70,7 @@ pub unsafe extern "C" fn pthread_create(
     let Some(real) = real() else {
         return libc::EAGAIN;
     };
-    let Some(tally) = tally::current() else {
+    let Some(tally) = attach::current() else {
         // SAFETY: the caller's arguments, unchanged, to libc's function.
         return unsafe { real(thread, attr, start, arg) };
     };
