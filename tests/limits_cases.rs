@@ -137,10 +137,8 @@ fn hold_200_mib_in_a_child() {
         // SAFETY: an all-zero rusage is a valid value of this plain C struct.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
         // SAFETY: `usage` is valid for writes and outlives the call.
-        assert_eq!(
-            unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) },
-            0
-        );
+        let read = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+        assert_eq!(read, 0);
         std::fs::write(path, (usage.ru_maxrss as u64 * 1024).to_string()).unwrap();
     }
 }

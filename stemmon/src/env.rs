@@ -123,9 +123,10 @@ pub(crate) fn test_limits() -> Vec<(&'static Setting, u64)> {
     let mut limits = Vec::new();
     for setting in settings::TEST_LIMITS {
         let set = setting.env.and_then(text).is_some();
-        match set.then(|| overrides.value(setting)).flatten() {
-            Some(Value::Size(bytes) | Value::Count(bytes)) => limits.push((setting, bytes)),
-            _ => {}
+        if let Some(Value::Size(bytes) | Value::Count(bytes)) =
+            set.then(|| overrides.value(setting)).flatten()
+        {
+            limits.push((setting, bytes));
         }
     }
     for warning in &overrides.warnings {

@@ -13,6 +13,7 @@ fn slot() -> Option<&'static Slot> {
 
 /// The tally the calling thread counts into now, if any: what a thread it starts
 /// inherits.
+#[cfg_attr(not(feature = "testing"), allow(dead_code))] // threads a test starts
 pub(crate) fn current() -> Option<Arc<Tally>> {
     let ptr = slot()?.tally();
     if ptr.is_null() {
@@ -30,6 +31,7 @@ pub(crate) fn current() -> Option<Arc<Tally>> {
 /// Counts the calling thread into `tally` until it exits (a thread a test started);
 /// the thread holds `tally` till then. `false` (and `tally` dropped) where the thread
 /// has no slot of its own or already counts for a test.
+#[cfg_attr(not(any(feature = "testing", feature = "rayon")), allow(dead_code))] // threads a test starts
 pub(crate) fn attach(tally: Arc<Tally>) -> bool {
     let Some(slot) = slot() else { return false };
     if !slot.tally().is_null() {

@@ -202,6 +202,7 @@ impl Slot {
     }
 
     /// Has the thread count for `tally`, and release it when the thread exits.
+    #[cfg_attr(not(any(feature = "testing", feature = "rayon")), allow(dead_code))] // threads a test starts
     pub(crate) fn hold(&self, tally: *const Tally) {
         self.held.store(tally.cast_mut(), R);
         self.set_tally(tally);

@@ -67,6 +67,7 @@ impl Tally {
     }
 
     /// A thread attached to it (one more holder).
+    #[cfg_attr(not(any(feature = "testing", feature = "rayon")), allow(dead_code))] // threads a test starts
     pub(super) fn attached(&self) {
         self.threads.fetch_add(1, Ordering::Release);
     }

@@ -24,6 +24,7 @@ const THREADS_EXIT_WAIT: Duration = Duration::from_secs(5);
 #[must_use = "limits do nothing until `.start()`"]
 pub struct Limits {
     pub(super) bounds: Bounds,
+    #[cfg_attr(not(feature = "rayon"), allow(dead_code))] // read with the feature
     pub(super) rayon: bool,
     pub(super) bad: Option<Error>,
     /// The `STEMMON_TEST_*` defaults were read.

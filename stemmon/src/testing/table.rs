@@ -58,7 +58,7 @@ pub(crate) fn left_live(report: &Report) -> Option<String> {
             .iter()
             .any(|other| other.len() > path.len() && other.starts_with(&format!("{path}/")))
     });
-    left.sort_by(|a, b| b.1.cmp(&a.1));
+    left.sort_by_key(|(_, retained)| std::cmp::Reverse(*retained));
     (!left.is_empty()).then(|| {
         let named: Vec<String> = left
             .iter()
