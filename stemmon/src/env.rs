@@ -148,9 +148,11 @@ pub(crate) fn test_child() -> Option<String> {
     text(TEST_CHILD)
 }
 
-/// Whether each test has its process to itself (`cargo nextest`).
-pub(crate) fn process_per_test() -> bool {
+/// Whether the test `name` has this process to itself (`cargo nextest` runs it here,
+/// one test a process; a child a test started inherits the variables, not the name).
+pub(crate) fn process_per_test(name: &str) -> bool {
     text("NEXTEST_EXECUTION_MODE").as_deref() == Some("process-per-test")
+        && text("NEXTEST_TEST_NAME").as_deref() == Some(name)
 }
 
 #[cfg(feature = "gpu")]

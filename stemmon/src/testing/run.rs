@@ -49,7 +49,7 @@ fn rss_mode(limits: &mut Limits, name: &str) -> Rss {
         limits.bounds.rss_elsewhere = true;
         return Rss::Here;
     }
-    if crate::env::process_per_test() {
+    if crate::env::process_per_test(name) {
         return Rss::Here;
     }
     Rss::Child
