@@ -249,9 +249,10 @@ pub fn monitor_main(args: TokenStream, item: TokenStream) -> TokenStream {
 /// count the threads the test starts with the `stemmon` feature `testing`. See
 /// `stemmon::testing`.
 ///
-/// Equivalent code without `#[stemmon::test]`:
+/// Equivalent code without `#[stemmon::test]` (with `max_rss`, the attribute also
+/// re-runs the test in a child process under plain `cargo test`):
 ///
-/// ```
+/// ```no_run
 /// # #[global_allocator]
 /// # static ALLOC: stemmon::Alloc = stemmon::Alloc::system();
 /// # fn main() {

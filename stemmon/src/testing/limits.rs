@@ -191,7 +191,7 @@ impl Watch {
     }
 
     /// Runs `body` as the test: on the calling thread, or on the test's own rayon pool
-    /// with [`Limits::rayon`].
+    /// with `Limits::rayon` (feature `rayon`).
     pub fn run<R: Send>(&self, body: impl FnOnce() -> R + Send) -> R {
         #[cfg(feature = "rayon")]
         if self.limits.rayon {

@@ -3,7 +3,7 @@
 //!
 //! A test's figures are those of its own thread and of every thread it starts while
 //! the limits are on: `std::thread::spawn`, `std::thread::scope`, and (with the
-//! `rayon` feature and the attribute's `rayon` key, or [`Limits::rayon`]) rayon inside
+//! `rayon` feature and the attribute's `rayon` key, or `Limits::rayon`) rayon inside
 //! the test, on a pool of the test's own. Threads started by the test are attributed
 //! with the `testing` feature (Linux with glibc), which wraps `pthread_create` in the
 //! program; without it only the test's own thread counts. Tests running beside it on
