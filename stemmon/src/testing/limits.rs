@@ -152,7 +152,6 @@ pub struct Watch {
     tally: Arc<Tally>,
     before: Option<*const Tally>,
     monitor: Option<Monitor>,
-    started: Instant,
     done: bool,
 }
 
@@ -185,7 +184,6 @@ impl Watch {
             tally,
             before,
             monitor,
-            started: Instant::now(),
             done: false,
         }
     }
@@ -222,8 +220,12 @@ impl Watch {
 
     fn end(&mut self) -> Result<Figures, Exceeded> {
         self.done = true;
-        let deadline = self.started.max(Instant::now()) + THREADS_EXIT_WAIT;
-        while self.tally.threads() > 0 && Instant::now() < deadline {
+        // Only a leak needs the threads' last frees (the other figures only rise).
+        let deadline = Instant::now() + THREADS_EXIT_WAIT;
+        while self.limits.bounds.leaks.is_some()
+            && self.tally.threads() > 0
+            && Instant::now() < deadline
+        {
             std::thread::sleep(Duration::from_millis(1));
         }
         let mut figures = self.figures();
