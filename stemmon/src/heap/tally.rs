@@ -3,9 +3,10 @@
 //! thread's own slot. A thread outside any test pays one relaxed load of its own slot
 //! and a branch.
 //!
-//! The tally's counters are shared atomics (read-modify-write): several threads of one
-//! test allocate at once, and the peak of the live bytes must be exact across them.
-//! Only threads of a test pay for that.
+//! The tally's counters are shared atomics (read-modify-write: three an allocation, one
+//! a free, one more at a new peak): several threads of one test allocate at once, and
+//! the peak of the live bytes must be exact across them. Only threads of a test pay
+//! for that.
 
 use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -17,8 +18,8 @@ const R: Ordering = Ordering::Relaxed;
 pub(crate) struct Tally {
     allocations: AtomicU64,
     allocated: AtomicU64,
-    freed: AtomicU64,
-    /// Allocated minus freed, kept as one counter so that its highest is exact.
+    /// Allocated minus freed (freed is the difference), one counter so that its highest
+    /// is exact.
     live: AtomicI64,
     peak: AtomicI64,
     /// Threads that hold a reference to it (attached at their start), alive now.
@@ -41,22 +42,26 @@ impl Tally {
         self.allocations.fetch_add(1, R);
         self.allocated.fetch_add(size, R);
         let live = self.live.fetch_add(size as i64, R) + size as i64;
-        self.peak.fetch_max(live, R);
+        // A new highest is rare: the read-modify-write only then.
+        if live > self.peak.load(R) {
+            self.peak.fetch_max(live, R);
+        }
     }
 
     #[inline(always)]
     pub(crate) fn freed(&self, size: u64) {
-        self.freed.fetch_add(size, R);
         self.live.fetch_sub(size as i64, R);
     }
 
     /// The figures now.
     pub(crate) fn figures(&self) -> TallyFigures {
+        let live = self.live.load(R);
+        let allocated = self.allocated.load(R);
         TallyFigures {
             allocations: self.allocations.load(R),
-            allocated: self.allocated.load(R),
-            freed: self.freed.load(R),
-            live: self.live.load(R),
+            allocated,
+            freed: (allocated as i64).wrapping_sub(live) as u64,
+            live,
             peak: self.peak.load(R),
         }
     }
