@@ -146,6 +146,7 @@ fn render(name: &str) -> Option<String> {
     match name {
         "fields" => Some(render_fields()),
         "settings" => Some(render_settings()),
+        "test settings" => Some(render_test_settings()),
         _ => None,
     }
 }
@@ -235,6 +236,27 @@ fn kind_words(setting: &stemmon_report::Setting) -> String {
             .trim_start_matches("expected ")
             .to_owned(),
     }
+}
+
+/// The limits of `#[stemmon::test]` and their variables.
+fn render_test_settings() -> String {
+    use stemmon_report::settings::{TEST_LIMITS, TEST_REPORTS};
+    let mut out =
+        String::from("| key | takes | environment | what it sets |\n| --- | --- | --- | --- |\n");
+    for setting in TEST_LIMITS.iter().chain([&TEST_REPORTS]) {
+        let key = if setting.name == "test_reports" {
+            "—".to_owned()
+        } else {
+            format!("`{} = …`", setting.name)
+        };
+        out.push_str(&format!(
+            "| {key} | {} | `{}` | {} |\n",
+            kind_words(setting),
+            setting.env.unwrap_or("—"),
+            setting.doc,
+        ));
+    }
+    out
 }
 
 fn render_settings() -> String {
@@ -1150,10 +1172,41 @@ fn real_outputs(runs: &Runs) -> Vec<Output> {
         )]),
         Mode::Log,
     );
+    add("limits failure", limits_failure(runs), Mode::Same);
     for output in &mut outputs {
         output.lost = lost.remove(output.name).unwrap_or_default();
     }
     outputs
+}
+
+/// The message of a failing `#[stemmon::test]`: `leaks_in_a_stage` of the suite's
+/// `tests/limits_cases.rs`, run from its test binary (the newest one built).
+fn limits_failure(runs: &Runs) -> String {
+    let deps = runs.bin.join("deps");
+    let binary = std::fs::read_dir(&deps)
+        .unwrap()
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            name.starts_with("limits_cases-") && path.extension().is_none()
+        })
+        .max_by_key(|path| path.metadata().and_then(|m| m.modified()).ok())
+        .expect("cargo test --no-run built tests/limits_cases.rs");
+    let (printed, code) = runs.sh(
+        &format!(
+            "{} leaks_in_a_stage --exact --include-ignored",
+            binary.display()
+        ),
+        &[("RUST_BACKTRACE", "0")],
+    );
+    assert_ne!(code, 0, "leaks_in_a_stage passed:\n{printed}");
+    let message: Vec<&str> = printed
+        .lines()
+        .skip_while(|line| !line.contains("panicked at"))
+        .skip(1)
+        .take_while(|line| !line.starts_with("note: "))
+        .collect();
+    format!("{}\n", message.join("\n").trim_end())
 }
 
 #[test]

@@ -5,6 +5,38 @@
 
 use super::{added, criterion_ns, fastest_batch, missing, time, within, Row, Status};
 
+/// The rows of the `test_limits` bench: a pair inside a `#[stemmon::test]` beside plain
+/// heap monitoring (a monitor and a stage), for context (no budget).
+pub(super) fn test_limits(rows: &mut Vec<Row>) {
+    let fastest = fastest_batch("test_limits");
+    for (figure, system, ours) in [
+        (
+            "alloc+free pair, monitor + stage (fastest)",
+            "system_in_stage",
+            "alloc_monitor_stage",
+        ),
+        (
+            "alloc+free pair, inside #[stemmon::test] (fastest)",
+            "system_in_test",
+            "alloc_in_test",
+        ),
+    ] {
+        let (Some(system), Some(ours)) = (fastest(system), fastest(ours)) else {
+            rows.push(missing(figure, "—"));
+            continue;
+        };
+        rows.push(Row {
+            figure: figure.into(),
+            stemmon: format!("{} ({})", added(ours - system), time(ours)),
+            peer: "System alone".into(),
+            peer_value: time(system),
+            ratio: format!("{:.2}", ours / system),
+            budget: "—".into(),
+            status: Status::Info,
+        });
+    }
+}
+
 /// Every row of the heap bench.
 pub(super) fn heap(rows: &mut Vec<Row>) {
     let system = criterion_ns("heap", "system");

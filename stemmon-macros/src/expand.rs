@@ -27,6 +27,11 @@ pub(crate) fn monitor_main(args: TokenStream, item: TokenStream) -> TokenStream 
     or_error(item.clone(), monitor_main_with(args, item, ENABLED))
 }
 
+/// `#[stemmon::test]`, as [`monitored`].
+pub(crate) fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    or_error(item.clone(), crate::limits::expand(args, item, ENABLED))
+}
+
 /// One mistake, one diagnostic: the item stays as written so the rest still compiles.
 fn or_error(item: TokenStream, result: syn::Result<TokenStream>) -> TokenStream {
     result.unwrap_or_else(|error| {

@@ -8,6 +8,7 @@
 mod args;
 mod expand;
 mod item;
+mod limits;
 
 use proc_macro::TokenStream;
 
@@ -229,4 +230,40 @@ pub fn monitored(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn monitor_main(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::monitor_main(args.into(), item.into()).into()
+}
+
+/// Memory limits on an ordinary test: `#[stemmon::test(max_heap = "64 MiB")]`.
+///
+/// Keys, all optional: `max_heap = "64 MiB"` (the test's peak live heap),
+/// `max_allocated = "1 GiB"` (bytes allocated in all), `max_allocations = 10_000`,
+/// `leaks = "0 B"` (live heap left at return), `max_rss = "300 MiB"` (the peak RSS of
+/// the test's process tree), and `rayon` (the body runs on a rayon pool of the test's
+/// own; the `stemmon` feature `rayon`). Sizes are read as every stemmon setting reads
+/// them; a bad one is a compile error at its literal. Unset limits take the
+/// `STEMMON_TEST_*` variables' values.
+///
+/// It goes on a test fn with or without `#[test]` (it adds one where none is), and on
+/// an `async fn` above `#[tokio::test]`. A test that breaks a limit panics with a
+/// message that starts with the limit's key (`max_heap: 32.0 MiB held, limit 30.0
+/// MiB`). The heap limits need `stemmon::Alloc` as the global allocator; the figures
+/// count the threads the test starts with the `stemmon` feature `testing`. See
+/// `stemmon::testing`.
+///
+/// Equivalent code without `#[stemmon::test]` (with `max_rss`, the attribute also
+/// re-runs the test in a child process under plain `cargo test`):
+///
+/// ```no_run
+/// # #[global_allocator]
+/// # static ALLOC: stemmon::Alloc = stemmon::Alloc::system();
+/// # fn main() {
+/// let watch = stemmon::testing::Limits::new("my_test").max_heap("64 MiB").start().unwrap();
+/// // the test's body
+/// if let Err(exceeded) = watch.finish() {
+///     panic!("{exceeded}");
+/// }
+/// # }
+/// ```
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::test(args.into(), item.into()).into()
 }

@@ -45,6 +45,9 @@ pub enum Kind {
     /// `reset` or `keep` (a [`Marks`]), or a flag: `0` turns the marks off, `1` keeps
     /// the default.
     Marks,
+    /// A size in bytes: a number and a unit, `64 MiB`, `1.5 GiB`, `512 KiB`, `0 B`
+    /// (binary units; `kB`, `MB`, `GB` are powers of 1000; no unit: bytes).
+    Size,
 }
 
 /// How the kernel's high-water marks are read (the `high_water_marks` setting).
@@ -91,6 +94,8 @@ pub enum Value {
     Text(String),
     /// `reset` or `keep`.
     Marks(Marks),
+    /// A size, in bytes.
+    Size(u64),
 }
 
 /// One setting (see the module docs).
@@ -289,7 +294,81 @@ pub const SETTINGS: &[Setting] = &[
     DISABLE,
 ];
 
+/// `#[stemmon::test(max_heap = ..)]`: the test's peak live heap.
+pub const MAX_HEAP: Setting = Setting {
+    name: "max_heap",
+    kind: Kind::Size,
+    default: "none",
+    attribute: false,
+    env: Some("STEMMON_TEST_MAX_HEAP"),
+    flag: None,
+    doc: "the most heap a test may hold at once, over all the threads it starts",
+};
+
+/// `#[stemmon::test(max_allocated = ..)]`: the bytes a test allocates in all.
+pub const MAX_ALLOCATED: Setting = Setting {
+    name: "max_allocated",
+    kind: Kind::Size,
+    default: "none",
+    attribute: false,
+    env: Some("STEMMON_TEST_MAX_ALLOCATED"),
+    flag: None,
+    doc: "the most bytes a test may allocate in all",
+};
+
+/// `#[stemmon::test(max_allocations = ..)]`: how many allocations a test makes.
+pub const MAX_ALLOCATIONS: Setting = Setting {
+    name: "max_allocations",
+    kind: Kind::Count,
+    default: "none",
+    attribute: false,
+    env: Some("STEMMON_TEST_MAX_ALLOCATIONS"),
+    flag: None,
+    doc: "the most allocations a test may make",
+};
+
+/// `#[stemmon::test(leaks = ..)]`: the heap a test may leave live when it returns.
+pub const LEAKS: Setting = Setting {
+    name: "leaks",
+    kind: Kind::Size,
+    default: "none",
+    attribute: false,
+    env: Some("STEMMON_TEST_LEAKS"),
+    flag: None,
+    doc: "the most heap a test may leave live when it returns",
+};
+
+/// `#[stemmon::test(max_rss = ..)]`: the peak RSS of the test's process tree.
+pub const MAX_RSS: Setting = Setting {
+    name: "max_rss",
+    kind: Kind::Size,
+    default: "none",
+    attribute: false,
+    env: Some("STEMMON_TEST_MAX_RSS"),
+    flag: None,
+    doc: "the most resident memory a process of the test's tree may reach",
+};
+
+/// Where a failing test's report goes.
+pub const TEST_REPORTS: Setting = Setting {
+    name: "test_reports",
+    kind: Kind::Directory,
+    default: "none (no file)",
+    attribute: false,
+    env: Some("STEMMON_TEST_REPORTS"),
+    flag: None,
+    doc: "a failing `#[stemmon::test]` writes its report in this directory",
+};
+
+/// The limits of `#[stemmon::test]` and `stemmon::testing::Limits`, in the docs' order.
+pub const TEST_LIMITS: &[Setting] = &[MAX_HEAP, MAX_ALLOCATED, MAX_ALLOCATIONS, LEAKS, MAX_RSS];
+
 impl Setting {
+    /// The limit `#[stemmon::test]` names `key`.
+    pub fn of_test_limit(key: &str) -> Option<&'static Setting> {
+        TEST_LIMITS.iter().find(|s| s.name == key)
+    }
+
     /// The setting `#[monitor_main]` names `key`, if it takes one.
     pub fn of_attribute(key: &str) -> Option<&'static Setting> {
         SETTINGS.iter().find(|s| s.attribute && s.name == key)
@@ -309,6 +388,7 @@ impl Setting {
             Kind::Labels => "key=value pairs, comma-separated".to_owned(),
             Kind::Path => "a path".to_owned(),
             Kind::Marks => "reset or keep, or 0 (off)".to_owned(),
+            Kind::Size => "a size such as 64 MiB, 1.5 GiB or 0 B".to_owned(),
         };
         format!("expected {what}")
     }
@@ -335,6 +415,7 @@ impl Setting {
                 _ => parse_flag(trimmed).map(Value::Flag),
             },
             Kind::Count => trimmed.parse().ok().map(Value::Count),
+            Kind::Size => parse_size(trimmed).map(Value::Size),
             Kind::File => {
                 let file = !text.is_empty() && !text.ends_with('/') && !text.ends_with("/.");
                 file.then(|| Value::Text(text.to_owned()))
@@ -370,6 +451,35 @@ fn interval(seconds: f64) -> Option<Duration> {
     in_range
         .then(|| Duration::try_from_secs_f64(seconds).ok())
         .flatten()
+}
+
+/// `64 MiB`, `1.5GiB`, `512 kB`, `100`: a number (a fraction allowed) and an optional
+/// unit, case-insensitive; `None` for anything else, a negative number, or more than
+/// `u64::MAX` bytes.
+fn parse_size(text: &str) -> Option<u64> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '_'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: String = number.chars().filter(|&c| c != '_').collect();
+    if number.is_empty() || number.starts_with('.') || number.ends_with('.') {
+        return None;
+    }
+    let number: f64 = number.parse().ok()?;
+    let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "kib" | "k" => 1024.0,
+        "mib" | "m" => 1024.0 * 1024.0,
+        "gib" | "g" => 1024.0 * 1024.0 * 1024.0,
+        "tib" | "t" => 1024.0f64.powi(4),
+        "kb" => 1e3,
+        "mb" => 1e6,
+        "gb" => 1e9,
+        "tb" => 1e12,
+        _ => return None,
+    };
+    let bytes = (number * scale).round();
+    (bytes.is_finite() && bytes < u64::MAX as f64).then_some(bytes as u64)
 }
 
 /// `1`/`true`/`yes`/`on` and `0`/`false`/`no`/`off`.
@@ -413,6 +523,28 @@ mod tests {
         assert_eq!(LOG_INTERVAL.parse("None"), Ok(Value::Off));
         assert_eq!(SAMPLE_INTERVAL.parse("none"), Err(expected.to_owned()));
         assert!(LOG_INTERVAL.expected().ends_with(", or none"));
+    }
+
+    #[test]
+    fn sizes_take_a_number_and_a_unit() {
+        let size = |text: &str| MAX_HEAP.parse(text);
+        assert_eq!(size("64 MiB"), Ok(Value::Size(64 << 20)));
+        assert_eq!(size("1.5GiB"), Ok(Value::Size(3 << 29)));
+        assert_eq!(size(" 0 B "), Ok(Value::Size(0)));
+        assert_eq!(size("512 kb"), Ok(Value::Size(512_000)));
+        assert_eq!(size("10_000"), Ok(Value::Size(10_000)));
+        let expected = "expected a size such as 64 MiB, 1.5 GiB or 0 B";
+        for bad in [
+            "",
+            "MiB",
+            "-1 MiB",
+            "64 MB/s",
+            "1e3",
+            ".5 GiB",
+            "64 mebibytes",
+        ] {
+            assert_eq!(size(bad), Err(expected.to_owned()), "{bad}");
+        }
     }
 
     #[test]

@@ -125,6 +125,49 @@ pub(crate) fn marks_override(
     (marks, overrides.warnings)
 }
 
+/// The `STEMMON_TEST_*` defaults of `#[stemmon::test]` that are set: each limit and its
+/// value (a size in bytes, or a count). A bad value is one warning and no default.
+pub(crate) fn test_limits() -> Vec<(&'static Setting, u64)> {
+    let lookup = |name: &str| var(name);
+    let mut overrides = Overrides {
+        lookup: &lookup,
+        warnings: Vec::new(),
+    };
+    let mut limits = Vec::new();
+    for setting in settings::TEST_LIMITS {
+        let set = setting.env.and_then(text).is_some();
+        if let Some(Value::Size(bytes) | Value::Count(bytes)) =
+            set.then(|| overrides.value(setting)).flatten()
+        {
+            limits.push((setting, bytes));
+        }
+    }
+    for warning in &overrides.warnings {
+        crate::warn::warn(warning);
+    }
+    limits
+}
+
+/// `STEMMON_TEST_REPORTS`: where failing tests keep their reports.
+pub(crate) fn test_reports() -> Option<PathBuf> {
+    text(settings::TEST_REPORTS.env?).map(PathBuf::from)
+}
+
+/// The environment marker of a `#[stemmon::test]` re-run: the name of the test it runs.
+pub(crate) const TEST_CHILD: &str = "STEMMON_TEST_CHILD";
+
+/// The test a re-run of the test binary runs (its marker), if this is one.
+pub(crate) fn test_child() -> Option<String> {
+    text(TEST_CHILD)
+}
+
+/// Whether the test `name` has this process to itself (`cargo nextest` runs it here,
+/// one test a process; a child a test started inherits the variables, not the name).
+pub(crate) fn process_per_test(name: &str) -> bool {
+    text("NEXTEST_EXECUTION_MODE").as_deref() == Some("process-per-test")
+        && text("NEXTEST_TEST_NAME").as_deref() == Some(name)
+}
+
 #[cfg(feature = "gpu")]
 /// `setting`'s flag variable under `lookup` (`STEMMON_GPU`): the flag, or the warning
 /// for a bad value.

@@ -123,6 +123,7 @@ mod signals;
 mod sources;
 mod stage;
 mod sys;
+pub mod testing;
 #[cfg(feature = "tracing")]
 mod tracing_layer;
 mod warn;
@@ -144,7 +145,7 @@ pub use report::Report;
 pub use stage::output_path;
 pub use stage::stage;
 pub use stage::Stage;
-pub use stemmon_macros::{monitor_main, monitored};
+pub use stemmon_macros::{monitor_main, monitored, test};
 pub use stemmon_report::settings::Marks;
 #[cfg(feature = "tracing")]
 pub use tracing_layer::TracingLayer;

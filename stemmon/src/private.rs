@@ -9,6 +9,30 @@ pub use crate::main_guard::{main_start, MainGuard};
 pub use crate::stage::enter;
 pub use crate::stage::Stage;
 pub use stemmon_report::settings::Marks;
+pub use crate::testing::{Limits, Passed};
+
+/// Runs a `#[stemmon::test]` body under its limits.
+#[track_caller]
+pub fn run_test<R: Passed>(
+    limits: Limits,
+    module: &str,
+    function: &str,
+    body: impl FnOnce() -> R,
+) -> R {
+    crate::testing::run_test(limits, module, function, body)
+}
+
+/// Runs a `#[stemmon::test(rayon)]` body on the test's own rayon pool.
+#[cfg(feature = "rayon")]
+#[track_caller]
+pub fn run_test_rayon<R: Passed + Send>(
+    limits: Limits,
+    module: &str,
+    function: &str,
+    body: impl FnOnce() -> R + Send,
+) -> R {
+    crate::testing::run_test_rayon(limits, module, function, body)
+}
 
 /// A call's `Err`, as the expansion saw it: its type's name, and the first line of its
 /// `Display` text (at most 256 characters) where the type has one.

@@ -339,6 +339,7 @@ fn main() {
     call_rows::run_overhead(&mut rows);
     call_rows::tracing_layer(&mut rows);
     heap_rows::heap(&mut rows);
+    heap_rows::test_limits(&mut rows);
     sample_rows::gpu_sample(&mut rows);
 
     let table = render(&rows);

@@ -7,7 +7,9 @@
 //! anything), then relaxed loads and stores of counters on the thread's own cache
 //! line. No lock, no atomic read-modify-write, no header on the allocation.
 
+pub(crate) mod attach;
 pub(crate) mod slots;
+pub(crate) mod tally;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 

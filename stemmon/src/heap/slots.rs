@@ -16,6 +16,7 @@
 //! shared slot, with `fetch_add`: their allocations count toward the process's
 //! totals, not toward their stages.
 
+use super::tally::{self, Tally};
 use std::cell::Cell;
 use std::sync::atomic::{
     fence, AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
@@ -50,6 +51,10 @@ pub(crate) struct Slot {
     own: AtomicBool,
     /// On the free list: the next free slot's index + 1 (0: none).
     next: AtomicU32,
+    /// The test the thread counts for now, if any (null: none); written by the thread.
+    tally: AtomicPtr<Tally>,
+    /// A test the thread holds a reference to until it exits (a thread it started).
+    held: AtomicPtr<Tally>,
 }
 
 /// A slot's counts at one moment.
@@ -102,6 +107,8 @@ impl Slot {
             staged_freed: AtomicU64::new(0),
             own: AtomicBool::new(false),
             next: AtomicU32::new(0),
+            tally: AtomicPtr::new(std::ptr::null_mut()),
+            held: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -182,6 +189,34 @@ impl Slot {
     pub(crate) fn is_own(&self) -> bool {
         self.own.load(R)
     }
+
+    /// The test the thread counts for (null: none).
+    #[inline(always)]
+    pub(crate) fn tally(&self) -> *const Tally {
+        self.tally.load(R)
+    }
+
+    /// Has the thread count for `tally` (null: none); the owning thread only.
+    pub(crate) fn set_tally(&self, tally: *const Tally) {
+        self.tally.store(tally.cast_mut(), R);
+    }
+
+    /// Has the thread count for `tally`, and release it when the thread exits.
+    #[cfg_attr(not(any(feature = "testing", feature = "rayon")), allow(dead_code))] // threads a test starts
+    pub(crate) fn hold(&self, tally: *const Tally) {
+        self.held.store(tally.cast_mut(), R);
+        self.set_tally(tally);
+    }
+
+    /// The thread exits: it counts for no test from now on, and lets go of the one it
+    /// held.
+    fn forget_tally(&self) {
+        self.set_tally(std::ptr::null());
+        let held = self.held.swap(std::ptr::null_mut(), R);
+        if !held.is_null() {
+            tally::release(held);
+        }
+    }
 }
 
 /// The slots, claimed in order.
@@ -233,6 +268,7 @@ fn claim(cell: &Cell<*const Slot>, name: fn() -> &'static str) -> &'static Slot 
             // The sampler's slot, handed on, is a user thread's now; and its peak is
             // this thread's from here (the last owner's highest would hide it).
             slot.own.store(false, R);
+            slot.set_tally(std::ptr::null());
             slot.set_peak(slot.counts().net());
             slot
         }
@@ -326,6 +362,7 @@ mod free {
         // A frame left open for good (a guard forgotten) would hide the slot from
         // sweeps until its next owner closes one: what it counted since is unstaged.
         REGISTRY[index].stage_abandoned();
+        REGISTRY[index].forget_tally();
         push(index);
     }
 }
@@ -359,6 +396,18 @@ pub(crate) fn allocated(size: usize, name: fn() -> &'static str) {
     if net > slot.peak.load(R) {
         slot.peak.store(net, R);
     }
+    counted_for_test(slot, |tally| tally.allocated(size));
+}
+
+/// Also counts into the test the thread counts for, if any.
+#[inline(always)]
+fn counted_for_test(slot: &Slot, count: impl FnOnce(&Tally)) {
+    let tally = slot.tally();
+    if !tally.is_null() {
+        // SAFETY: a slot's tally is kept alive by the guard that set it (until it
+        // unsets it) or by the reference the thread holds (until its slot forgets it).
+        count(unsafe { &*tally });
+    }
 }
 
 /// Counts a free of `size` bytes on the calling thread.
@@ -374,6 +423,7 @@ pub(crate) fn freed(size: usize) {
         return;
     }
     slot.freed.store(slot.freed.load(R).wrapping_add(size), R);
+    counted_for_test(slot, |tally| tally.freed(size));
 }
 
 /// The inner allocator's `type_name`, once `stemmon::Alloc` has allocated: `None`

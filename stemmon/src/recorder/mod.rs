@@ -286,6 +286,7 @@ impl Recorder {
     /// Opens a call of `name` on `slot`'s thread.
     #[inline]
     pub(crate) fn enter(&self, slot: &ThreadSlot, name: StageName) -> Entered {
+        let _engine = crate::heap::attach::pause(); // the record is no test's heap
         let now = self.clock.raw();
         let mut thread = slot.lock();
         if self.is_ended() {
@@ -393,6 +394,7 @@ impl Recorder {
     /// Closes the call `entered` returned.
     #[inline]
     pub(crate) fn exit(&self, slot: &ThreadSlot, entered: Entered) {
+        let _engine = crate::heap::attach::pause(); // the record is no test's heap
         let now = self.clock.raw();
         let mut thread = slot.lock();
         if self.is_ended() {

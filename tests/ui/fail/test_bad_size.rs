@@ -1,0 +1,4 @@
+#[stemmon::test(max_heap = "64 mebibytes")]
+fn holds_little() {}
+
+fn main() {}

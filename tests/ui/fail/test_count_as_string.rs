@@ -1,0 +1,4 @@
+#[stemmon::test(max_allocations = "10000")]
+fn allocates_little() {}
+
+fn main() {}

@@ -1,0 +1,4 @@
+#[stemmon::test(max_heep = "64 MiB")]
+fn holds_little() {}
+
+fn main() {}
