@@ -8,8 +8,8 @@ pub use crate::main_config::MainConfig;
 pub use crate::main_guard::{main_start, MainGuard};
 pub use crate::stage::enter;
 pub use crate::stage::Stage;
-pub use stemmon_report::settings::Marks;
 pub use crate::testing::{Limits, Passed};
+pub use stemmon_report::settings::Marks;
 
 /// Runs a `#[stemmon::test]` body under its limits.
 #[track_caller]

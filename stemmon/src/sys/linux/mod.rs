@@ -118,39 +118,6 @@ impl ProcReader {
         self
     }
 
-    /// Reads a process's `stat` and `io` again once they are `every` old.
-    #[cfg(test)]
-    pub(crate) fn with_usage_every(mut self, every: std::time::Duration) -> ProcReader {
-        self.table.set_usage_every(every);
-        self
-    }
-
-    /// Forces the `/proc/*/stat` parent scan, as on kernels without `children` files.
-    #[cfg(test)]
-    pub(crate) fn with_stat_scan(mut self) -> ProcReader {
-        self.table.force_stat_scan();
-        self
-    }
-
-    /// Caps the descriptors kept open between samples.
-    #[cfg(test)]
-    pub(crate) fn with_budget(mut self, budget: usize) -> ProcReader {
-        self.table.set_budget(budget);
-        self
-    }
-
-    /// The pids of the last sample, root first.
-    #[cfg(test)]
-    pub(crate) fn pids(&self) -> Vec<u32> {
-        self.seen.iter().map(|s| s.pid).collect()
-    }
-
-    /// The descriptors kept open now.
-    #[cfg(test)]
-    pub(crate) fn open_fds(&self) -> usize {
-        self.table.open_fds()
-    }
-
     /// Adds `pid`'s USS and PSS to `reading` (detailed readers).
     fn add_smaps(&mut self, pid: u32, reading: &mut TreeReading) {
         let Ok(file) = File::open(ProcPath::of(pid, "smaps_rollup").as_path()) else {

@@ -711,3 +711,34 @@ fn an_exited_roots_final_interval_is_its_own_exact_peak_not_an_exited_childs() {
     assert!(root_line.peak < 96 * MIB, "its own readings: {root_line:?}");
     assert!(child.wait().unwrap().success());
 }
+
+/// The test-only knobs and views of a reader.
+impl ProcReader {
+    /// Reads a process's `stat` and `io` again once they are `every` old.
+    pub(crate) fn with_usage_every(mut self, every: std::time::Duration) -> ProcReader {
+        self.table.set_usage_every(every);
+        self
+    }
+
+    /// Forces the `/proc/*/stat` parent scan, as on kernels without `children` files.
+    pub(crate) fn with_stat_scan(mut self) -> ProcReader {
+        self.table.force_stat_scan();
+        self
+    }
+
+    /// Caps the descriptors kept open between samples.
+    pub(crate) fn with_budget(mut self, budget: usize) -> ProcReader {
+        self.table.set_budget(budget);
+        self
+    }
+
+    /// The pids of the last sample, root first.
+    pub(crate) fn pids(&self) -> Vec<u32> {
+        self.seen.iter().map(|s| s.pid).collect()
+    }
+
+    /// The descriptors kept open now.
+    pub(crate) fn open_fds(&self) -> usize {
+        self.table.open_fds()
+    }
+}
