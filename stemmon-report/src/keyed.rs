@@ -68,8 +68,10 @@ keyed!(Peaks {
 keyed!(HighWater {
     peak_parent_hwm_bytes,
     peak_tree_rss_bound_bytes,
+    peak_tree_rss_at_least_bytes,
     peak_reaped_child_rss_bytes,
     peak_cgroup_memory_bytes,
+    peak_cgroup_anon_bytes,
     oom_kills,
 });
 
@@ -98,6 +100,7 @@ keyed!(Report {
     start_unix_seconds,
     running,
     error,
+    error_message,
     exit_code,
     wall_seconds,
     sample_interval,
@@ -529,6 +532,28 @@ mod tests {
         reads_every_key_it_writes::<StageReport>("StageReport");
         reads_every_key_it_writes::<ProcessReport>("ProcessReport");
         reads_every_key_it_writes::<TimelinePoint>("TimelinePoint");
+    }
+
+    #[test]
+    fn the_keys_written_only_when_set_read_back() {
+        // Keys left out while `None` (`skip_serializing_if`), which a default record
+        // does not write.
+        let mut report = Report::default();
+        report.error_message = Some("bad input".into());
+        report.high_water.peak_tree_rss_at_least_bytes = Some(7);
+        report.high_water.peak_cgroup_anon_bytes = Some(8);
+        let mut stage = StageReport::default();
+        stage.high_water.peak_tree_rss_at_least_bytes = Some(9);
+        stage.high_water.peak_cgroup_anon_bytes = Some(10);
+        report.stages.push(stage);
+        let text = serde_json::to_string(&report).unwrap();
+        let back: Report = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.error_message.as_deref(), Some("bad input"), "{text}");
+        assert_eq!(back.high_water, report.high_water, "{text}");
+        assert_eq!(
+            back.stages[0].high_water, report.stages[0].high_water,
+            "{text}"
+        );
     }
 
     #[test]
