@@ -137,7 +137,8 @@ fn a_driver_that_crashes_at_init_costs_only_the_gpu_figures() {
     let Some((_dir, _, gpu)) = against_no_driver(
         "a_driver_that_crashes_at_init",
         "crash init",
-        "sleep 0.5; exit 3",
+        // A sample after the crash (every second) says so.
+        "sleep 1.3; exit 3",
     ) else {
         return;
     };

@@ -72,7 +72,6 @@ pub(crate) fn run(
                         Event::Log(line, stage) => lines.push((line, stage)),
                         Event::Stop => {
                             publisher.publish(recorder, &lines, Moment::Event);
-                            last_reading(recorder, publisher, &mut reader);
                             return reader;
                         }
                     }
@@ -97,16 +96,7 @@ pub(crate) fn run(
             publisher.publish(recorder, &running, Moment::Running);
         }
     }
-    last_reading(recorder, publisher, &mut reader);
     reader
-}
-
-/// At the end, the sources' last reading, here on this thread (the tree's own last
-/// sample is `finish`'s): only where a source measures something.
-fn last_reading(recorder: &Recorder, publisher: &Publisher, reader: &mut SampleReaders) {
-    if !recorder.is_ended() && reader.sources.iter().any(|source| source.reads()) {
-        publisher.sample(recorder, reader);
-    }
 }
 
 #[cfg(test)]

@@ -43,12 +43,6 @@ pub(crate) trait Source: Send {
     /// The key of its figure of each process (`processes[]`), the highest seen.
     fn process_field(&self) -> Option<&'static str>;
 
-    /// Whether it reads anything (or is about to): the sampler's last reading at the
-    /// end is taken only then.
-    fn reads(&self) -> bool {
-        self.active()
-    }
-
     /// Opens what it reads, on the sampler thread as it begins (NVML is loaded there,
     /// never on the program's threads). Before, [`sample`](Source::sample) reads
     /// nothing.

@@ -180,13 +180,6 @@ impl Source for Gpu {
         }
     }
 
-    fn reads(&self) -> bool {
-        matches!(
-            self.backend,
-            Backend::InProcess(_) | Backend::Helper(_) | Backend::Pending(_)
-        )
-    }
-
     fn open(&mut self) {
         let Backend::Pending(plan) = std::mem::replace(&mut self.backend, Backend::Off) else {
             return;

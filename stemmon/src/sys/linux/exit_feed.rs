@@ -55,6 +55,8 @@ pub(crate) struct ExitFeed {
     pending: Vec<Stamped>,
     drained: Vec<Stamped>,
     kept: Vec<u32>,
+    /// The monitor's own children (NVML's helper): their records are never the tree's.
+    excluded: Vec<u32>,
 }
 
 /// Which of `records` are of the tree (`tree(pid)`), or of a child of a process that
@@ -63,6 +65,7 @@ pub(crate) struct ExitFeed {
 fn claim(
     records: &[Stamped],
     own: u32,
+    excluded: &[u32],
     tree: &impl Fn(u32) -> bool,
     kept: &mut Vec<u32>,
 ) -> Vec<bool> {
@@ -71,7 +74,7 @@ fn claim(
     loop {
         let mut more = false;
         for (index, (record, _)) in records.iter().enumerate() {
-            if claimed[index] || record.tgid == own {
+            if claimed[index] || record.tgid == own || excluded.contains(&record.tgid) {
                 continue;
             }
             let ours = |pid: u32| pid != 0 && (tree(pid) || kept.binary_search(&pid).is_ok());
@@ -90,6 +93,12 @@ fn claim(
 }
 
 impl ExitFeed {
+    /// Leaves `pid`'s records out for good: a child of this process that is the
+    /// monitor's own.
+    pub(crate) fn exclude(&mut self, pid: u32) {
+        self.excluded.push(pid);
+    }
+
     /// Registers for the records, once: whether records come.
     pub(crate) fn start(&mut self) -> bool {
         if !self.tried {
@@ -113,7 +122,7 @@ impl ExitFeed {
         drained.append(&mut self.pending);
         let retried = drained.len();
         let lost = !watch.take(&mut drained);
-        let claimed = claim(&drained, own, &tree, &mut self.kept);
+        let claimed = claim(&drained, own, &self.excluded, &tree, &mut self.kept);
         for (index, stamped) in drained.iter().enumerate() {
             let (record, came) = stamped;
             if claimed[index] {
@@ -121,7 +130,10 @@ impl ExitFeed {
                     .entry(record.tgid)
                     .or_default()
                     .add(record, *came);
-            } else if index >= retried && record.tgid != own {
+            } else if index >= retried
+                && record.tgid != own
+                && !self.excluded.contains(&record.tgid)
+            {
                 self.pending.push(*stamped);
             }
         }
@@ -205,7 +217,7 @@ mod tests {
             (record(7, 7, 10, 1), 5.0),    // this process, never kept
         ];
         let mut kept = Vec::new();
-        let claimed = claim(&records, 7, &|pid| pid == 10, &mut kept);
+        let claimed = claim(&records, 7, &[], &|pid| pid == 10, &mut kept);
         assert_eq!(claimed, vec![true, true, false, true, false]);
         for ((r, came), _) in records.iter().zip(&claimed).filter(|(_, c)| **c) {
             feed.stash.entry(r.tgid).or_default().add(r, *came);

@@ -148,6 +148,7 @@ impl TreeReader for ProcReader {
 
     fn exclude(&mut self, pid: u32) {
         self.excluded.push(pid);
+        self.ledger.tree().feed.exclude(pid);
     }
 
     fn configure_marks(&mut self, enabled: bool, reset: bool, root: u32) -> HighWaterMarks {
