@@ -538,14 +538,21 @@ mod tests {
     fn the_keys_written_only_when_set_read_back() {
         // Keys left out while `None` (`skip_serializing_if`), which a default record
         // does not write.
-        let mut report = Report::default();
-        report.error_message = Some("bad input".into());
-        report.high_water.peak_tree_rss_at_least_bytes = Some(7);
-        report.high_water.peak_cgroup_anon_bytes = Some(8);
-        let mut stage = StageReport::default();
-        stage.high_water.peak_tree_rss_at_least_bytes = Some(9);
-        stage.high_water.peak_cgroup_anon_bytes = Some(10);
-        report.stages.push(stage);
+        let high_water = |floor, anon| crate::HighWater {
+            peak_tree_rss_at_least_bytes: Some(floor),
+            peak_cgroup_anon_bytes: Some(anon),
+            ..crate::HighWater::default()
+        };
+        let stage = StageReport {
+            high_water: high_water(9, 10),
+            ..StageReport::default()
+        };
+        let report = Report {
+            error_message: Some("bad input".into()),
+            high_water: high_water(7, 8),
+            stages: vec![stage],
+            ..Report::default()
+        };
         let text = serde_json::to_string(&report).unwrap();
         let back: Report = serde_json::from_str(&text).unwrap();
         assert_eq!(back.error_message.as_deref(), Some("bad input"), "{text}");
