@@ -178,6 +178,33 @@ fn a_run_reaches_the_receiver_as_its_resource_its_metrics_and_its_trace() {
         float(&value(&points(&last["process.cpu.time"])[0])),
         root.cpu_seconds.unwrap()
     );
+    // Its virtual memory, threads and open descriptors at the latest sample, as its
+    // entry keeps them: ground truth the kernel's, within what a running program moves.
+    let virtual_bytes = root.virtual_bytes.unwrap();
+    assert!(
+        virtual_bytes >= latest.parent_rss_bytes.unwrap(),
+        "{root:?}"
+    );
+    let threads = root.threads.unwrap();
+    assert!(
+        threads >= 2,
+        "the program and the monitor's sampler: {root:?}"
+    );
+    let fds = root.open_fds.unwrap();
+    assert!(fds >= 3, "stdin, stdout, stderr at least: {root:?}");
+    for (name, unit, figure) in [
+        ("process.memory.virtual", "By", virtual_bytes),
+        ("process.thread.count", "{thread}", u64::from(threads)),
+        (
+            "process.unix.file_descriptor.count",
+            "{file_descriptor}",
+            u64::from(fds),
+        ),
+    ] {
+        let metric = &last[name];
+        assert_eq!(metric["unit"], unit, "{name}");
+        assert_eq!(value(&points(metric)[0]), figure.to_string(), "{name}");
+    }
     let memory = &last["stemmon.tree.memory.usage"];
     assert_eq!(memory["unit"], "By");
     assert_ne!(memory["sum"].get("isMonotonic"), Some(&Value::Bool(true)));

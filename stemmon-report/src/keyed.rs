@@ -165,6 +165,7 @@ keyed!(ProcessReport {
     exit_maxrss_bytes,
     cpu_seconds,
     exit_code,
+    virtual_bytes, threads, open_fds,
 } then figures);
 
 keyed!(TimelinePoint {

@@ -109,6 +109,18 @@ pub struct ProcessReport {
     pub cpu_seconds: Option<f64>,
     /// Its exit code where stemmon saw the exit (128 + N for signal N), else `null`.
     pub exit_code: Option<i32>,
+    /// The monitored process's virtual memory (`VmSize`) at its latest reading; absent
+    /// for every other process (0.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub virtual_bytes: Option<u64>,
+    /// The monitored process's threads at its latest reading; absent for every other
+    /// process (0.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
+    /// The monitored process's open file descriptors at its latest reading; absent for
+    /// every other process (0.5).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_fds: Option<u32>,
     /// The figures of the sources added since 0.4 (`peak_gpu_bytes`), by key.
     #[serde(flatten)]
     pub figures: Figures,

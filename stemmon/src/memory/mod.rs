@@ -17,7 +17,7 @@ use std::io;
 pub(crate) mod portable;
 mod reading;
 
-pub use reading::{BoundPart, Descendant, TreeReading, Usage};
+pub use reading::{BoundPart, Descendant, ProcessState, TreeReading, Usage};
 
 /// Reads the memory of a process and all its descendants.
 pub trait TreeReader: Send {

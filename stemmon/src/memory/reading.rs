@@ -176,4 +176,18 @@ pub struct Descendant {
     /// process): its own and that of the children it reaped, which the kernel does not
     /// tell apart. Never taken as its own peak (`peak`).
     pub exited_peak: Option<u64>,
+    /// The root's own state at the reading, where read (the root alone): its virtual
+    /// memory, its threads and its open file descriptors.
+    pub state: Option<ProcessState>,
+}
+
+/// A process's virtual memory, threads and open descriptors at one reading.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProcessState {
+    /// Its virtual memory (`VmSize`), in bytes.
+    pub virtual_bytes: Option<u64>,
+    /// Its threads.
+    pub threads: Option<u32>,
+    /// Its open file descriptors.
+    pub open_fds: Option<u32>,
 }

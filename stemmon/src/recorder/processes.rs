@@ -26,6 +26,8 @@ struct Seen {
     exit_maxrss: Option<u64>,
     cpu_micros: Option<u64>,
     exit_code: Option<i32>,
+    /// Its latest state (the root alone).
+    state: Option<crate::memory::ProcessState>,
     /// The measurement sources' figures of it (`peak_gpu_bytes`), the highest seen.
     figures: Vec<(&'static str, u64)>,
 }
@@ -72,8 +74,12 @@ impl Processes {
             exit_maxrss: None,
             cpu_micros: None,
             exit_code: None,
+            state: None,
             figures: Vec::new(),
         });
+        if process.state.is_some() {
+            entry.state = process.state;
+        }
         if process.ppid != 0 {
             entry.ppid = process.ppid;
         }
@@ -142,6 +148,11 @@ impl Processes {
                 built.exit_maxrss_bytes = seen.exit_maxrss;
                 built.cpu_seconds = seen.cpu_micros.map(|c| c as f64 / 1e6);
                 built.exit_code = seen.exit_code;
+                if let Some(state) = seen.state {
+                    built.virtual_bytes = state.virtual_bytes;
+                    built.threads = state.threads;
+                    built.open_fds = state.open_fds;
+                }
                 super::extra::process_figures(&seen.figures, &mut built);
                 built
             })

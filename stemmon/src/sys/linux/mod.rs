@@ -314,6 +314,7 @@ impl TreeReader for ProcReader {
                 command: self.table.command(pid),
                 exit_code: exited.and_then(|z| z.exit_code),
                 exited_peak: exited.map(|z| z.peak),
+                state: None,
             };
             if index == 0 {
                 reading.parent_rss = Some(rss);
@@ -366,6 +367,7 @@ impl TreeReader for ProcReader {
                         }
                     }
                 }
+                root.state = status.rss.map(|_| root_state(pid, &status));
                 reading.root_process = Some(root);
             } else {
                 children += rss;
@@ -471,6 +473,26 @@ impl TreeReader for ProcReader {
         );
         self.seen = seen;
         Ok(reading)
+    }
+}
+
+/// The root's virtual memory and threads (from the `status` just read) and its open
+/// descriptors (the entries of `/proc/PID/fd`).
+fn root_state(pid: u32, status: &procfs::Status) -> crate::memory::ProcessState {
+    let fds = std::fs::read_dir(ProcPath::of(pid, "fd").as_path())
+        .ok()
+        .map(|dir| dir.count() as u32);
+    // This process's own status is read in part (its marks): the rest, once a sample.
+    let whole = status.size.is_none().then(|| {
+        std::fs::read(ProcPath::of(pid, "status").as_path())
+            .map(|text| procfs::parse_status(&text))
+            .unwrap_or_default()
+    });
+    let status = whole.as_ref().unwrap_or(status);
+    crate::memory::ProcessState {
+        virtual_bytes: status.size,
+        threads: status.threads,
+        open_fds: fds,
     }
 }
 

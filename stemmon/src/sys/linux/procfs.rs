@@ -317,6 +317,8 @@ pub(crate) struct Status {
     pub(crate) hwm: Option<u64>,
     /// `Threads:`, the number of threads; `None` where the line was not read.
     pub(crate) threads: Option<u32>,
+    /// `VmSize`: its virtual memory.
+    pub(crate) size: Option<u64>,
 }
 
 /// The `Name:` of a `status` text (its first line): the command's name, as `comm`.
@@ -347,6 +349,8 @@ pub(crate) fn parse_status(text: &[u8]) -> Status {
             Some(b'V') => {
                 if let Some(rest) = line.strip_prefix(b"VmHWM:") {
                     status.hwm = kib(until_newline(rest));
+                } else if let Some(rest) = line.strip_prefix(b"VmSize:") {
+                    status.size = kib(until_newline(rest));
                 } else if let Some(rest) = line.strip_prefix(b"VmRSS:") {
                     status.rss = kib(until_newline(rest));
                 }
@@ -452,13 +456,14 @@ mod tests {
 
     #[test]
     fn parses_status() {
-        let text = b"Name:\tx\nVmPeak:\t  9000 kB\nVmHWM:\t  4096 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 1 kB\nThreads:\t3\nSigQ:\t0/1\n";
+        let text = b"Name:\tx\nVmPeak:\t  9000 kB\nVmSize:\t  8000 kB\nVmHWM:\t  4096 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 1 kB\nThreads:\t3\nSigQ:\t0/1\n";
         assert_eq!(
             parse_status(text),
             Status {
                 rss: Some(1024 * 1024),
                 hwm: Some(4096 * 1024),
                 threads: Some(3),
+                size: Some(8000 * 1024),
             }
         );
         // A zombie has no memory lines at all.

@@ -99,6 +99,7 @@ impl SelfFiles {
             rss: Some(rss),
             hwm: Some(hwm),
             threads: None,
+            size: None,
         })
     }
 
