@@ -645,10 +645,13 @@ fn six_identical_real_runs_pass_every_pairwise_compare_by_default() {
     }
     let dir = TempDir::new("compare-identical");
     let program = "import time; b = b'x' * (60 << 20); time.sleep(0.6)";
+    // The interpreter itself, not a version manager's shim before it.
+    let python = common::interpreter();
     let reports: Vec<PathBuf> = (0..6)
         .map(|i| {
             let report = dir.path().join(format!("run{i}.json"));
-            let code = run_quiet(&report, "0.1", &["python3", "-c", program]);
+            let argv = [python.as_os_str(), "-c".as_ref(), program.as_ref()];
+            let code = run_quiet(&report, "0.1", &argv);
             assert_eq!(code, Some(0));
             report
         })

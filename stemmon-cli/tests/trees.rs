@@ -7,8 +7,8 @@
 mod common;
 
 use common::{
-    cannot_run, has_python3, poll_tree_peak, read_report, serial, stemmon, wait4_maxrss, TempDir,
-    MIB,
+    cannot_run, has_python3, interpreter, poll_tree_peak, read_report, serial, stemmon,
+    wait4_maxrss, TempDir, MIB,
 };
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -381,17 +381,6 @@ fn staged_fixture() {
     }
     let report = monitor.finish();
     assert!(report.output_error.is_none(), "{:?}", report.output_error);
-}
-
-/// The python3 interpreter itself: a version manager's `python3` on PATH (pyenv's)
-/// is a shell script that runs a chain of helpers before it `exec`s it, whose memory
-/// the bound rightly counts, and which would make the workers' figure the shim's.
-fn interpreter() -> std::ffi::OsString {
-    let output = Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&output.stdout).trim().into()
 }
 
 /// The staged fixture's report at `path`, run with `prefix` before it (a launcher

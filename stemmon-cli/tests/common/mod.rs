@@ -335,3 +335,14 @@ pub fn table_row<'a>(out: &'a str, name: &str) -> Vec<&'a str> {
         .find(|cells| cells[0] == name)
         .unwrap_or_else(|| panic!("no row {name} in\n{out}"))
 }
+
+/// The python3 interpreter itself: a version manager's `python3` on PATH (pyenv's)
+/// is a shell script that runs a chain of helpers before it `exec`s it, whose memory
+/// the bound rightly counts, and whose timing would make identical runs differ.
+pub fn interpreter() -> std::ffi::OsString {
+    let output = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&output.stdout).trim().into()
+}
