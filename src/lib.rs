@@ -150,7 +150,7 @@ pub fn read_report(path: &Path) -> stemmon::Report {
     report
 }
 
-/// Fails the test unless `report` keeps the bounds of SPEC §8 in every record:
+/// Fails the test unless `report` keeps the bounds of the book's `exact-peaks.md` in every record:
 /// `peak_tree_rss_bound_bytes >= peak_tree_rss_bytes` and
 /// `peak_parent_hwm_bytes >= peak_parent_rss_bytes`, wherever both are present.
 pub fn check_invariants(report: &stemmon::Report) {

@@ -1,4 +1,4 @@
-//! CPU and I/O per stage for the whole tree (SPEC §12), against the kernel's own
+//! CPU and I/O per stage for the whole tree (the book's `cpu-io.md`), against the kernel's own
 //! figures: `getrusage` of this process and of its reaped children, real threads, real
 //! child processes, a real disk.
 #![cfg(target_os = "linux")]

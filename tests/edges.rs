@@ -1,4 +1,4 @@
-//! The edges of an in-process run (SPEC §8, §9 0.3): the invariants of every record,
+//! The edges of an in-process run (the book's `exact-peaks.md` and `command/README.md` 0.3): the invariants of every record,
 //! and the timeline's bound reaching the report's through stage-boundary readings.
 
 #![cfg(target_os = "linux")]

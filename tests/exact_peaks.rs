@@ -1,4 +1,4 @@
-//! Exact peaks (SPEC §8) against real memory and real children, at 1 s sampling: spikes
+//! Exact peaks (the book's `exact-peaks.md`) against real memory and real children, at 1 s sampling: spikes
 //! that a sampler misses are caught by the kernel's high-water marks.
 
 #![cfg(target_os = "linux")]

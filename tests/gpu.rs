@@ -1,4 +1,4 @@
-//! GPU memory per stage (SPEC §15), end to end against a fake NVIDIA driver
+//! GPU memory per stage (the book's `gpu.md`), end to end against a fake NVIDIA driver
 //! (`stemmon/tests/support/fake_nvml.c`) that serves what each test says: a real
 //! monitored program and its real child on two devices, a process outside the tree,
 //! figures NVML marks not available, a GPU lost mid-run, and no driver at all.

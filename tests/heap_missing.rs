@@ -1,5 +1,5 @@
 //! Without `stemmon::Alloc` as the global allocator the heap figures are `null` and
-//! the report says why (SPEC §11).
+//! the report says why (the book's `heap.md`).
 
 use stemmon::{monitored, Monitor};
 use stemmon_suite::serial;

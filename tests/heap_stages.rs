@@ -1,4 +1,4 @@
-//! Heap per stage (SPEC §11) with `stemmon::Alloc` as the real global allocator: who
+//! Heap per stage (the book's `heap.md`) with `stemmon::Alloc` as the real global allocator: who
 //! allocated, freed and held what, on every kind of thread.
 
 use std::sync::mpsc;
@@ -255,7 +255,7 @@ fn rayon_workers_allocations_count_toward_the_stage_they_run_for() {
     let (allocations, allocated, freed, _, peak) = heap(stage(&report, "fit_parallel"));
     assert!(allocations >= 1000, "{allocations}");
     // Every buffer, counted once. Any thread with no stage open counts toward the
-    // stage open on the monitor's thread (the test harness's threads too, SPEC §4):
+    // stage open on the monitor's thread (the test harness's threads too, the book's `guide/threads.md`):
     // the upper bound leaves room for them, not for a second count.
     assert!(
         (4096 * 1000..2 * 4096 * 1000).contains(&allocated),
@@ -295,7 +295,7 @@ fn an_async_stage_on_tokio_workers_sums_its_polls() {
     );
     assert!((2 * MIB..2 * MIB + (64 << 10)).contains(&freed), "{freed}");
     assert!(retained.unsigned_abs() < 64 << 10, "{retained}");
-    // The highest of one poll (measured from that poll's entry, SPEC §11).
+    // The highest of one poll (measured from that poll's entry, the book's `heap.md`).
     assert!((MIB..2 * MIB + (64 << 10)).contains(&peak), "{peak}");
 }
 

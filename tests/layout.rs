@@ -1,4 +1,4 @@
-//! The house's shape (issue 26): the runtime's modules depend one way (STYLE: memory/
+//! The house's shape (issue 26): the runtime's modules depend one way (memory/
 //! and report ← recorder ← context ← stage / future; recorder ← sampler ← monitor ←
 //! builder), no module of any crate imports in a circle at any level, no source file is
 //! over 500 lines before its tests, one module reads the environment and one writes the
@@ -416,5 +416,50 @@ fn no_source_file_is_over_500_lines_before_its_tests() {
     assert!(
         long.is_empty(),
         "over 500 lines before their tests: {long:?}"
+    );
+}
+
+/// The project cites its own book, never a design kept outside the repository: no
+/// citation of a design document by section and no path into a folder beside the checkout, in any source, test, bench,
+/// script or page.
+#[test]
+fn nothing_cites_a_design_outside_the_repository() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spec = ["SPEC", " §"].concat();
+    let beside = ["../", "shared/"].concat();
+    let mut found = Vec::new();
+    let mut pending: Vec<std::path::PathBuf> = [
+        "stemmon",
+        "stemmon-macros",
+        "stemmon-report",
+        "stemmon-cli",
+        "examples",
+        "tests",
+        "bench",
+        "docs",
+        "src",
+        ".ci",
+        "README.md",
+    ]
+    .iter()
+    .map(|p| root.join(p))
+    .collect();
+    while let Some(path) = pending.pop() {
+        if path.is_dir() {
+            if path.file_name().is_some_and(|n| n == "target") {
+                continue;
+            }
+            pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else if let Ok(text) = std::fs::read_to_string(&path) {
+            for (number, line) in text.lines().enumerate() {
+                if line.contains(&spec) || line.contains(&beside) {
+                    found.push(format!("{}:{}", path.display(), number + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "citations outside the repository: {found:?}"
     );
 }

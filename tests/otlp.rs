@@ -1,4 +1,4 @@
-//! OTLP against a real receiver (SPEC §16): `tests/support/otlp_receiver.py` on a loopback
+//! OTLP against a real receiver (the book's `otlp.md`): `tests/support/otlp_receiver.py` on a loopback
 //! port decodes every request with the official `opentelemetry-proto` package, and the
 //! tests compare what it decoded with the run's report. Skipped, with a `SKIPPED:` line,
 //! only where that package is missing (`.ci/deps` installs it); under CI that fails.

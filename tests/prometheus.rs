@@ -1,4 +1,4 @@
-//! Export to Prometheus against the real engines (SPEC §10): Debian's `prometheus`,
+//! Export to Prometheus against the real engines (the book's `prometheus.md`): Debian's `prometheus`,
 //! `prometheus-pushgateway` and `prometheus-node-exporter` on loopback ports, two ranks
 //! of a monitored program through each path, and Prometheus's HTTP API asked for what
 //! the reports say. Skipped, with a `SKIPPED:` line, only where the binaries are missing

@@ -50,7 +50,7 @@ const HIGH_WATER_KEYS: [&str; 7] = [
     "oom_kills",
 ];
 
-/// The CPU and I/O keys of SPEC §12, in the report and in every stage.
+/// The CPU and I/O keys of the book's `cpu-io.md`, in the report and in every stage.
 const CPU_IO_KEYS: [&str; 7] = [
     "cpu_user_seconds",
     "cpu_system_seconds",
@@ -146,7 +146,7 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "samples",
         "partial_rss_samples",
         "peak_process_count",
-        // The heap's (SPEC §11).
+        // The heap's (the book's `heap.md`).
         "heap_allocations",
         "heap_allocated_bytes",
         "heap_freed_bytes",

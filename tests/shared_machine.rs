@@ -1,4 +1,4 @@
-//! Output on a shared machine (SPEC §4, 0.3), against a real second local user. In a
+//! Output on a shared machine (the book's `security.md`, 0.3), against a real second local user. In a
 //! sticky, world-writable directory (mode 1777, as `/tmp`), uid 65534 (`nobody`) plants a
 //! link at the report's name to a precious file of root's, a FIFO at another report's
 //! name, a link at the Prometheus textfile's name, and links at every temporary name an

@@ -1,4 +1,4 @@
-//! `tracing` spans as stages (feature `tracing`, SPEC §13): `#[instrument]` functions,
+//! `tracing` spans as stages (feature `tracing`, the book's `tracing.md`): `#[instrument]` functions,
 //! nested spans, spans and `#[monitored]` inside each other, task spans on tokio
 //! workers, per-layer filters, no monitor, and the memory a span holds.
 //!

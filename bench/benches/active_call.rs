@@ -1,6 +1,6 @@
 //! A `#[monitored]` call under an active monitor, beside a `tracing` `#[instrument]`
 //! span (registry subscriber + a layer) and hotpath's `#[measure]`, in one run.
-//! Budget (spec §6): below both peers.
+//! Budget (the book's `cost.md`): below both peers.
 
 use criterion::Criterion;
 use std::hint::black_box;

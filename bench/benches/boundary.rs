@@ -1,6 +1,6 @@
 //! The stage-boundary reading of the monitored process (RSS from `statm`, the
 //! high-water mark through `getrusage` and its reset, whether a child exited), with
-//! and without the CPU and I/O figures of SPEC §12 (the same `getrusage(RUSAGE_SELF)`
+//! and without the CPU and I/O figures of the book's `cpu-io.md` (the same `getrusage(RUSAGE_SELF)`
 //! and `RUSAGE_CHILDREN` read for their time and block counts, and, at a call's exit,
 //! the thread's own clock, `getrusage(RUSAGE_THREAD)`). Budget: at most 1 µs added.
 //! The two readings are timed alternately as well, so that both see the same load.

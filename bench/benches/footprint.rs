@@ -4,7 +4,7 @@
 //!   path, so it must stay constant), beside the same calls of the tracing and hotpath
 //!   peers: live heap bytes (a counting allocator) and RSS, after a warm-up of 1 million;
 //! - the `stemmon-sampler` thread's CPU at the default 1 s interval, as a fraction of one
-//!   core, while the process has 10 descendants. Budget (spec §6): < 0.1 %.
+//!   core, while the process has 10 descendants. Budget (the book's `cost.md`): < 0.1 %.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;

@@ -1,7 +1,7 @@
 //! One GPU reading of a tree of 10 pids (this process and 9 `sleep`s) on 2 devices with
 //! a few GPU processes, beside the same NVML calls made bare through nvml-wrapper
 //! (`device_by_index`, `memory_info`, `running_compute_processes`,
-//! `running_graphics_processes` on each device), in the same run. Budget (SPEC §15):
+//! `running_graphics_processes` on each device), in the same run. Budget (the book's `gpu.md`):
 //! the reading costs at most 2× the bare calls.
 //!
 //! Both talk to the fake `libnvidia-ml.so.1` of the GPU tests

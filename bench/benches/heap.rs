@@ -1,4 +1,4 @@
-//! The cost of `stemmon::Alloc` per allocation + free pair (SPEC §11), with it as the
+//! The cost of `stemmon::Alloc` per allocation + free pair (the book's `heap.md`), with it as the
 //! real global allocator: the inner allocator (System) alone; `Alloc` with no monitor;
 //! `Alloc` with a monitor running and a stage open; `stats_alloc`'s `StatsAlloc`
 //! (process-wide atomics, a `Region` open) in the same run; two threads allocating at

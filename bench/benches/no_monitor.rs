@@ -1,5 +1,5 @@
 //! A `#[monitored]` call with no active monitor, beside the same function without it.
-//! Budget (spec §6): at most 1 ns added per call. Criterion times the three one after
+//! Budget (the book's `cost.md`): at most 1 ns added per call. Criterion times the three one after
 //! the other; the bench also times them in alternating batches and keeps each one's
 //! fastest batch (`no_monitor.json`), a figure that drift between them cannot move.
 

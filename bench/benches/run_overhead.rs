@@ -1,5 +1,5 @@
 //! `stemmon run -- CMD` beside CMD run bare: a CPU-bound shell loop of about 2 s, with
-//! the default 1 s sampling. Budget (spec §6): CMD's wall time within 2 % of bare.
+//! the default 1 s sampling. Budget (the book's `cost.md`): CMD's wall time within 2 % of bare.
 //!
 //! The `stemmon` binary is the release build next to this bench (`bash bench/run`
 //! builds it), or `$STEMMON_BIN`.

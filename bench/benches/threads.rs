@@ -1,6 +1,6 @@
 //! A `#[monitored]` call under a process-wide monitor on a worker thread, beside the
 //! same call on the monitor's own thread; and on two threads at once, beside one
-//! thread alone. Budgets (spec §6): a worker within 1.2× of the monitor's thread; two
+//! thread alone. Budgets (the book's `cost.md`): a worker within 1.2× of the monitor's thread; two
 //! threads within 1.5× per call of one.
 //!
 //! Also the scale figures of a process-wide monitor, measured once each (criterion

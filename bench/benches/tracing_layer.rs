@@ -1,6 +1,6 @@
 //! A `tracing` span's new + enter + exit + close under a registry with
 //! `stemmon::TracingLayer` and a running monitor, beside the same span under a registry
-//! with a layer that only counts its callbacks, in one run. Budget (spec §13): ≤ 1.5×.
+//! with a layer that only counts its callbacks, in one run. Budget (the book's `tracing.md`): ≤ 1.5×.
 //!
 //! Criterion times the two one after the other; on a loaded machine their medians drift
 //! apart. So the bench also times them alternately, batch by batch, and keeps each

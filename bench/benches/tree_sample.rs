@@ -4,7 +4,7 @@
 //! stemmon's sample is the default one: RSS and the high-water marks of every process
 //! (read together from `status`, each reset through `clear_refs`), its CPU, faults and
 //! I/O (`stat`, `io`), and the job's cgroup.
-//! Budgets (spec §6): 10 descendants, at most 1/4 of sysinfo and 1/8 of psutil;
+//! Budgets (the book's `cost.md`): 10 descendants, at most 1/4 of sysinfo and 1/8 of psutil;
 //! 100 descendants, at most 1/2 and 1/4. Beside them, the floor of the same sample
 //! ([`Floor`]: the `pread`s and writes alone, through descriptors kept open, `stat`
 //! and `io` included); stemmon's budget is 1.3× the floor at both sizes.

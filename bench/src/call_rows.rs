@@ -1,6 +1,6 @@
 //! The call-path rows of the budget table, a module of `bench-table`: a call on other
-//! threads (§6), a whole run's overhead, a stage boundary's reading, and the `tracing`
-//! layer beside its peers (§13).
+//! threads (the book's `cost.md`), a whole run's overhead, a stage boundary's reading, and the `tracing`
+//! layer beside its peers (the book's `tracing.md`).
 
 use super::*;
 
@@ -133,7 +133,7 @@ pub(super) fn run_overhead(rows: &mut Vec<Row>) {
     });
 }
 
-/// The stage-boundary reading with CPU and I/O (SPEC §12) beside the same reading
+/// The stage-boundary reading with CPU and I/O (the book's `cpu-io.md`) beside the same reading
 /// without them; the thread's clock, read at a call's exit, counts as added too.
 pub(super) fn boundary(rows: &mut Vec<Row>) {
     const BUDGET_NS: f64 = 1_000.0;
@@ -165,7 +165,7 @@ pub(super) fn boundary(rows: &mut Vec<Row>) {
 const PEER: &str = "same span, registry + counting layer";
 
 /// Bench 7: a `tracing` span under `TracingLayer` with a monitor running, beside the same
-/// span under a registry with a layer that only counts callbacks (spec §13).
+/// span under a registry with a layer that only counts callbacks (the book's `tracing.md`).
 pub(super) fn tracing_layer(rows: &mut Vec<Row>) {
     const BUDGET: f64 = 1.5;
     let figure = "tracing span new + enter + exit + close, TracingLayer, active monitor";

@@ -1,4 +1,4 @@
-//! The heap bench's rows of the budget table (SPEC §11), a module of `bench-table`:
+//! The heap bench's rows of the budget table (the book's `heap.md`), a module of `bench-table`:
 //! `stemmon::Alloc` per allocation + free pair over System, with and without a
 //! monitor, on two threads, beside `stats_alloc` and hotpath's allocation mode, and
 //! an active `#[monitored]` call with `Alloc` installed beside the old peers.

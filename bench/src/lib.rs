@@ -2,7 +2,7 @@
 //!
 //! Run everything with `bash bench/run` from the workspace root: it builds the benches in
 //! release mode, times each stemmon figure beside its peer in the same run, and prints
-//! the budget table of the spec (§6). The benches live in `benches/`:
+//! the budget table of the spec (the book's `cost.md`). The benches live in `benches/`:
 //!
 //! - `no_monitor`: a `#[monitored]` call with no active monitor, beside the plain fn;
 //! - `active_call`: the same call under an active monitor, beside a `tracing`
@@ -252,7 +252,7 @@ impl Drop for Tree {
 
 /// The floor of one tree sample with high-water marks, CPU and I/O: per process, one
 /// `pread` of `status`, one write of `5` to `clear_refs`, one `pread` each of `stat`
-/// and `io` (SPEC §12) and one `pread` of each thread's `children`, through
+/// and `io` (the book's `cpu-io.md`) and one `pread` of each thread's `children`, through
 /// descriptors opened once. No parsing, no listing, no
 /// bookkeeping: what any reader of the same figures must at least spend in the kernel.
 /// The `tree_sample` bench times it beside stemmon's sample, same tree, same run.

@@ -1,6 +1,6 @@
 //! The sampler's rows of the budget table, a module of `bench-table`: a tree sample
-//! beside sysinfo and psutil and beside its floor (§6), the GPU reading beside bare NVML
-//! (§15), and the sampler thread's CPU.
+//! beside sysinfo and psutil and beside its floor (the book's `cost.md`), the GPU reading beside bare NVML
+//! (the book's `gpu.md`), and the sampler thread's CPU.
 
 use super::*;
 
@@ -94,7 +94,7 @@ pub(super) fn tree_floor(rows: &mut Vec<Row>) {
     }
 }
 
-/// The GPU reading beside the same NVML calls made bare (SPEC §15), same library, same
+/// The GPU reading beside the same NVML calls made bare (the book's `gpu.md`), same library, same
 /// run, the two timed alternately; at most 2× of them.
 pub(super) fn gpu_sample(rows: &mut Vec<Row>) {
     const BUDGET: f64 = 2.0;

@@ -12,7 +12,7 @@ pub(crate) fn load(path: &Path) -> Result<Loaded, Failure> {
     stemmon_report::read_file(path).map_err(|why| Failure::input(why.to_string()))
 }
 
-/// Writes `bytes` to `path` with the runtime's writer (SPEC §4): atomically, and never
+/// Writes `bytes` to `path` with the runtime's writer (the book's `security.md`): atomically, and never
 /// through a link or into a FIFO that another user planted at the name.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     stemmon::Output::resolve(path)

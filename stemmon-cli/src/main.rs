@@ -1,5 +1,5 @@
 //! `stemmon`: run any program under a monitor, and read, compare, plot, export and
-//! merge the reports (SPEC §9).
+//! merge the reports (the book's `command/README.md`).
 //!
 //! Exit codes: 0 on success; 2 with one line on stderr for bad input (a missing or
 //! truncated file, JSON that is not a report, a command that does not exist); `compare`

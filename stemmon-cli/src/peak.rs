@@ -1,5 +1,5 @@
 //! What a record (the whole run, or a stage) knows of its tree's peak RSS: the exact
-//! figure, or only a range (SPEC §8, §18).
+//! figure, or only a range (the book's `exact-peaks.md`).
 //!
 //! `peak_parent_hwm_bytes` is the monitored process's own exact peak. Where the tree was
 //! that process alone (no descendant while the record was open: `peak_children_rss_bytes`
@@ -27,7 +27,7 @@ pub(crate) enum TreePeak {
 pub(crate) fn tree_peak(peaks: &Peaks, high_water: &HighWater, process_count: u32) -> TreePeak {
     let alone = peaks.peak_children_rss_bytes.unwrap_or(0) == 0 && process_count <= 1;
     match high_water.peak_parent_hwm_bytes {
-        // The mark is never below what was sampled (SPEC §8); a report that says
+        // The mark is never below what was sampled (the book's `exact-peaks.md`); a report that says
         // otherwise is not believed past its own sampled figure.
         Some(exact) if alone => Exact(exact.max(peaks.peak_tree_rss_bytes.unwrap_or(0))),
         _ => Between {

@@ -1,4 +1,4 @@
-//! `stemmon run` at the edges of a run (SPEC §8, 0.3: no interval escapes, the last
+//! `stemmon run` at the edges of a run (the book's `exact-peaks.md`, 0.3: no interval escapes, the last
 //! one included): real programs, with the kernel's own figure for the same command as
 //! ground truth (`wait4`'s `ru_maxrss`, what `/usr/bin/time` prints).
 

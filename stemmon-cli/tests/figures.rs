@@ -1,4 +1,4 @@
-//! The 0.3 figures (SPEC §11 heap, §12 CPU, I/O and processes) everywhere the command
+//! The 0.3 figures (the book's `heap.md` and `cpu-io.md`: heap, CPU, I/O and processes) everywhere the command
 //! reads them: `show`, `compare --metric heap|cpu`, `merge`, `export --format chrome`
 //! and `plot`, on reports built here that hold them (the printing is the point), and
 //! the same commands on reports without them, which print as before.

@@ -1,5 +1,5 @@
 //! `stemmon run` of a command that a (fake) NVIDIA driver lists as a GPU process: the
-//! report has its GPU memory, and `show` says so (SPEC §15).
+//! report has its GPU memory, and `show` says so (the book's `gpu.md`).
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! `stemmon merge` round trips (SPEC §18): a merged report is a report that `show`,
+//! `stemmon merge` round trips (the book's `exact-peaks.md`): a merged report is a report that `show`,
 //! `plot`, `compare` and `export` read; merging one report gives its figures back;
 //! merged reports merge again; the same run twice is refused.
 

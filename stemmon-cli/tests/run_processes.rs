@@ -1,4 +1,4 @@
-//! `stemmon run`'s `processes` (SPEC §12): the command and the processes of its tree,
+//! `stemmon run`'s `processes` (the book's `cpu-io.md`): the command and the processes of its tree,
 //! with their argv, CPU and the exit codes stemmon saw, an orphan it reaped as a
 //! subreaper included.
 

@@ -1,4 +1,4 @@
-//! Figures a user can trust on real trees (SPEC §18): nothing inherited across `exec`,
+//! Figures a user can trust on real trees (the book's `exact-peaks.md`): nothing inherited across `exec`,
 //! each process counted once in the bound, a gate that does not flake on identical
 //! runs, written bytes that are the run's own, names that follow `exec`, and `stemmon
 //! run` leaving the command's own peak as the kernel gives it. Ground truth is the

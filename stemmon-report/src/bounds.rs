@@ -1,9 +1,9 @@
-//! The bounds every report stemmon writes keeps (SPEC §8): a high-water bound never
+//! The bounds every report stemmon writes keeps (the book's `exact-peaks.md`): a high-water bound never
 //! below the sampled peak it bounds, an exact peak never below the sampled one.
 
 use crate::Report;
 
-/// The records of `report` that break the bounds of SPEC §8:
+/// The records of `report` that break the bounds of the book's `exact-peaks.md`:
 /// `peak_tree_rss_bound_bytes >= peak_tree_rss_bytes` and
 /// `peak_parent_hwm_bytes >= peak_parent_rss_bytes`, wherever both are present. Empty
 /// for every report stemmon writes.

@@ -215,7 +215,7 @@ fn check_times(report: &Report) -> Result<(), String> {
             span.wall_seconds,
         )?;
     }
-    // CPU seconds and cores (SPEC §12) are bounded like times: a hostile 1e308 would
+    // CPU seconds and cores (the book's `cpu-io.md`) are bounded like times: a hostile 1e308 would
     // print as 309 digits and overflow the sums of `merge`.
     let cpu = |what: &dyn Fn(&str) -> String, cpu_io: &crate::CpuIo| {
         for (key, value) in [

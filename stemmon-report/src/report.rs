@@ -103,12 +103,12 @@ pub struct Report {
     /// Exact peaks from the kernel's marks over the whole run.
     #[serde(flatten)]
     pub high_water: HighWater,
-    /// The tree's CPU and I/O over the whole run (SPEC §12).
+    /// The tree's CPU and I/O over the whole run (the book's `cpu-io.md`).
     #[serde(flatten)]
     pub cpu_io: CpuIo,
     /// Why the I/O fields are `null` (`/proc/PID/io` unreadable), `null` when read.
     pub io_missing: Option<String>,
-    /// The process's heap (SPEC §11).
+    /// The process's heap (the book's `heap.md`).
     pub heap: HeapReport,
     /// The tree's processes seen during the run: at most the 50 with the highest peak.
     pub processes: Vec<ProcessReport>,

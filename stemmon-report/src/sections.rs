@@ -61,7 +61,7 @@ pub struct CgroupReport {
     pub processes: Option<u32>,
 }
 
-/// The whole process's heap (SPEC §11), as `stemmon::Alloc` counted it.
+/// The whole process's heap (the book's `heap.md`), as `stemmon::Alloc` counted it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -82,7 +82,7 @@ pub struct HeapReport {
     pub missing: Option<String>,
 }
 
-/// A process of the tree seen during the run (SPEC §12).
+/// A process of the tree seen during the run (the book's `cpu-io.md`).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ProcessReport {
@@ -177,9 +177,9 @@ pub struct TimelinePoint {
     pub cgroup_memory_bytes: Option<u64>,
     /// Most processes.
     pub process_count: u32,
-    /// Highest live heap (SPEC §11), `null` without `stemmon::Alloc`.
+    /// Highest live heap (the book's `heap.md`), `null` without `stemmon::Alloc`.
     pub heap_live_bytes: Option<u64>,
-    /// Highest CPU use of the tree in cores over the point's samples (SPEC §12).
+    /// Highest CPU use of the tree in cores over the point's samples (the book's `cpu-io.md`).
     pub cpu_cores: Option<f64>,
     /// How many samples the point stands for.
     pub samples: u32,

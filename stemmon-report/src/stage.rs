@@ -25,7 +25,7 @@ pub struct Peaks {
 }
 
 /// What the kernel's own high-water marks and the job's cgroup say, for the whole run
-/// or for one stage (SPEC §8). `null` where the mark could not be read.
+/// or for one stage (the book's `exact-peaks.md`). `null` where the mark could not be read.
 ///
 /// The sampled [`Peaks`] can miss a spike between two samples; these cannot. The true
 /// peak of the tree lies between `peak_tree_rss_bytes` and `peak_tree_rss_bound_bytes`.
@@ -60,7 +60,7 @@ pub struct HighWater {
     pub oom_kills: Option<u64>,
 }
 
-/// Heap figures of one stage (SPEC §11): what the stage's calls allocated and freed,
+/// Heap figures of one stage (the book's `heap.md`): what the stage's calls allocated and freed,
 /// counted by `stemmon::Alloc` on the threads that ran them. `null` when
 /// `stemmon::Alloc` is not the global allocator.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -83,7 +83,7 @@ pub struct StageHeap {
 }
 
 /// CPU and storage I/O of the whole process tree while a stage was open, or over the
-/// whole run (SPEC §12). `null` where a reading could not be made.
+/// whole run (the book's `cpu-io.md`). `null` where a reading could not be made.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 #[non_exhaustive]
@@ -148,10 +148,10 @@ pub struct StageReport {
     /// Exact peaks from the kernel's marks while the stage was active.
     #[serde(flatten)]
     pub high_water: HighWater,
-    /// What the stage allocated and freed (SPEC §11).
+    /// What the stage allocated and freed (the book's `heap.md`).
     #[serde(flatten)]
     pub heap: StageHeap,
-    /// The tree's CPU and I/O while the stage was open (SPEC §12).
+    /// The tree's CPU and I/O while the stage was open (the book's `cpu-io.md`).
     #[serde(flatten)]
     pub cpu_io: CpuIo,
     /// The figures of the sources added since 0.4 (the GPU's), by key.

@@ -1,4 +1,4 @@
-//! Who this process is in a larger job (SPEC §10): the host, and labels from the
+//! Who this process is in a larger job (the book's `prometheus.md`): the host, and labels from the
 //! scheduler's environment, the builder and `STEMMON_LABELS`.
 //!
 //! The labels go into the report and onto every exported metric series, so they must be

@@ -40,14 +40,14 @@ pub(crate) fn format_line(event: &str, stage: &str, heap: Option<u64>, report: &
         human_bytes(sample.and_then(|s| s.parent_rss_bytes)),
         human_bytes(sample.and_then(|s| s.children_rss_bytes)),
     );
-    // 0.3 (SPEC §11, §12): only when the report has the figure, so a 0.2 line is unchanged.
+    // 0.3 (the book's `heap.md` and `cpu-io.md`): only when the report has the figure, so a 0.2 line is unchanged.
     if let Some(live) = heap.or(report.heap.live_bytes) {
         let _ = write!(line, "; heap={}", human_bytes(Some(live)));
     }
     if let Some(cores) = latest_cores(report) {
         let _ = write!(line, "; cpu={cores:.1} cores");
     }
-    // The GPU memory of the tree at the newest point (SPEC §15), where a GPU is read.
+    // The GPU memory of the tree at the newest point (the book's `gpu.md`), where a GPU is read.
     if let Some(gpu) = report
         .timeline
         .last()

@@ -29,7 +29,7 @@ const SAMPLER_WAIT: Duration = Duration::from_millis(100);
 /// every thread of the process, and writes the report.
 ///
 /// Started by [`MonitorBuilder::start`](crate::MonitorBuilder::start), it is the process's monitor: `#[monitored]`
-/// calls and [`stage`](crate::stage()) on any thread record to it (see SPEC §4,
+/// calls and [`stage`](crate::stage()) on any thread record to it (see the book's `guide/threads.md`,
 /// Threads). With [`current_thread_only`](crate::MonitorBuilder::current_thread_only) it
 /// covers the starting thread alone. The handle belongs to the thread that started it
 /// (it is neither `Send` nor `Sync`).

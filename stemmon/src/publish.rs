@@ -52,7 +52,7 @@ pub(crate) struct Publisher {
     sealed: Mutex<bool>,
 }
 
-/// The publisher's own failures (SPEC §4): the first failed report write (later writes
+/// The publisher's own failures (the book's `guide/threads.md`): the first failed report write (later writes
 /// retry, and the cause is kept), and the latest failed export.
 #[derive(Debug, Default)]
 struct Failures {

@@ -23,7 +23,7 @@ pub fn default_reader(detailed: bool) -> Box<dyn TreeReader> {
 }
 
 /// The stage-boundary reading of this process, as the engine takes it, for the
-/// benchmark of what CPU and I/O add to it (SPEC §12: at most 1 µs).
+/// benchmark of what CPU and I/O add to it (the book's `cpu-io.md`: at most 1 µs).
 pub struct BoundaryReader(Box<dyn crate::memory::SelfReader>);
 
 impl BoundaryReader {

@@ -31,7 +31,7 @@ pub(crate) fn run(
     mut reader: SampleReaders,
     events: &Receiver<Event>,
 ) -> SampleReaders {
-    // What this thread allocates is the monitor's, no stage's (SPEC §11).
+    // What this thread allocates is the monitor's, no stage's (the book's `heap.md`).
     crate::heap::slots::mark_own_thread();
     // The sources (NVML) are opened here, never on the program's threads.
     for source in &mut reader.sources {

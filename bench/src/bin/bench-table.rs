@@ -1,5 +1,5 @@
 //! Prints the budget table of a bench run: each stemmon figure beside its peer's from
-//! the same run, the ratio, the budget (spec §6) and whether it is met.
+//! the same run, the ratio, the budget (the book's `cost.md`) and whether it is met.
 //!
 //! Reads criterion's estimates (median per iteration) under `$CRITERION_HOME` and the
 //! other figures under `$STEMMON_BENCH_OUT` (see `stemmon_bench::out_dir`); also writes

@@ -52,7 +52,7 @@ pub(super) fn recompute(record: &mut StageReport, wall: f64) {
     cores.set(record, value);
 }
 
-/// The bounds of SPEC §8 in a merged record: where an input had the sampled figure but
+/// The bounds of the book's `exact-peaks.md` in a merged record: where an input had the sampled figure but
 /// not its bound, the highest bound read may be below it, and the sampled one stands.
 pub(super) fn keep_bounds(
     peaks: &stemmon::report::Peaks,

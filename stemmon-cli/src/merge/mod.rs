@@ -72,7 +72,7 @@ pub(crate) struct Args {
 /// The key of the merged report's own section.
 const SECTION: &str = "merge";
 
-/// The most processes a merged report keeps, as a single report does (SPEC §12).
+/// The most processes a merged report keeps, as a single report does (the book's `cpu-io.md`).
 const MAX_PROCESSES: usize = 50;
 
 pub(crate) fn merge(args: &Args) -> Result<(), Failure> {

@@ -1,4 +1,4 @@
-//! The CPU panel under the memory panel (SPEC §12): the tree's CPU use in cores over
+//! The CPU panel under the memory panel (the book's `cpu-io.md`): the tree's CPU use in cores over
 //! the run, from `timeline[].cpu_cores`, on the memory panel's time axis and under the
 //! same stage bands, so a stage that kept four cores busy stands apart from one that
 //! waited.

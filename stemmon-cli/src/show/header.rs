@@ -219,7 +219,7 @@ fn peak_line(report: &Report) -> String {
     }
 }
 
-/// Whether stemmon reset the kernel's high-water marks (SPEC §8, §18), and what that did
+/// Whether stemmon reset the kernel's high-water marks (the book's `exact-peaks.md`), and what that did
 /// to the program's own view of its peak; `None` when it did not.
 fn resets_line(report: &Report) -> Option<String> {
     let marks = &report.high_water_marks;
@@ -256,7 +256,7 @@ fn resets_line(report: &Report) -> Option<String> {
     ))
 }
 
-/// The report's heap (SPEC §11): the allocator, live and peak live bytes, or why there
+/// The report's heap (the book's `heap.md`): the allocator, live and peak live bytes, or why there
 /// are none; `None` for a report from before 0.3, which says nothing of the heap.
 fn heap_line(report: &Report) -> Option<String> {
     let heap = &report.heap;
@@ -351,7 +351,7 @@ fn max_cores(report: &Report) -> Option<f64> {
 /// names the machine's, a hostile one may name a million).
 const MAX_GPUS: usize = 16;
 
-/// The tree's and the busiest GPU's peaks (SPEC §15), the driver and each device from
+/// The tree's and the busiest GPU's peaks (the book's `gpu.md`), the driver and each device from
 /// the report's `gpu` section, or why there are none; `None` for a report that says
 /// nothing of GPUs.
 fn gpu_line(report: &Report) -> Option<String> {
@@ -404,7 +404,7 @@ fn gpu_line(report: &Report) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join("; "))
 }
 
-/// The whole tree's CPU and I/O over the run (SPEC §12), or why I/O is missing; `None`
+/// The whole tree's CPU and I/O over the run (the book's `cpu-io.md`), or why I/O is missing; `None`
 /// for a report from before 0.3.
 fn cpu_line(report: &Report) -> Option<String> {
     let cpu_io = &report.cpu_io;

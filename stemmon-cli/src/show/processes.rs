@@ -14,7 +14,7 @@ const COMMAND_WIDTH: usize = 60;
 /// (`MAX_COMMAND_CHARS` in the runtime); a longer one was not written by stemmon.
 const WHOLE_COMMAND_WIDTH: usize = 200;
 
-/// The most processes printed: a report holds at most 50 (SPEC §12); one that holds
+/// The most processes printed: a report holds at most 50 (the book's `cpu-io.md`); one that holds
 /// more was not written by stemmon, and its rest is counted, not printed.
 const MAX_PROCESS_ROWS: usize = 200;
 

@@ -1,6 +1,6 @@
 //! Sends a report's metrics where a cluster's monitoring gathers them: a Prometheus
-//! textfile for node_exporter, a Pushgateway (SPEC §10), an OpenTelemetry collector over
-//! OTLP (SPEC §16), or several.
+//! textfile for node_exporter, a Pushgateway (the book's `prometheus.md`), an OpenTelemetry collector over
+//! OTLP (the book's `otlp.md`), or several.
 //!
 //! Runs on the sampler thread (or the finishing one), never inside a stage; OTLP's
 //! requests go out on a thread of their own. A failure is returned as text for the

@@ -75,7 +75,7 @@ impl Collector for Snapshot {
 }
 
 impl Snapshot {
-    /// The families of SPEC §10; a reading the report lacks (`null`) has no series.
+    /// The families of the book's `prometheus.md`; a reading the report lacks (`null`) has no series.
     fn of(report: &Report, host: &str, labels: &BTreeMap<String, String>) -> Snapshot {
         let base: Vec<(String, String)> = std::iter::once(("host".to_owned(), host.to_owned()))
             .chain(labels.iter().map(|(k, v)| (k.clone(), v.clone())))
@@ -138,7 +138,7 @@ impl Snapshot {
                 .filter_map(|(i, stage)| value(i).map(|v| (with_stage(&stage.path), v)))
                 .collect(),
         };
-        // The run's peaks beyond SPEC §10's families, and every stage figure with an
+        // The run's peaks beyond the book's `prometheus.md`'s families, and every stage figure with an
         // exported metric, from the field table; CPU is exported by mode below.
         for field in FIELDS.iter().filter(|f| f.key != "cpu_seconds") {
             let Some(export) = field.export else {

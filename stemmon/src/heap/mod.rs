@@ -1,4 +1,4 @@
-//! The opt-in counting allocator (SPEC §11): [`Alloc`] wraps the program's allocator
+//! The opt-in counting allocator (the book's `heap.md`): [`Alloc`] wraps the program's allocator
 //! and counts every allocation and free into counters of the thread that makes it, so
 //! the engine can say which stage held the memory.
 //!
@@ -14,7 +14,7 @@ pub(crate) mod tally;
 use std::alloc::{GlobalAlloc, Layout, System};
 
 /// A global allocator that counts, per thread, what every stage allocates and frees
-/// (SPEC §11). Install it in the program (not in a library):
+/// (the book's `heap.md`). Install it in the program (not in a library):
 ///
 /// ```
 /// #[global_allocator]

@@ -38,7 +38,7 @@ pub(crate) struct Slot {
     allocated: AtomicU64,
     freed: AtomicU64,
     /// The highest `allocated − freed` reached since the engine last set it (the
-    /// engine lowers it to the current value at a frame's entry: SPEC §11 peaks).
+    /// engine lowers it to the current value at a frame's entry: the book's `heap.md` peaks).
     peak: AtomicI64,
     /// Odd while a stage frame is open on the thread (written by the engine on it):
     /// a sweep charges only what the thread did with no frame open.

@@ -1,7 +1,7 @@
 //! Memory readers: one per source, behind [`TreeReader`]. The sampler does not know
 //! which one answered; the report's `sampler` key does.
 //!
-//! Besides sampled RSS, the Linux reader reads the kernel's high-water marks (SPEC §8):
+//! Besides sampled RSS, the Linux reader reads the kernel's high-water marks (the book's `exact-peaks.md`):
 //! each process's `VmHWM`, reset at every reading, the peaks of reaped children, and
 //! the job's cgroup. The sampled peak can miss a spike between two samples; the marks
 //! cannot, and the true peak lies between the two.

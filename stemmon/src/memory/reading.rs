@@ -82,7 +82,7 @@ pub struct BoundPart {
     pub bytes: u64,
 }
 
-/// Cumulative CPU and storage counters of a process or a sum of them (SPEC §12).
+/// Cumulative CPU and storage counters of a process or a sum of them (the book's `cpu-io.md`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Usage {
     /// User CPU time, in microseconds.

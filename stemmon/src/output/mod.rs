@@ -1,6 +1,6 @@
 //! Every file stemmon writes (the report, the Prometheus textfile, the command's `-o`)
 //! goes through [`Output`], so that on a shared machine nothing planted at the name is
-//! followed or written into (SPEC §4, 0.3).
+//! followed or written into (the book's `security.md`, 0.3).
 //!
 //! - A regular file (or a new one) is replaced atomically. On Linux the bytes go to an
 //!   unnamed file in the target's directory (`O_TMPFILE`), which gets a name only once

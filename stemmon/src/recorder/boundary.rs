@@ -1,6 +1,6 @@
 //! Stage-boundary readings: the parent alone, read at a stage's entry and exit (or a
 //! reading under 1 ms old reused), with the descendants as last sampled. A fresh
-//! reading also closes an interval of the kernel's marks (SPEC §8), which counts
+//! reading also closes an interval of the kernel's marks (the book's `exact-peaks.md`), which counts
 //! toward every stage that overlapped it, on this thread now and on others at the
 //! next sample.
 

@@ -1,4 +1,4 @@
-//! CPU and I/O per stage and for the run (SPEC §12).
+//! CPU and I/O per stage and for the run (the book's `cpu-io.md`).
 //!
 //! The tree's counters (user and system time, storage bytes read and written, major
 //! faults) are one cumulative figure, [`Published`], raised at every fresh boundary

@@ -1,4 +1,4 @@
-//! Heap per stage (SPEC §11): what each stage allocated and freed, from the counters
+//! Heap per stage (the book's `heap.md`): what each stage allocated and freed, from the counters
 //! `stemmon::Alloc` keeps per thread ([`crate::heap::slots`]).
 //!
 //! - A frame (a sync call, or one poll of an async call) notes its thread's counters
@@ -8,7 +8,7 @@
 //!   `peak − net at entry`, and the saved peak is restored (the higher of the two), so
 //!   a call's peak is exact on its thread and includes its children's.
 //! - A thread's outermost frame also counts toward the stages its record nests under
-//!   on other threads (fork-join, SPEC §4): stages are inclusive.
+//!   on other threads (fork-join, the book's `guide/threads.md`): stages are inclusive.
 //! - What a thread does with no frame open (a rayon worker running a closure of
 //!   `fit`) is swept: at every fresh boundary reading (at most about once per
 //!   `BOUNDARY_REUSE_NANOS`), every sample and the end, each thread's counts since the

@@ -84,7 +84,7 @@ pub(crate) struct RunInfo {
     pub(crate) start_unix_seconds: f64,
 }
 
-/// The engine's own failures, kept as data for the report (SPEC §4): the publisher
+/// The engine's own failures, kept as data for the report (the book's `guide/threads.md`): the publisher
 /// warns about them once, and keeps its own (writes, exports).
 #[derive(Debug, Default)]
 pub(crate) struct Failures {
@@ -117,7 +117,7 @@ pub(crate) struct State {
     pub(crate) spans: Spans,
     /// The monitor's own failures.
     pub(crate) failures: Failures,
-    /// The tree's CPU and I/O counters (SPEC §12).
+    /// The tree's CPU and I/O counters (the book's `cpu-io.md`).
     cpu: cpu::TreeCpu,
     /// The tree's processes seen during the run.
     processes: processes::Processes,
@@ -125,7 +125,7 @@ pub(crate) struct State {
     pub(crate) ended: Option<Ended>,
     /// The `Display` text of `main`'s `Err`, where it has one.
     pub(crate) run_message: Option<String>,
-    /// The heap sweeps' memory of every thread (SPEC §11).
+    /// The heap sweeps' memory of every thread (the book's `heap.md`).
     heap: heap::HeapSweep,
     /// The start, in seconds since boot (the clock of the processes' start times),
     /// where the platform has it.

@@ -1,4 +1,4 @@
-//! The report's `processes` (SPEC §12): the tree's processes seen during the run, in
+//! The report's `processes` (the book's `cpu-io.md`): the tree's processes seen during the run, in
 //! bounded memory whatever the churn. At most [`MAX_CANDIDATES`] are kept; past that,
 //! the one with the lowest peak goes (an exited one first, at equal peaks), and the
 //! report lists the [`MAX_LISTED`] with the highest peaks.

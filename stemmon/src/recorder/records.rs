@@ -16,7 +16,7 @@ pub(crate) struct Stats {
     pub(crate) partial_rss_samples: u64,
     pub(crate) peak_process_count: u32,
     pub(crate) peaks: Peaks,
-    /// The kernel's marks (SPEC §8).
+    /// The kernel's marks (the book's `exact-peaks.md`).
     pub(crate) high_water: HighWater,
     /// The largest `parent mark + reaped peak` of the intervals this record overlapped
     /// since the last full sample; that sample adds the descendants' marks.
@@ -99,7 +99,7 @@ impl Stats {
         raised
     }
 
-    /// Keeps `bound >= sampled` for the tree and the parent (SPEC §8): a mark read low
+    /// Keeps `bound >= sampled` for the tree and the parent (the book's `exact-peaks.md`): a mark read low
     /// (a zombie's, one reset between a boundary and a sample, one that could not be
     /// read) bounds nothing, and where the sampled figure is higher it is the better
     /// bound. Only where both are present: a missing mark stays missing.
@@ -320,9 +320,9 @@ pub(crate) struct Record {
     /// Whether the first completion was logged.
     pub(crate) logged: bool,
     pub(crate) stats: Stats,
-    /// What the stage allocated and freed (SPEC §11).
+    /// What the stage allocated and freed (the book's `heap.md`).
     pub(crate) heap: super::tally::HeapStats,
-    /// CPU and I/O of its completed calls (SPEC §12).
+    /// CPU and I/O of its completed calls (the book's `cpu-io.md`).
     pub(crate) cpu: super::tally::CallCpu,
     /// The measurement sources' figures, one slot per key (empty before its first sample).
     pub(crate) extra: Vec<Option<u64>>,

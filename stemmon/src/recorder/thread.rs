@@ -20,7 +20,7 @@ pub(crate) struct Frame {
     pub(crate) folded: u32,
     /// The `type_name` of the `Err` this call returned, set just before it closes.
     pub(crate) error: Option<&'static str>,
-    /// The thread's heap counters at entry (SPEC §11).
+    /// The thread's heap counters at entry (the book's `heap.md`).
     pub(crate) heap: HeapMark,
     /// The address and length of the record's name as this thread knows it (0, 0 if
     /// unknown): the recursion check rejects most frames on these two words alone.
@@ -62,7 +62,7 @@ pub(crate) struct Delta {
     pub(crate) max_ticks: u64,
     /// A reused boundary reading fell in this stage since the last merge.
     pub(crate) saw_boundary: bool,
-    /// Heap counts (SPEC §11).
+    /// Heap counts (the book's `heap.md`).
     pub(crate) heap: HeapDelta,
     /// The CPU and I/O of the calls completed since the last merge.
     pub(crate) cpu: CallCpu,

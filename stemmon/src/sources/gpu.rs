@@ -1,4 +1,4 @@
-//! GPU memory of the process tree, through NVML (SPEC §15).
+//! GPU memory of the process tree, through NVML (the book's `gpu.md`).
 //!
 //! [`GpuSource::open`] loads the NVIDIA driver's management library at run time and
 //! never fails: without a driver the source is inert and [`GpuSource::missing`] says

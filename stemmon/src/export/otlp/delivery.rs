@@ -263,7 +263,7 @@ impl Drop for Delivery {
 /// The thread: takes the latest job, sends it, keeps the outcome; ends after the final
 /// job or once the monitor is gone.
 fn run(shared: &Shared, client: &Client) {
-    // What this thread allocates is the monitor's, no stage's (SPEC §11).
+    // What this thread allocates is the monitor's, no stage's (the book's `heap.md`).
     crate::heap::slots::mark_own_thread();
     loop {
         let job = {

@@ -1,5 +1,5 @@
 //! What the processes that left the tree in one interval held, for the high-water bound
-//! (SPEC §18): each process counted once.
+//! (the book's `exact-peaks.md`): each process counted once.
 //!
 //! The kernel gives an exited process's peak only merged with others': a zombie's
 //! `waitid` rusage is the larger of its own peak and those of the children it waited

@@ -1,14 +1,14 @@
 //! The files of one process that the tree walk keeps open between samples, against a
 //! descriptor budget, and what is read through them besides `children`: `status`
 //! (RSS and the mark, reset through `clear_refs`), `stat` and `io` (CPU, faults and
-//! storage I/O, SPEC §12), and `cmdline` once.
+//! storage I/O, the book's `cpu-io.md`), and `cmdline` once.
 
 use super::procfs::{parse_status, status_name_bytes, Buf, ProcPath, StatUsage, Status};
 use std::fs::File;
 use std::io::{self, Write};
 use std::sync::Arc;
 
-/// A process's command in the report is at most this many characters (SPEC §12).
+/// A process's command in the report is at most this many characters (the book's `cpu-io.md`).
 pub(crate) const MAX_COMMAND_CHARS: usize = 200;
 
 /// How many `/proc` files a reader keeps open between samples: a quarter of the soft

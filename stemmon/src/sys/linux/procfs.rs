@@ -185,7 +185,7 @@ pub(crate) fn parse_stat_ppid(text: &[u8]) -> Option<u32> {
     parse_u64(fields.next()?).and_then(|p| u32::try_from(p).ok())
 }
 
-/// The CPU and fault counters of one `/proc/PID/stat` line (SPEC §12), its own and
+/// The CPU and fault counters of one `/proc/PID/stat` line (the book's `cpu-io.md`), its own and
 /// those of the children it reaped (`cutime`, `cstime`, `cmajflt`), which `RUSAGE_CHILDREN`
 /// would give it: a descendant reaped by a live one moves from its own line into its
 /// parent's, so the sum over the live tree never counts it twice. The process's own

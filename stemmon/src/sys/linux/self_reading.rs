@@ -14,7 +14,7 @@ use std::sync::Arc;
 /// The cheap reading of the monitored process alone, taken at stage boundaries: one
 /// `pread` of `statm`, one write to `clear_refs`, two `getrusage` and one `waitid`.
 /// The same `getrusage` calls give the CPU and I/O of the process (every thread) and of
-/// the children it reaped (SPEC §12).
+/// the children it reaped (the book's `cpu-io.md`).
 pub(crate) struct ProcSelfReader {
     ledger: Arc<Ledger>,
     marks: bool,

@@ -1,7 +1,7 @@
 //! The walk of a process tree through `/proc/PID/task/TID/children`, with the files of
 //! every live process kept open between samples (up to a descriptor budget), so that a
 //! sample is, per process, one `pread` of `status`, one write to `clear_refs`, one
-//! `pread` each of `stat` and `io` (CPU, faults and storage I/O, SPEC §12) and one
+//! `pread` each of `stat` and `io` (CPU, faults and storage I/O, the book's `cpu-io.md`) and one
 //! `pread` of each thread's `children`: the floor of the work. A process's `cmdline`
 //! is read once, when it is first seen.
 //!
