@@ -102,12 +102,19 @@ pub(crate) struct SelfReading {
     /// The peak RSS since the previous reading of either kind (`VmHWM`, then reset);
     /// `None` with marks off or unavailable.
     pub(crate) hwm: Option<u64>,
+    /// The place of this reading's mark among every reading of it, full samples
+    /// included (see [`TreeReading::parent_mark_epoch`]); 0 where not counted.
+    pub(crate) epoch: u64,
     /// The peak of a child reaped since the previous reading, where the kernel's
     /// maximum grew: exact.
     pub(crate) reaped: Option<u64>,
     /// The most any child reaped since held, where the kernel says (see
     /// `linux::reaped::Reaped`): for the bound.
     pub(crate) reaped_at_most: Option<u64>,
+    /// Every exit of the tree comes with its record: the next sample counts each
+    /// exited process that no sample read at its own peak, so this reading's bound
+    /// leaves their reaping out (its `reaped` stays the largest exited child's figure).
+    pub(crate) exits_recorded: bool,
     /// A child of this process was reaped or has exited since the previous reading:
     /// some last-sampled descendants may be gone.
     pub(crate) children_changed: bool,

@@ -27,6 +27,10 @@ pub struct TreeReading {
     pub rss_complete: bool,
     /// The root's peak RSS since the previous reading (`VmHWM`, then reset).
     pub parent_hwm: Option<u64>,
+    /// Where the root is this process: the place of this reading's mark among every
+    /// reading of it, boundary readings included (they count up from 1). A stage whose
+    /// boundary reading came later overlaps none of this reading's interval.
+    pub parent_mark_epoch: Option<u64>,
     /// The sum of the live descendants' own peaks since the previous full sample.
     pub children_hwm: Option<u64>,
     /// An upper bound of the tree's peak since the previous reading: `parent_hwm` +

@@ -42,6 +42,8 @@ pub(super) struct ParentReading {
     pub(super) at: u64,
     /// Its RSS then.
     pub(super) rss: u64,
+    /// Its mark's place among the readings of it (0: not known).
+    pub(super) epoch: u64,
 }
 
 /// An interval a fresh boundary reading closed, and when.
@@ -63,8 +65,11 @@ pub(super) struct Boundary {
     last_tree: TreeReading,
     /// Which of `last_tree.descendants` were found exited since the last sample.
     gone: Vec<bool>,
-    /// Records that saw only a reused reading: the next interval is theirs.
-    awaiting: Vec<u32>,
+    /// Records that saw only a reused reading, each with that reading's mark epoch: the
+    /// next interval that a later reading of the mark closes is theirs.
+    awaiting: Vec<(u32, u64)>,
+    /// The records a fresh reading closes (kept to reuse its capacity).
+    closing: Vec<u32>,
     /// Records whose bound waits for the next sample's descendant marks.
     pending: Vec<u32>,
     /// The intervals closed since the last sample, oldest first: the sample gives them
@@ -82,6 +87,7 @@ impl Boundary {
             last_tree: TreeReading::default(),
             gone: Vec::new(),
             awaiting: Vec::new(),
+            closing: Vec::new(),
             pending: Vec::new(),
             intervals: Vec::new(),
         }
@@ -99,11 +105,12 @@ impl Boundary {
         })
     }
 
-    /// Notes that record `id` saw only a reused reading, whose interval ended before
-    /// its call: the next interval to close is the one it overlaps.
-    pub(super) fn await_interval(&mut self, id: u32, stats: &mut Stats) {
+    /// Notes that record `id` saw only a reused reading (of mark epoch `epoch`), whose
+    /// interval ended before its call: the next interval to close is the one it
+    /// overlaps.
+    pub(super) fn await_interval(&mut self, id: u32, stats: &mut Stats, epoch: u64) {
         if !std::mem::replace(&mut stats.awaiting_interval, true) {
-            self.awaiting.push(id);
+            self.awaiting.push((id, epoch));
         }
     }
 
@@ -114,7 +121,10 @@ impl Boundary {
     /// to count), so that no later boundary counts it alive.
     pub(super) fn sampled(&mut self, reading: TreeReading, started: u64, at: u64) {
         let raced = self.latest.is_some_and(|latest| latest.at > started);
-        self.latest = reading.parent_rss.map(|rss| ParentReading { at, rss });
+        let epoch = reading.parent_mark_epoch.unwrap_or(0);
+        self.latest = reading
+            .parent_rss
+            .map(|rss| ParentReading { at, rss, epoch });
         self.children = reading.children_rss;
         self.gone.clear();
         self.last_tree = reading;
@@ -125,10 +135,20 @@ impl Boundary {
         }
     }
 
-    /// The records waiting for a sample, those that saw only a reused reading first:
-    /// the sample closes their interval.
-    pub(super) fn take_awaiting(&mut self) -> std::vec::Drain<'_, u32> {
-        self.awaiting.drain(..)
+    /// The mark epoch of the newest reading (0 before the first).
+    pub(super) fn latest_epoch(&self) -> u64 {
+        self.latest.map_or(0, |latest| latest.epoch)
+    }
+
+    /// The records waiting for a sample whose mark reading had `epoch`, those that saw
+    /// only a reused reading first: the sample closes their interval. One whose reused
+    /// reading came after the sample's stays: its call came after the interval the
+    /// sample closes (a 4 µs stage would take the peak of the stage that closed just
+    /// before it, while the sample ran). Without an epoch, every one.
+    pub(super) fn take_awaiting(&mut self, epoch: Option<u64>) -> impl Iterator<Item = u32> + '_ {
+        self.awaiting
+            .extract_if(.., move |(_, reused)| epoch.is_none_or(|e| *reused < e))
+            .map(|(id, _)| id)
     }
 
     /// The records whose bound waits for the sample's descendant marks.
@@ -179,12 +199,14 @@ impl Recorder {
                     boundary.latest = Some(ParentReading {
                         at: now,
                         rss: reading.rss,
+                        epoch: reading.epoch,
                     });
                     self.boundary_at.0.store(now, Ordering::Relaxed);
                     // A boundary never counts a descendant that has exited: when a child
                     // was reaped or became a zombie, each last-sampled one is checked.
                     let descendants = &boundary.last_tree.descendants;
                     let changed = reading.children_changed && !descendants.is_empty();
+                    let mut departed = false;
                     if changed {
                         let live = boundary
                             .reader
@@ -192,10 +214,18 @@ impl Recorder {
                         boundary.children = Some(live.rss);
                         // An exited child's peak counts in this interval (a sample may
                         // have reset its mark before it exited).
+                        departed = live.exited_peak.is_some();
                         if reading.hwm.is_some() {
                             reading.reaped = reading.reaped.max(live.exited_peak);
                             reading.reaped_at_most = reading.reaped_at_most.max(live.exited_peak);
                         }
+                    }
+                    // With exit records, a child no sample read is the next sample's to
+                    // count, at its own peak: the kernel's reaped figure stays in this
+                    // interval's bound only where a sampled descendant was found gone
+                    // (which the sample then skips), else the child counts twice.
+                    if reading.exits_recorded && !departed {
+                        reading.reaped_at_most = None;
                     }
                     let tree = &boundary.last_tree.descendants;
                     let usage = state.cpu.boundary(&reading, changed, tree, &boundary.gone);
@@ -212,7 +242,8 @@ impl Recorder {
         stats.apply_boundary(&reading);
         let Some(fresh) = fresh else {
             // A reused reading's interval ended before this call.
-            boundary.await_interval(record, stats);
+            let epoch = boundary.latest_epoch();
+            boundary.await_interval(record, stats, epoch);
             return;
         };
         let elapsed = self.elapsed(now);
@@ -227,6 +258,7 @@ impl Recorder {
             children_rss: boundary.children.unwrap_or(0),
             end_seconds: elapsed,
             last_pid,
+            epoch: fresh.epoch,
         };
         // The plot's series gets the fresh reading too (at most one a millisecond),
         // folded into the newest point: its bound line reaches the report's bound.
@@ -238,8 +270,7 @@ impl Recorder {
             built.parent_rss_bytes = reading.parent_rss;
             built.children_rss_bytes = reading.children_rss;
             built.tree_rss_bound_bytes = interval.parent_hwm.map(|hwm| {
-                (hwm + interval.reaped_at_most.max(interval.reaped).unwrap_or(0)
-                    + interval.children_rss)
+                (hwm + interval.reaped_at_most.unwrap_or(0) + interval.children_rss)
                     .max(reading.tree_rss.unwrap_or(0))
             });
             built.samples = 0;
@@ -250,7 +281,9 @@ impl Recorder {
         if interval.parent_hwm.is_some() {
             boundary.intervals.push(Closed { end: now, interval });
         }
-        let mut closed = std::mem::take(&mut boundary.awaiting);
+        let mut closed = std::mem::take(&mut boundary.closing);
+        closed.clear();
+        closed.extend(boundary.awaiting.drain(..).map(|(id, _)| id));
         if !entering {
             closed.push(record);
         }
@@ -264,8 +297,7 @@ impl Recorder {
         for &id in &closed {
             state.apply_interval(id, &interval);
         }
-        closed.clear();
-        state.boundary.awaiting = closed;
+        state.boundary.closing = closed;
         state.total.stats.apply_interval(&interval);
         for frame in &thread.stack {
             if frame.record != record {

@@ -36,7 +36,12 @@ impl SelfReader for FakeSelf {
     fn read(&mut self) -> Option<SelfReading> {
         let mut script = self.0.lock().unwrap();
         script.reads += 1;
-        Some(script.reading)
+        // Room for a sample's reading between two of these (see `Rig::sample`).
+        let epoch = 2 * u64::from(script.reads);
+        Some(SelfReading {
+            epoch,
+            ..script.reading
+        })
     }
 
     fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren {

@@ -467,6 +467,7 @@ impl Recorder {
     /// Moves `thread`'s counters into the shared records.
     pub(crate) fn merge(&self, state: &mut State, thread: &mut ThreadState) {
         let reading = state.boundary.tree();
+        let reused = state.boundary.latest_epoch();
         let State {
             records, boundary, ..
         } = state;
@@ -489,7 +490,8 @@ impl Recorder {
             if let (true, Some(reading)) = (delta.saw_boundary, &reading) {
                 record.stats.apply_boundary(reading);
                 // That reading's interval ended before the call: the next one counts.
-                boundary.await_interval(id, &mut record.stats);
+                // The calls came after the reading they reused, the newest at most.
+                boundary.await_interval(id, &mut record.stats, reused);
             }
         });
     }

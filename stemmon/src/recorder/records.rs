@@ -37,6 +37,9 @@ pub(crate) struct Stats {
     /// The record saw only a reused boundary reading, whose interval ended before it:
     /// the next interval to close is the one it overlaps.
     pub(crate) awaiting_interval: bool,
+    /// The mark epoch of the last boundary interval counted: a sample whose reading
+    /// of the mark came before it closed an interval this record overlapped too.
+    pub(crate) interval_epoch: u64,
 }
 
 /// What a fresh stage-boundary reading says about the interval it closes.
@@ -55,6 +58,8 @@ pub(crate) struct BoundaryInterval {
     /// The last pid given out when it closed, where read (a long call's exit): of the
     /// processes that started in the same clock tick, those with higher pids came after.
     pub(crate) last_pid: Option<u32>,
+    /// The place of its reading of the mark among every reading of it (0: unknown).
+    pub(crate) epoch: u64,
 }
 
 /// Raises `peak` to `value`; whether it rose.
@@ -233,7 +238,10 @@ impl Stats {
         let h = &mut self.high_water;
         raise(&mut h.peak_parent_hwm_bytes, Some(hwm));
         raise(&mut h.peak_reaped_child_rss_bytes, interval.reaped);
-        let local = hwm + interval.reaped_at_most.max(interval.reaped).unwrap_or(0);
+        self.interval_epoch = self.interval_epoch.max(interval.epoch);
+        // `reaped_at_most` is never below `reaped`, but where exit records count the
+        // reaped children in the sample instead (see `SelfReading::exits_recorded`).
+        let local = hwm + interval.reaped_at_most.unwrap_or(0);
         raise(
             &mut h.peak_tree_rss_bound_bytes,
             Some(local + interval.children_rss),

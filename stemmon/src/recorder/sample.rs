@@ -273,7 +273,7 @@ impl State {
             open_before
                 .iter()
                 .map(|frame| frame.record)
-                .chain(self.boundary.take_awaiting())
+                .chain(self.boundary.take_awaiting(reading.parent_mark_epoch))
                 .filter(|record| seen.binary_search(record).is_err()),
         );
         closed.sort_unstable();
@@ -282,7 +282,12 @@ impl State {
             let stats = &mut self.records.get_mut(record).stats;
             // Its exit reading closed its last interval: the rest of this one (the
             // parent's mark since, the descendants started since) is a later stage's.
-            if stats.pending_local.is_some() && !stats.awaiting_interval {
+            // Unless the sample read the mark before that exit reading did: then the
+            // interval it closes ran while the record was open.
+            let read_first = reading
+                .parent_mark_epoch
+                .is_some_and(|epoch| epoch < stats.interval_epoch);
+            if stats.pending_local.is_some() && !stats.awaiting_interval && !read_first {
                 stats.close_interval(&reading, self.boot_origin);
             } else {
                 stats.apply_sample_interval(&reading, self.boot_origin);
@@ -294,9 +299,10 @@ impl State {
                 stats.close_interval(&reading, self.boot_origin);
             }
         }
+        let epoch = reading.parent_mark_epoch.unwrap_or(0);
         for &id in late.iter() {
             if let Some(record) = self.records.list.get_mut(id as usize) {
-                self.boundary.await_interval(id, &mut record.stats);
+                self.boundary.await_interval(id, &mut record.stats, epoch);
             }
         }
         let sample = {
@@ -380,6 +386,72 @@ mod tests {
         assert_eq!(report.samples, 2);
         assert_eq!(report.max_sample_gap_seconds, 5e-3);
         assert_eq!(report.timeline.len(), 2);
+    }
+
+    /// A stage that begins and ends while a sample reads the tree, reusing the reading
+    /// that closed the stage before it, never takes the sample's interval: the sample
+    /// read the marks before that reading, while the earlier stage held its peak. (The
+    /// quickstart's 4 µs `predict` took `fit`'s 200 MiB exact peak in one run of six.)
+    #[test]
+    fn a_stage_inside_a_sample_keeps_out_of_the_marks_read_before_it() {
+        struct During<'a> {
+            rig: &'a Rig,
+            main: &'a super::super::ThreadSlot,
+            fit: Option<super::super::Entered>,
+        }
+        impl TreeReader for During<'_> {
+            fn name(&self) -> &'static str {
+                "during"
+            }
+            fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
+                // The walk read the parent's mark first (fit's 200 MiB) and reset it ...
+                let (rig, main) = (self.rig, self.main);
+                rig.advance_micros(100);
+                // ... then fit ended: its exit reading closes a small interval ...
+                rig.set_self(3 << 20, Some(3 << 20));
+                rig.recorder.exit(main, self.fit.take().unwrap());
+                // ... and predict ran 4 µs on that reading, reused.
+                rig.advance_micros(1);
+                let predict = rig.recorder.enter(main, "predict".into());
+                rig.advance_micros(4);
+                rig.recorder.exit(main, predict);
+                rig.advance_micros(100);
+                let mut reading = tree(200);
+                // Read between fit's entry reading (2) and its exit reading (4).
+                reading.parent_mark_epoch = Some(3);
+                reading.parent_hwm = Some(200 << 20);
+                reading.tree_rss_bound = Some(200 << 20);
+                Ok(reading)
+            }
+        }
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(2 << 20, Some(2 << 20));
+        let fit = rig.recorder.enter(&main, "fit".into());
+        rig.advance_micros(5_000);
+        let mut during = During {
+            rig: &rig,
+            main: &main,
+            fit: Some(fit),
+        };
+        rig.recorder.take_sample(&mut during, &mut []).unwrap();
+        assert_eq!(rig.self_reads(), 2, "fit's entry and exit; predict reused");
+        // The next reading closes predict's interval.
+        rig.advance_micros(5_000);
+        rig.set_self(3 << 20, Some(4 << 20));
+        let mut last = tree(3);
+        last.parent_mark_epoch = Some(5);
+        last.parent_hwm = Some(4 << 20);
+        last.tree_rss_bound = Some(4 << 20);
+        rig.sample(last);
+        let report = rig.recorder.snapshot();
+        let exact = |path: &str| report.stage(path).unwrap().high_water.peak_parent_hwm_bytes;
+        assert_eq!(exact("fit"), Some(200 << 20));
+        assert_eq!(
+            exact("predict"),
+            Some(4 << 20),
+            "the interval after the sample's"
+        );
     }
 
     #[test]

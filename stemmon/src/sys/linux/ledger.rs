@@ -93,9 +93,48 @@ pub(crate) struct Shared {
     /// the last sample, which does not count them again. At most
     /// [`MAX_COUNTED_EXITED`].
     counted_exited: Vec<u32>,
+    /// How many readings of this process's mark were taken, of either kind.
+    mark_readings: u64,
+    /// The place of the last full sample's reading of it among them.
+    sampled_epoch: u64,
+    /// Every exit of the tree comes with its record: the next sample counts each
+    /// exited process no sample read at its own peak, so no boundary reading does.
+    exits_recorded: bool,
 }
 
 impl Shared {
+    /// Counts a reading of this process's mark by a boundary reader: its place.
+    pub(crate) fn mark_read(&mut self) -> u64 {
+        self.mark_readings += 1;
+        self.mark_readings
+    }
+
+    /// A full sample's reading of this process's status (its mark reset where
+    /// `reset`), counted among the readings of its mark.
+    pub(crate) fn sample_own(&mut self, reset: bool) -> io::Result<super::procfs::Status> {
+        let status = self.own()?.read_status(reset)?;
+        self.sampled_epoch = self.mark_read();
+        Ok(status)
+    }
+
+    /// Notes whether every exit of the tree comes with its record (see
+    /// [`Shared::exits_recorded`]).
+    pub(crate) fn set_exits_recorded(&mut self, recorded: bool) {
+        self.exits_recorded = recorded;
+    }
+
+    /// Whether every exit of the tree comes with its record: the sample counts each
+    /// process no sample read from it, at its own peak and with its start and end; a
+    /// boundary reading that counted its reaping too would count it twice.
+    pub(crate) fn exits_recorded(&self) -> bool {
+        self.exits_recorded
+    }
+
+    /// The place of the last full sample's reading of this process's mark.
+    pub(crate) fn sampled_epoch(&self) -> u64 {
+        self.sampled_epoch
+    }
+
     /// This process's own files, opened on first use.
     pub(crate) fn own(&mut self) -> io::Result<&mut SelfFiles> {
         if self.own.is_none() {
@@ -180,6 +219,9 @@ impl Ledger {
                 child_usage: start,
                 baseline: start,
                 counted_exited: Vec::new(),
+                mark_readings: 0,
+                sampled_epoch: 0,
+                exits_recorded: false,
             }),
             tree: Mutex::new(TreeLedger::default()),
             own_cpu_start: super::reaped::usage_of(&super::reaped::rusage(libc::RUSAGE_SELF))
@@ -196,6 +238,15 @@ impl Ledger {
     pub(crate) fn shared(&self) -> MutexGuard<'_, Shared> {
         // Every update under this lock is complete before any call that could panic.
         self.shared.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Registers for the tree's exit records (once): whether they come. Where they do
+    /// and `marks` are read, no boundary reading counts an unsampled child's exit (see
+    /// [`Shared::exits_recorded`]).
+    pub(crate) fn start_exit_records(&self, marks: bool) -> bool {
+        let recorded = self.tree().feed.start();
+        self.shared().set_exits_recorded(recorded && marks);
+        recorded
     }
 
     /// The part the tree readers share: held through one sample.

@@ -183,7 +183,7 @@ impl TreeReader for ProcReader {
         }
         // Without them a descendant reaped by another counts with its last reading: the
         // report says so where one did.
-        let exit_records = self.ledger.tree().feed.start();
+        let exit_records = self.ledger.start_exit_records(self.marks);
         {
             let mut built = HighWaterMarks::default();
             built.enabled = true;
@@ -321,6 +321,7 @@ impl TreeReader for ProcReader {
                 let mut root = process;
                 if own {
                     reading.parent_hwm = status.hwm.filter(|_| self.marks);
+                    reading.parent_mark_epoch = Some(ledger.shared().sampled_epoch());
                     root.usage = usage_of(&own_rusage);
                     // Since the start: what it did before is not this run's.
                     root.own_cpu_micros = Some(

@@ -83,6 +83,8 @@ impl SelfReader for ProcSelfReader {
         let reaped_any = std::mem::replace(&mut self.last_usage, usage) != usage;
         let children_changed = reaped_any || any_zombie_child();
         let reaped = reaped.filter(|_| self.marks);
+        // With exit records, the sample counts each unsampled child at its own peak.
+        let exits_recorded = shared.exits_recorded();
         // One `getrusage(RUSAGE_SELF)` for the mark and the CPU both.
         let own = (self.cpu || self.marks).then(|| rusage(libc::RUSAGE_SELF));
         let status = shared
@@ -95,13 +97,16 @@ impl SelfReader for ProcSelfReader {
                 own.as_ref().map_or(0, maxrss_of),
             )
             .ok()?;
+        let epoch = shared.mark_read();
         let reaped_usage = usage.usage();
         let self_usage = own.as_ref().map_or(crate::memory::Usage::ZERO, usage_of);
         Some(SelfReading {
             rss: status.rss?,
             hwm: status.hwm.filter(|_| self.marks),
+            epoch,
             reaped: reaped.and_then(|r| r.peak),
             reaped_at_most: reaped.and_then(|r| r.bound()),
+            exits_recorded,
             children_changed,
             usage: self.cpu.then(|| {
                 if self.count_self {

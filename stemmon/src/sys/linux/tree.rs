@@ -331,7 +331,7 @@ impl ProcTable {
         let proc = procs.entry(pid).or_default();
         proc.stamp = *sample;
         if pid == *own_pid {
-            return ledger.shared().own()?.read_status(reset);
+            return ledger.shared().sample_own(reset);
         }
         if let Some(file) = &proc.status {
             match read_status(file, status_buf, proc.clear_refs.as_ref(), reset) {
