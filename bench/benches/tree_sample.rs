@@ -7,12 +7,14 @@
 //! Budgets (the book's `cost.md`): 10 descendants, at most 1/4 of sysinfo and 1/8 of psutil;
 //! 100 descendants, at most 1/2 and 1/4. Beside them, the floor of the same sample
 //! ([`Floor`]: the `pread`s and writes alone, through descriptors kept open, `stat`
-//! and `io` included); stemmon's budget is 1.3× the floor at both sizes.
+//! and `io` included); stemmon's budget is 1.3× the floor at both sizes. And the whole
+//! sample as a running monitor counts it (`sampling_seconds / sampling_attempts`: the
+//! reading, the sources and the fold into the open stages), beside the same floor.
 
 use criterion::Criterion;
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use stemmon_bench::{Floor, Tree};
 use sysinfo::{Pid, ProcessRefreshKind, ProcessesToUpdate, System};
 
@@ -61,6 +63,64 @@ fn interleaved(seconds: f64, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, 
         times[times.len() / 2]
     };
     (median(&mut times_a), median(&mut times_b))
+}
+
+/// The whole sample as a running monitor of the tree at `root` counts it, beside the
+/// floor, in `rounds` rounds. Each round times the floor for `round`, then runs a monitor
+/// sampling every 10 ms for `round` (so that each sample reads every process's `stat`
+/// and `io`, as the floor does), then the floor again; the floor is timed at the same
+/// cadence (a sample 10 ms after the last finds colder caches than one in a tight loop)
+/// and, like `sampling_seconds / sampling_attempts`, as a mean. A round's ratio is the
+/// monitor's mean over the mean of the two floors around it, so that a load that shifts
+/// between rounds moves both; returns the median ratio's monitor and floor figures
+/// (ns), the median ratio, and the samples counted.
+fn whole_sample(
+    root: u32,
+    floor: &mut Floor,
+    rounds: usize,
+    round: Duration,
+) -> (f64, f64, f64, u64) {
+    let output = stemmon_bench::out_dir().join("whole_sample_report.json");
+    let mut floor_mean = || {
+        let (mut total, mut count) = (0.0, 0u32);
+        let started = Instant::now();
+        while started.elapsed() < round {
+            std::thread::sleep(Duration::from_millis(10));
+            let at = Instant::now();
+            black_box(floor.sample().expect("the floor reads"));
+            total += at.elapsed().as_nanos() as f64;
+            count += 1;
+        }
+        total / f64::from(count.max(1))
+    };
+    let (mut figures, mut samples) = (Vec::new(), 0);
+    for _ in 0..rounds {
+        let before = floor_mean();
+        let monitor = stemmon::Monitor::builder()
+            .root_process(root)
+            .sample_interval(Duration::from_millis(10))
+            .log_interval(None)
+            .output(&output)
+            .start()
+            .expect("the monitor starts");
+        {
+            let _stage = monitor.stage("work").expect("a stage opens");
+            std::thread::sleep(round);
+        }
+        let report = monitor.finish();
+        assert!(
+            report.sampling_error.is_none(),
+            "{:?}",
+            report.sampling_error
+        );
+        samples += report.sampling_attempts;
+        let ours = report.sampling_seconds * 1e9 / report.sampling_attempts.max(1) as f64;
+        let theirs = (before + floor_mean()) / 2.0;
+        figures.push((ours / theirs, ours, theirs));
+    }
+    figures.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ratio, ours, theirs) = figures[figures.len() / 2];
+    (ours, theirs, ratio, samples)
 }
 
 fn main() {
@@ -130,6 +190,11 @@ fn main() {
             "tree_{size}: stemmon {stemmon_ns:.0} ns, floor {floor_ns:.0} ns interleaved: {:.2}x",
             stemmon_ns / floor_ns
         );
+        let (whole_ns, whole_floor_ns, whole_ratio, whole_samples) =
+            whole_sample(root, &mut floor, 15, Duration::from_millis(400));
+        eprintln!(
+            "tree_{size}: whole sample of a running monitor {whole_ns:.0} ns ({whole_samples} samples), floor {whole_floor_ns:.0} ns: {whole_ratio:.2}x (median of rounds)",
+        );
 
         let psutil = match stemmon_bench::run_psutil(root, 4.0) {
             Ok(Some(figures)) => figures,
@@ -149,6 +214,7 @@ fn main() {
             "floor_processes": floor_processes,
             "floor_children_files": floor_tasks,
             "interleaved": {"stemmon_ns": stemmon_ns, "floor_ns": floor_ns},
+            "whole_sample": {"monitor_ns": whole_ns, "floor_ns": whole_floor_ns, "ratio": whole_ratio, "samples": whole_samples},
             "psutil": psutil,
         });
         stemmon_bench::write_result(&format!("tree_{size}"), &result)

@@ -94,6 +94,36 @@ pub(super) fn tree_floor(rows: &mut Vec<Row>) {
     }
 }
 
+/// Bench 3, the whole sample: a running monitor's `sampling_seconds / sampling_attempts`
+/// (its reading, the sources and the fold into the open stages) beside the floor, in
+/// alternating rounds; at most 1.3× of it.
+pub(super) fn whole_sample(rows: &mut Vec<Row>) {
+    const BUDGET: f64 = 1.3;
+    for size in [10, 100] {
+        let group = format!("tree_{size}");
+        let figure = format!("whole sample of a running monitor vs floor, {size} descendants");
+        let budget = format!("≤ {BUDGET}× floor");
+        let data = result(&group);
+        let figure_of = |key: &str| {
+            data.as_ref()?
+                .pointer(&format!("/whole_sample/{key}"))?
+                .as_f64()
+        };
+        let (Some(ours), Some(floor)) = (figure_of("monitor_ns"), figure_of("floor_ns")) else {
+            rows.push(missing(&figure, &budget));
+            continue;
+        };
+        rows.push(within(
+            figure,
+            ours,
+            "floor: kept-fd pread/write only, timed in the rounds between".to_owned(),
+            floor,
+            budget,
+            BUDGET,
+        ));
+    }
+}
+
 /// The GPU reading beside the same NVML calls made bare (the book's `gpu.md`), same library, same
 /// run, the two timed alternately; at most 2× of them.
 pub(super) fn gpu_sample(rows: &mut Vec<Row>) {

@@ -361,6 +361,8 @@ fn finish_run(
     error: Option<String>,
     exit_code: Option<i32>,
 ) -> Report {
+    // The last sample reads every figure, those read less often than sampled too.
+    reader.tree.refresh_all();
     publisher.sample(recorder, reader);
     let line = match &error {
         Some(error) => format!("failed ({error})"),

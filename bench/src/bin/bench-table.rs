@@ -333,6 +333,7 @@ fn main() {
     footprint(&mut rows, expanded);
     sample_rows::tree(&mut rows);
     sample_rows::tree_floor(&mut rows);
+    sample_rows::whole_sample(&mut rows);
     call_rows::boundary(&mut rows);
     sample_rows::sampler(&mut rows);
     call_rows::threads(&mut rows);

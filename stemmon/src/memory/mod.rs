@@ -34,6 +34,11 @@ pub trait TreeReader: Send {
     /// monitor's own (NVML's helper). Ignored where unsupported.
     fn exclude(&mut self, _pid: u32) {}
 
+    /// Reads every figure afresh at the next reading, those too that it reads less often
+    /// than it samples (the cgroup's slower figures, the root's descriptors): before a
+    /// run's last sample. Nothing where every figure is read at every sample.
+    fn refresh_all(&mut self) {}
+
     /// Turns the high-water marks on or off for the tree rooted at `root` (reset at
     /// every reading when `reset`, else each runs from its process's start), and says
     /// which of them this reader can read. Off, or missing here, by default.

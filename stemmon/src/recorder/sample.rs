@@ -138,29 +138,27 @@ impl Recorder {
         reader: &mut dyn TreeReader,
         sources: &mut [Box<dyn Source>],
     ) -> Result<(), String> {
+        // A sample's cost is all of it: the reading, the sources and the fold.
+        let begun = self.clock.raw();
         let mut scratch = std::mem::take(&mut self.lock().samples.scratch);
         // The stages open when the reading starts overlap its interval too.
         self.open_calls_into(&mut scratch.before);
         let started = self.clock.raw();
         let reading = reader.read_tree(self.pid);
         let done = self.clock.raw();
-        let took = seconds(self.clock.delta_as_nanos(started, done));
         // The sources (NVML) are read here, on the sampler thread, outside the lock.
         if let Ok(tree) = &reading {
             scratch.taken.take(sources, tree);
         }
         self.open_calls_into(&mut scratch.open);
         let mut state = self.lock();
-        let health = &mut state.samples.health;
-        health.attempts += 1;
-        health.seconds += took;
-        health.max_seconds = health.max_seconds.max(took);
         let reading = match reading {
             Ok(reading) => reading,
             Err(error) => {
                 let message = format!("could not read the process tree: {error}");
                 state.failures.sampling = Some(message.clone());
                 state.samples.scratch = scratch;
+                self.count_sample(&mut state, begun);
                 return Err(message);
             }
         };
@@ -176,6 +174,7 @@ impl Recorder {
         self.publish_cpu(state.cpu.now());
         state.samples.scratch = scratch;
         self.boundary_at.0.store(done, Ordering::Relaxed);
+        self.count_sample(&mut state, begun);
         drop(state);
         if kills > 0 {
             self.log_event(
@@ -184,6 +183,17 @@ impl Recorder {
             );
         }
         Ok(())
+    }
+}
+
+impl Recorder {
+    /// Counts a sample attempt that began at clock ticks `begun` and ends now.
+    fn count_sample(&self, state: &mut State, begun: u64) {
+        let took = seconds(self.clock.delta_as_nanos(begun, self.clock.raw()));
+        let health = &mut state.samples.health;
+        health.attempts += 1;
+        health.seconds += took;
+        health.max_seconds = health.max_seconds.max(took);
     }
 }
 

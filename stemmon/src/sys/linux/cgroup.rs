@@ -12,6 +12,23 @@ use crate::report::CgroupReport;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The cgroup's slower figures (its limit, OOM kills, anonymous memory and process
+/// count) are read again once this old: `memory.stat` and `cgroup.procs` cost more than
+/// a sample of ten processes' marks, and sampling faster than this finds them moved
+/// little. `memory.current` and `memory.peak` are read at every sample.
+pub(crate) const SLOW_EVERY: Duration = Duration::from_millis(100);
+
+/// The figures read once every [`SLOW_EVERY`].
+#[derive(Clone, Copy, Debug)]
+struct Slow {
+    at: Instant,
+    limit: Option<u64>,
+    oom_kills: Option<u64>,
+    anon: Option<u64>,
+    processes: Option<u32>,
+}
 
 /// A v1 limit at or above this is the kernel's "unlimited" (`9223372036854771712`, the
 /// largest page-aligned `i64`).
@@ -140,6 +157,7 @@ pub(crate) struct CgroupReader {
     stat: Option<File>,
     buf: Buf,
     page: usize,
+    slow: Option<Slow>,
 }
 
 impl CgroupReader {
@@ -181,6 +199,7 @@ impl CgroupReader {
             stat: open("memory.stat").ok(),
             buf: Buf::new(4096),
             page: usize::try_from(page_size()).unwrap_or(4096),
+            slow: None,
         })
     }
 
@@ -194,6 +213,44 @@ impl CgroupReader {
                 .and_then(|f| buf.read_whole(f).ok().and_then(parse))
         };
         let peak = value(&self.peak, &parse_u64);
+        let now = Instant::now();
+        let slow = match self.slow {
+            Some(slow) if now.duration_since(slow.at) < SLOW_EVERY => slow,
+            _ => self.read_slow(now),
+        };
+        let Slow {
+            limit,
+            oom_kills,
+            anon,
+            processes,
+            ..
+        } = slow;
+        Ok({
+            let mut built = CgroupReport::default();
+            built.path = self.path.clone();
+            built.version = self.version;
+            built.memory_current_bytes = current;
+            built.memory_peak_bytes = peak;
+            built.memory_anon_bytes = anon;
+            built.memory_limit_bytes = limit;
+            built.oom_kills = oom_kills;
+            built.processes = processes;
+            built
+        })
+    }
+
+    /// Reads every figure at the next reading (the last sample's).
+    pub(crate) fn refresh_all(&mut self) {
+        self.slow = None;
+    }
+
+    /// Reads the figures kept for [`SLOW_EVERY`], as of `now`.
+    fn read_slow(&mut self, now: Instant) -> Slow {
+        let buf = &mut self.buf;
+        let mut value = |file: &Option<File>, parse: &dyn Fn(&[u8]) -> Option<u64>| {
+            file.as_ref()
+                .and_then(|f| buf.read_whole(f).ok().and_then(parse))
+        };
         let limit = match self.version {
             2 => value(&self.limit, &parse_v2_limit),
             _ => value(&self.limit, &parse_v1_limit),
@@ -212,18 +269,15 @@ impl CgroupReader {
             parse_pid_list(text, |_| count += 1);
             Some(count)
         });
-        Ok({
-            let mut built = CgroupReport::default();
-            built.path = self.path.clone();
-            built.version = self.version;
-            built.memory_current_bytes = current;
-            built.memory_peak_bytes = peak;
-            built.memory_anon_bytes = anon;
-            built.memory_limit_bytes = limit;
-            built.oom_kills = oom_kills;
-            built.processes = processes;
-            built
-        })
+        let slow = Slow {
+            at: now,
+            limit,
+            oom_kills,
+            anon,
+            processes,
+        };
+        self.slow = Some(slow);
+        slow
     }
 }
 

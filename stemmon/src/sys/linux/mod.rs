@@ -18,6 +18,7 @@ pub(crate) mod platform;
 pub(crate) mod proc_files;
 pub(crate) mod procfs;
 pub(crate) mod reaped;
+mod root_state;
 pub(crate) mod self_files;
 pub(crate) mod self_reading;
 pub(crate) mod stat_scan;
@@ -66,6 +67,7 @@ pub(crate) struct ProcReader {
     reset: bool,
     /// The interval's exits (kept to reuse its lists).
     exits: exits::Exits,
+    root_state: root_state::RootState,
 }
 
 impl ProcReader {
@@ -96,6 +98,7 @@ impl ProcReader {
             ticks_per_second: clock_ticks().max(1) as f64,
             reset: true,
             exits: exits::Exits::default(),
+            root_state: Default::default(),
         }
     }
 
@@ -144,6 +147,13 @@ impl TreeReader for ProcReader {
 
     fn adopt_orphans(&mut self, adopt: bool) {
         self.adopted = adopt;
+    }
+
+    fn refresh_all(&mut self) {
+        self.root_state = Default::default();
+        if let Some(cgroup) = &mut self.cgroup {
+            cgroup.refresh_all();
+        }
     }
 
     fn exclude(&mut self, pid: u32) {
@@ -368,7 +378,7 @@ impl TreeReader for ProcReader {
                         }
                     }
                 }
-                root.state = status.rss.map(|_| root_state(pid, &status));
+                root.state = status.rss.map(|_| self.root_state.of(pid, &status));
                 reading.root_process = Some(root);
             } else {
                 children += rss;
@@ -474,26 +484,6 @@ impl TreeReader for ProcReader {
         );
         self.seen = seen;
         Ok(reading)
-    }
-}
-
-/// The root's virtual memory and threads (from the `status` just read) and its open
-/// descriptors (the entries of `/proc/PID/fd`).
-fn root_state(pid: u32, status: &procfs::Status) -> crate::memory::ProcessState {
-    let fds = std::fs::read_dir(ProcPath::of(pid, "fd").as_path())
-        .ok()
-        .map(|dir| dir.count() as u32);
-    // This process's own status is read in part (its marks): the rest, once a sample.
-    let whole = status.size.is_none().then(|| {
-        std::fs::read(ProcPath::of(pid, "status").as_path())
-            .map(|text| procfs::parse_status(&text))
-            .unwrap_or_default()
-    });
-    let status = whole.as_ref().unwrap_or(status);
-    crate::memory::ProcessState {
-        virtual_bytes: status.size,
-        threads: status.threads,
-        open_fds: fds,
     }
 }
 
