@@ -220,9 +220,10 @@ impl TreeReader for ProcReader {
         let (reaped, children_usage) = if self.marks && ours {
             ledger.shared().reaped_and_usage()
         } else {
-            (None, ChildUsage::now())
+            // Another process's tree (not adopted): this process's children are not its.
+            (None, ours.then(ChildUsage::now).unwrap_or_default())
         };
-        let own_rusage = rusage(libc::RUSAGE_SELF);
+        let own_rusage = own.then(|| usage_of(&rusage(libc::RUSAGE_SELF)));
         let reset = self.marks && self.reset;
         let complete = self
             .table
@@ -245,7 +246,7 @@ impl TreeReader for ProcReader {
             Usage::ZERO
         };
         if own {
-            own_usage = own_usage.plus(usage_of(&own_rusage));
+            own_usage = own_usage.plus(own_rusage.unwrap_or(Usage::ZERO));
         }
         reading.own_usage = Some(own_usage);
         let (mut tree, mut children) = (0u64, 0u64);
@@ -332,7 +333,7 @@ impl TreeReader for ProcReader {
                 if own {
                     reading.parent_hwm = status.hwm.filter(|_| self.marks);
                     reading.parent_mark_epoch = Some(ledger.shared().sampled_epoch());
-                    root.usage = usage_of(&own_rusage);
+                    root.usage = own_rusage.unwrap_or(Usage::ZERO);
                     // Since the start: what it did before is not this run's.
                     root.own_cpu_micros = Some(
                         root.usage
