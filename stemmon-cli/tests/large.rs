@@ -140,8 +140,8 @@ fn within_bound(dir: &Path, args: &[&OsStr], sizes: &[u64]) -> Option<i32> {
 }
 
 /// A large report's readers: `show`, `plot` and `export --format chrome` of one;
-/// `compare` of two copies of it (which pass); `merge` of two ranks' (the same stage
-/// paths), whose merged report reads back with every stage.
+/// `compare` of two copies of it (which pass); `merge` of it alone, and of two ranks'
+/// (the same stage paths), whose merged report reads back with every stage.
 #[test]
 fn every_reader_of_a_large_report_stays_within_twice_its_inputs() {
     if !common::has_python3("every_reader_of_a_large_report_stays_within_twice_its_inputs") {
@@ -201,6 +201,17 @@ fn every_reader_of_a_large_report_stays_within_twice_its_inputs() {
     assert!(events["traceEvents"].as_array().unwrap().len() >= SPANS);
     std::fs::remove_file(&trace).unwrap();
 
+    // One report alone, as a job of one rank: the merge is the report again.
+    let code = within_bound(
+        d,
+        &[os("merge"), a.as_os_str(), os("-o"), merged.as_os_str()],
+        &[size_a],
+    );
+    assert_eq!(code, Some(0));
+    let alone = stemmon_report::read_file(&merged).unwrap().report;
+    assert_eq!(alone.stages.len(), STAGES);
+    drop(alone);
+    std::fs::remove_file(&merged).unwrap();
     let code = within_bound(
         d,
         &[

@@ -2,16 +2,17 @@
 //! children, each stage's figures folded, in linear time (one map of paths).
 //!
 //! The inputs are folded in one at a time, each dropped once folded: what is held
-//! between them is, per stage path, its place in the tree and the spread of each of its
-//! figures so far (from which its folded figures come: a sum is the spread's sum, a
-//! peak its max), never the inputs' records.
+//! between them is, per stage path, its place in the tree and its figures so far (one
+//! input's values, 16 bytes a figure; from a second input on, the spread of each, 40
+//! bytes, from which its folded figures come: a sum is the spread's sum, a peak its
+//! max), never the inputs' records.
 
 use super::fold::{keep_bounds, recompute, within};
 use super::section::{Spread, StageSpreads};
 use std::collections::HashMap;
 use std::rc::Rc;
 use stemmon::report::StageReport;
-use stemmon_report::fields::{field, Fold, Unit, FIELDS};
+use stemmon_report::fields::{field, Field, Fold, Unit, FIELDS};
 
 /// The stage paths of the inputs folded so far.
 #[derive(Default)]
@@ -19,6 +20,14 @@ pub(super) struct Stages {
     /// Each path's index in `slots`.
     at: HashMap<Rc<str>, u32>,
     slots: Vec<Slot>,
+}
+
+/// A stage path's figures: one input's values, or their spreads over several.
+enum Figures {
+    /// The values of the one input that ran it: (index in [`FIELDS`], value).
+    One(Vec<(u8, f64)>),
+    /// Each figure's spread over the inputs that had it.
+    Many(Vec<Spread>),
 }
 
 /// A stage path across the inputs folded so far: where it sits, and its figures.
@@ -29,8 +38,8 @@ struct Slot {
     /// How many inputs ran it, and the first that did.
     reports: u32,
     first_report: usize,
-    /// Each figure's spread over the inputs that had it, in the order of [`FIELDS`].
-    figures: Vec<Spread>,
+    /// Its figures, in the order of [`FIELDS`].
+    figures: Figures,
     /// The wall seconds of the inputs' stages that had CPU figures.
     cpu_wall: f64,
     threads: u32,
@@ -84,13 +93,20 @@ impl Stages {
     /// The merged stages and their spreads.
     pub(super) fn finish(self) -> (Vec<StageReport>, Vec<StageSpreads>) {
         drop(self.at);
-        let mut stages = Vec::with_capacity(self.slots.len());
-        let mut spread_list = Vec::with_capacity(self.slots.len());
-        for (id, slot) in self.slots.into_iter().enumerate() {
-            let (stage, spreads) = slot.finish(id as u32);
+        let mut slots = self.slots;
+        let mut stages = Vec::with_capacity(slots.len());
+        let mut spread_list = Vec::with_capacity(slots.len());
+        // From the last: the slots' memory goes back as the stages take theirs.
+        while let Some(slot) = slots.pop() {
+            let (stage, spreads) = slot.finish(slots.len() as u32);
             stages.push(stage);
             spread_list.push(spreads);
+            if slots.len().is_multiple_of(4096) {
+                slots.shrink_to_fit();
+            }
         }
+        stages.reverse();
+        spread_list.reverse();
         (stages, spread_list)
     }
 }
@@ -103,7 +119,7 @@ impl Slot {
             parent,
             reports: 0,
             first_report: input,
-            figures: Vec::new(),
+            figures: Figures::One(Vec::new()),
             cpu_wall: 0.0,
             threads: 0,
             start_seconds: f64::MAX,
@@ -122,22 +138,31 @@ impl Slot {
             .iter()
             .enumerate()
             .filter_map(|(index, field)| field.of_stage(stage).map(|value| (index, value)));
-        if self.figures.is_empty() {
+        if self.reports == 1 {
             // The first input's figures: room for exactly those.
-            self.figures = values
-                .map(|(index, value)| Spread::new(index, input, value))
+            self.figures = Figures::One(values.map(|(at, value)| (at as u8, value)).collect());
+            return self.add_the_rest(stage);
+        }
+        if let Figures::One(first) = &self.figures {
+            let first = first
+                .iter()
+                .map(|&(at, value)| Spread::new(usize::from(at), self.first_report, value))
                 .collect();
-        } else {
+            self.figures = Figures::Many(first);
+        }
+        if let Figures::Many(spreads) = &mut self.figures {
             for (index, value) in values {
-                let found = self
-                    .figures
-                    .binary_search_by_key(&index, |spread| spread.field_index());
-                match found {
-                    Ok(at) => self.figures[at].add(input, value),
-                    Err(at) => self.figures.insert(at, Spread::new(index, input, value)),
+                match spreads.binary_search_by_key(&index, |spread| spread.field_index()) {
+                    Ok(at) => spreads[at].add(input, value),
+                    Err(at) => spreads.insert(at, Spread::new(index, input, value)),
                 }
             }
         }
+        self.add_the_rest(stage);
+    }
+
+    /// Takes in `stage`'s own figures beside those of the field table.
+    fn add_the_rest(&mut self, stage: &StageReport) {
         if field("cpu_seconds").is_some_and(|f| f.of_stage(stage).is_some()) {
             self.cpu_wall += stage.wall_seconds;
         }
@@ -162,16 +187,24 @@ impl Slot {
         stage.path = self.path.as_ref().to_owned();
         stage.parent_id = self.parent;
         // Each figure the table lets be set, folded by its `fold` (one computed from
-        // others is recomputed below).
-        for spread in &self.figures {
-            let field = spread.field();
-            let folded = match field.fold {
-                Fold::Sum => spread.sum,
-                Fold::Max => spread.max,
-                Fold::Derived => continue,
-            };
-            if field.is_key() {
-                field.set(&mut stage, Some(within(field.unit, folded)));
+        // others is recomputed below): of one input, its value.
+        let folded: Vec<(&Field, f64)> = match &self.figures {
+            Figures::One(values) => values
+                .iter()
+                .map(|&(at, value)| (&FIELDS[usize::from(at)], value))
+                .collect(),
+            Figures::Many(spreads) => spreads
+                .iter()
+                .filter_map(|spread| match spread.field().fold {
+                    Fold::Sum => Some((spread.field(), spread.sum)),
+                    Fold::Max => Some((spread.field(), spread.max)),
+                    Fold::Derived => None,
+                })
+                .collect(),
+        };
+        for (field, value) in folded {
+            if field.is_key() && field.fold != Fold::Derived {
+                field.set(&mut stage, Some(within(field.unit, value)));
             }
         }
         recompute(&mut stage, within(Unit::Seconds, self.cpu_wall));
@@ -186,10 +219,9 @@ impl Slot {
         stage.error = self.error;
         stage.samples = self.samples;
         stage.partial_rss_samples = self.partial_rss_samples;
-        let mut figures = if self.reports > 1 {
-            self.figures
-        } else {
-            Vec::new()
+        let mut figures = match self.figures {
+            Figures::Many(spreads) => spreads,
+            Figures::One(_) => Vec::new(),
         };
         // Written in the order of their keys.
         figures.sort_unstable_by_key(|spread| spread.field().key);
