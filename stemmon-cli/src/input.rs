@@ -20,6 +20,19 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))
 }
 
+/// Writes to `path` what `content` writes, as it writes it (never whole in memory),
+/// with the runtime's writer, as [`write_file`] does: the file is replaced only once
+/// `content` is done and every byte is written. `content` may be called again from the
+/// start, and must write the same bytes each time.
+pub(crate) fn write_file_with(
+    path: &Path,
+    content: impl FnMut(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), Failure> {
+    stemmon::Output::resolve(path)
+        .and_then(|output| output.write_with(content, true))
+        .map_err(|e| Failure::input(format!("cannot write {}: {e}", path.display())))
+}
+
 /// Refuses an output that is one of the inputs: a report is never overwritten by
 /// something made from it.
 pub(crate) fn not_an_input(output: &Path, inputs: &[&Path]) -> Result<(), Failure> {

@@ -418,54 +418,6 @@ fn control_characters_everywhere_reach_no_output_raw() {
     }
 }
 
-/// Runs `stemmon args` to its end: its exit code, its peak RSS in bytes as the kernel's
-/// `wait4` gives it to its parent, and its stderr.
-///
-/// The parent is a small Python process, not this test: the kernel carries a process's
-/// high-water mark across `exec`, so a direct child of this test would start at the
-/// test's own peak (gigabytes beside the other tests here). An alarm set before `exec`
-/// ends a reader that hangs.
-fn exit_and_peak(dir: &Path, args: &[&std::ffi::OsStr]) -> (Option<i32>, u64, String) {
-    let err = dir.join("stderr");
-    let wrapper = "import os, sys, signal\n\
-                   pid = os.fork()\n\
-                   if pid == 0:\n\
-                   \x20   fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)\n\
-                   \x20   os.dup2(fd, 2)\n\
-                   \x20   null = os.open(os.devnull, os.O_RDWR)\n\
-                   \x20   os.dup2(null, 0)\n\
-                   \x20   os.dup2(null, 1)\n\
-                   \x20   signal.alarm(int(sys.argv[1]))\n\
-                   \x20   os.execv(sys.argv[3], sys.argv[3:])\n\
-                   _, status, usage = os.wait4(pid, 0)\n\
-                   print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)";
-    let output = std::process::Command::new("python3")
-        .arg("-c")
-        .arg(wrapper)
-        .arg(DEADLINE.as_secs().to_string())
-        .arg(&err)
-        .arg(env!("CARGO_BIN_EXE_stemmon"))
-        .args(args)
-        .env_remove("COLUMNS")
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 runs");
-    assert!(output.status.success(), "{output:?}");
-    let text = String::from_utf8_lossy(&output.stdout);
-    let (code, kib) = text
-        .trim()
-        .split_once(' ')
-        .and_then(|(code, kib)| Some((code.parse::<i32>().ok()?, kib.parse::<u64>().ok()?)))
-        .unwrap_or_else(|| panic!("no exit code and ru_maxrss in {output:?}"));
-    assert_ne!(
-        code,
-        -libc::SIGALRM,
-        "stemmon {args:?} still ran after {DEADLINE:?}"
-    );
-    let stderr = String::from_utf8_lossy(&std::fs::read(&err).unwrap()).into_owned();
-    (Some(code), kib * 1024, stderr)
-}
-
 /// The JSON `text` written to `path` with its string `"LARGE"` replaced by `open`, `fill`
 /// repeated `count` times (rounded down to 65 536) and `close`, without the whole file in
 /// memory.
@@ -543,7 +495,7 @@ fn a_large_unknown_key_or_version_costs_at_most_twice_the_file() {
             ],
         ];
         for args in cases {
-            let (code, peak, stderr) = exit_and_peak(dir.path(), &args);
+            let (code, peak, stderr) = common::exit_and_peak(dir.path(), &args, DEADLINE);
             let limit = 2 * size + 64 * MIB;
             eprintln!(
                 "{args:?}: exit {code:?}, peak {} MiB, file {} MiB",
@@ -819,9 +771,10 @@ fn many_tiny_records_are_refused_at_a_bounded_cost() {
         let last = if key == "command" { "\"\"]" } else { "{}]" };
         with_large_value(&path, &report.to_string(), ("[", fill, last), COUNT);
         let size = std::fs::metadata(&path).unwrap().len();
-        let (code, peak, stderr) = exit_and_peak(
+        let (code, peak, stderr) = common::exit_and_peak(
             dir.path(),
             &[std::ffi::OsStr::new("show"), path.as_os_str()],
+            DEADLINE,
         );
         eprintln!(
             "{key}: exit {code:?}, peak {} MiB, file {} MiB",

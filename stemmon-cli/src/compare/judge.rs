@@ -11,11 +11,9 @@
 //! bound that grew while it did not is the sampling's noise, not the program's.
 
 use super::figure::{limit, same, show as show_figure, Figure};
+use super::run::{Run, Stage};
 use super::{incomplete, Args, Outcome};
 use crate::format::{bytes, change, percent, seconds, short};
-use crate::input::Loaded;
-use stemmon::report::StageReport;
-use stemmon::Report;
 
 /// What one side of a row holds: its time and the compared figures, in order.
 #[derive(Clone, Debug)]
@@ -91,25 +89,24 @@ trait Record {
     fn alone(&self) -> bool;
 }
 
-impl Record for Report {
+impl Record for Run {
     fn wall(&self) -> f64 {
-        self.wall_seconds
+        self.report.wall_seconds
     }
     fn alone(&self) -> bool {
-        self.peak_process_count <= 1
-            && self.peaks.peak_children_rss_bytes.unwrap_or(0) == 0
-            && self.high_water.peak_reaped_child_rss_bytes.unwrap_or(0) == 0
+        let report = &self.report;
+        report.peak_process_count <= 1
+            && report.peaks.peak_children_rss_bytes.unwrap_or(0) == 0
+            && report.high_water.peak_reaped_child_rss_bytes.unwrap_or(0) == 0
     }
 }
 
-impl Record for StageReport {
+impl Record for Stage {
     fn wall(&self) -> f64 {
-        self.wall_seconds
+        self.wall
     }
     fn alone(&self) -> bool {
-        self.peak_process_count <= 1
-            && self.peaks.peak_children_rss_bytes.unwrap_or(0) == 0
-            && self.high_water.peak_reaped_child_rss_bytes.unwrap_or(0) == 0
+        self.alone
     }
 }
 
@@ -159,10 +156,12 @@ fn new_name(index: usize, count: usize) -> String {
     }
 }
 
+/// The gate over `base` and `new` on `figures` (`held`: those their stages were reduced
+/// for, which hold them).
 pub(super) fn judge(
-    base: &[Loaded],
-    new: &[Loaded],
-    figures: Vec<Figure>,
+    base: &[Run],
+    new: &[Run],
+    (figures, held): (Vec<Figure>, &[Figure]),
     figures_note: Option<String>,
     args: &Args,
 ) -> Outcome {
@@ -207,11 +206,11 @@ pub(super) fn judge(
         super::Metric::Heap | super::Metric::Cpu | super::Metric::Gpu => Vec::new(),
     };
     for figure in checked {
-        if !base.iter().any(|b| figure.of_run(&b.report).is_some()) {
+        if !base.iter().any(|b| b.of_run(figure).is_some()) {
             continue;
         }
-        for (index, loaded) in new.iter().enumerate() {
-            if figure.of_run(&loaded.report).is_none() {
+        for (index, run) in new.iter().enumerate() {
+            if run.of_run(figure).is_none() {
                 reasons.push(format!(
                     "{} is incomplete: `{}` of the whole run is null or missing; BASE has it",
                     new_name(index, new.len()),
@@ -225,16 +224,13 @@ pub(super) fn judge(
         }
     }
 
-    let run_side = |side: &[Loaded]| {
-        let records: Vec<&Report> = side.iter().map(|l| &l.report).collect();
-        Side::of(&records, &figures, |f, r| f.of_run(r))
+    let run_side = |side: &[Run]| {
+        let records: Vec<&Run> = side.iter().collect();
+        Side::of(&records, &figures, |f, r| r.of_run(f))
     };
-    let stage_side = |side: &[Loaded], path: &str| {
-        let records: Vec<&StageReport> = side
-            .iter()
-            .filter_map(|l| l.tree.stage(&l.report, path))
-            .collect();
-        (!records.is_empty()).then(|| Side::of(&records, &figures, |f, s| f.of_stage(s)))
+    let stage_side = |side: &[Run], path: &str| {
+        let records: Vec<&Stage> = side.iter().filter_map(|r| r.stage(path)).collect();
+        (!records.is_empty()).then(|| Side::of(&records, &figures, |f, s| s.value(held, f)))
     };
     let mut row_reasons = Vec::new();
     let (base_run, new_run) = (run_side(base), run_side(new));
@@ -259,7 +255,7 @@ pub(super) fn judge(
     let mut seen = std::collections::HashSet::new();
     let paths: Vec<&str> = base
         .iter()
-        .flat_map(|l| l.report.stages.iter().map(|s| s.path.as_str()))
+        .flat_map(|r| r.stages.iter().map(|s| &*s.path))
         .filter(|path| seen.insert(*path))
         .collect();
     for path in paths {
@@ -305,9 +301,9 @@ pub(super) fn judge(
             verdict,
         });
     }
-    for loaded in new {
-        for new_stage in &loaded.report.stages {
-            let path = new_stage.path.as_str();
+    for run in new {
+        for new_stage in &run.stages {
+            let path = &*new_stage.path;
             if seen.insert(path) {
                 rows.push(Row {
                     name: path.to_owned(),

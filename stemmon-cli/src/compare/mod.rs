@@ -5,7 +5,6 @@
 //! several reports a side, time is judged against the runs' spread ([`judge`]).
 
 use crate::format::{clean, short};
-use crate::input::Loaded;
 use crate::{input, Failure};
 use std::path::{Path, PathBuf};
 use stemmon::Report;
@@ -14,11 +13,13 @@ use stemmon_report::fields::{self, Source};
 mod figure;
 mod judge;
 mod print;
+mod run;
 
-use figure::{judged_by, Figure};
+use figure::{judged_by, same, Figure};
 use judge::{judge, Row, Side, Verdict};
 
 use print::{markdown, text};
+use run::Run;
 
 /// Compares reports stage by stage and exits 1 when NEW fails the gate (0 when it
 /// passes): a stage present in both, or the whole run, grew past a threshold; NEW is
@@ -192,10 +193,13 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
         }
     }
     let args = &args;
+    // Each report reduced as soon as it is read, to what is judged and printed: never
+    // every report held whole.
+    let candidates = candidates(args.metric);
     let load = |paths: &[PathBuf]| {
         paths
             .iter()
-            .map(|p| input::load(p))
+            .map(|p| input::load(p).map(|loaded| Run::of(loaded, &candidates)))
             .collect::<Result<Vec<_>, _>>()
     };
     let (base, new) = (load(&args.base)?, load(&args.new)?);
@@ -205,13 +209,13 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
         // Without BASE's figures there is nothing to hold NEW to: bad input, not a pass
         // (NEW without them fails the gate, in `judge`).
         let group = args.metric.group();
-        let none = |loaded: &Loaded| {
+        let none = |run: &Run| {
             judged_by(group)
                 .iter()
-                .all(|figure| figure.of_run(&loaded.report).is_none())
+                .all(|&figure| run.of_run(figure).is_none())
         };
-        if let Some((at, loaded)) = base.iter().enumerate().find(|(_, l)| none(l)) {
-            let why = figure::missing(&loaded.report, group)
+        if let Some((at, run)) = base.iter().enumerate().find(|(_, r)| none(r)) {
+            let why = figure::missing(&run.report, group)
                 .map(|missing| format!(": {}", short(&missing)))
                 .unwrap_or_default();
             return Err(Failure::input(format!(
@@ -247,10 +251,10 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
             clean(&why)
         ));
     }
-    let base_reports: Vec<&Report> = base.iter().map(|l| &l.report).collect();
-    let new_reports: Vec<&Report> = new.iter().map(|l| &l.report).collect();
-    let (figures, figures_note) = figures(&base_reports, &new_reports, args.metric);
-    let outcome = judge(&base, &new, figures, figures_note, args);
+    let (figures, figures_note) = figures(&base, &new, args.metric);
+    let outcome = judge(&base, &new, (figures, &candidates), figures_note, args);
+    // What the reports said is in the outcome now: their memory goes to its text.
+    drop((base, new));
     let text = match args.format {
         Format::Text => text(&outcome, args),
         Format::Markdown => markdown(&outcome, args),
@@ -265,6 +269,18 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
     Ok(u8::from(!outcome.reasons.is_empty()))
 }
 
+/// Every figure that `metric` may judge: those of its group, and the sampled ones that
+/// `exact` falls back to.
+fn candidates(metric: Metric) -> Vec<Figure> {
+    let mut figures = judged_by(metric.group());
+    for figure in judged_by(fields::Metric::Sampled) {
+        if !figures.iter().any(|&f| same(f, figure)) {
+            figures.push(figure);
+        }
+    }
+    figures
+}
+
 /// How many runs a report of `stemmon merge` holds; `None` for a report of one run.
 fn merged_runs(report: &Report) -> Option<usize> {
     let section = report.figures.value("merge")?;
@@ -277,15 +293,15 @@ fn merged_runs(report: &Report) -> Option<usize> {
 /// runs: their stage times are sums over the runs, not one run's.
 fn same_shape(
     base_paths: &[PathBuf],
-    base: &[Loaded],
+    base: &[Run],
     new_paths: &[PathBuf],
-    new: &[Loaded],
+    new: &[Run],
 ) -> Result<(), Failure> {
     let all: Vec<(&Path, Option<usize>)> = base_paths
         .iter()
         .zip(base)
         .chain(new_paths.iter().zip(new))
-        .map(|(path, loaded)| (path.as_path(), merged_runs(&loaded.report)))
+        .map(|(path, run)| (path.as_path(), merged_runs(&run.report)))
         .collect();
     let what = |runs: Option<usize>| match runs {
         None => "a single run".to_owned(),
@@ -327,7 +343,7 @@ fn incomplete(report: &Report) -> Vec<String> {
 /// The figures to compare, and why when they are not the ones asked for. `exact`
 /// compares its group's kernel figures (source `Marks`) that every report has, else
 /// the `sampled` group.
-fn figures(base: &[&Report], new: &[&Report], metric: Metric) -> (Vec<Figure>, Option<String>) {
+fn figures(base: &[Run], new: &[Run], metric: Metric) -> (Vec<Figure>, Option<String>) {
     if metric != Metric::Exact {
         return (judged_by(metric.group()), None);
     }
@@ -335,10 +351,10 @@ fn figures(base: &[&Report], new: &[&Report], metric: Metric) -> (Vec<Figure>, O
         .into_iter()
         .filter(|f| f.source == Source::Marks)
         .collect();
-    let every = |figure: &Figure| base.iter().chain(new).all(|r| figure.of_run(r).is_some());
+    let every = |figure: &Figure| base.iter().chain(new).all(|r| r.of_run(figure).is_some());
     let exact: Vec<Figure> = marks.iter().copied().filter(every).collect();
     if exact.is_empty() {
-        let lacks = |r: &&Report| marks.first().is_some_and(|f| f.of_run(r).is_none());
+        let lacks = |r: &Run| marks.first().is_some_and(|&f| r.of_run(f).is_none());
         let which = if base.iter().any(lacks) {
             "BASE"
         } else {

@@ -34,23 +34,23 @@
 //! ([`stemmon_report::read::MAX_SECONDS`]), and a high-water bound is never below the figure it bounds, so
 //! the merged report reads back.
 
-use crate::format::{bytes, seconds, short};
-use crate::input::Loaded;
+use crate::format::{bytes, seconds};
 use crate::{input, Failure};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use stemmon::report::StageReport;
 use stemmon::Report;
 use stemmon_report::fields::{field, Unit};
 
 mod fold;
+mod inputs;
 mod section;
 mod stages;
 
 use fold::{agreed, fold_fields, keep_bounds, within};
+use inputs::{Folding, Input};
 use section::{spreads, InputRun, Section};
-use stages::merged_stages;
 
 /// Combines the reports of one job's ranks or nodes into one report.
 #[derive(Debug, clap::Args)]
@@ -78,19 +78,20 @@ const MAX_PROCESSES: usize = 50;
 pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
     let inputs: Vec<&Path> = args.reports.iter().map(PathBuf::as_path).collect();
     input::not_an_input(&args.output, &inputs)?;
-    let mut reports = Vec::with_capacity(args.reports.len());
+    // One input at a time, each folded in and dropped as it is read: the merge never
+    // holds every input at once.
+    let mut folding = Folding::default();
     for path in &args.reports {
-        reports.push((path.display().to_string(), input::load(path)?));
+        let report = input::load(path)?.report;
+        folding.add(path.display().to_string(), report)?;
     }
-    once_each(&reports)?;
-    let mut merged = merged(&reports);
-    let count = reports.len();
-    let shortest = reports
+    let count = folding.inputs.len();
+    let shortest = folding
+        .inputs
         .iter()
-        .map(|(_, r)| r.report.wall_seconds)
+        .map(|input| input.report.wall_seconds)
         .fold(f64::INFINITY, f64::min);
-    // The inputs are done with: they are not held beside the merge and its text.
-    drop(reports);
+    let mut merged = merged(folding);
     // The merged report reads back like any other: checked as a reader checks it.
     merged.report = stemmon_report::check(merged.report)
         .map_err(|why| {
@@ -104,11 +105,12 @@ pub(crate) fn merge(args: &Args) -> Result<(), Failure> {
         merge: &merged.section,
     };
     // Compact: indented, 100 000 stages made a file three times the size of its input.
-    let mut text = serde_json::to_vec(&out)
-        .map_err(|e| Failure::input(format!("cannot encode the merged report: {e}")))?;
-    text.push(b'\n');
-    input::write_file(&args.output, &text)?;
-    drop(text);
+    // Encoded as it is written: the text (several times the inputs' size, with a spread
+    // of each figure of each stage) is never held whole.
+    input::write_file_with(&args.output, |file| {
+        serde_json::to_writer(&mut *file, &out)?;
+        file.write_all(b"\n")
+    })?;
     let report = &merged.report;
     let peak = merged.section.run.get("peak_tree_rss_bytes");
     let peak_rank = peak
@@ -158,38 +160,6 @@ fn runs(report: &Report) -> Vec<String> {
     }
 }
 
-/// Refuses a run merged twice: the same report twice (or two copies), or a merged
-/// report beside one of the runs it holds. One line naming both files.
-fn once_each(reports: &[(String, Loaded)]) -> Result<(), Failure> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    for (index, (file, loaded)) in reports.iter().enumerate() {
-        let own = identity(&loaded.report);
-        let held = std::iter::once(own.clone()).chain(runs(&loaded.report));
-        for run in held {
-            match seen.get(&run) {
-                // Its own identity again (a report of one run lists itself).
-                Some(&first) if first == index => continue,
-                Some(&first) => {
-                    let earlier = &reports[first].0;
-                    let what = if identity(&reports[first].1.report) == own {
-                        "are the same run"
-                    } else {
-                        "both hold the run"
-                    };
-                    return Err(Failure::input(format!(
-                        "{earlier} and {file} {what} ({}): each run is merged once",
-                        short(&run)
-                    )));
-                }
-                None => {
-                    seen.insert(run, index);
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
 /// The merged report and its `merge` section.
 struct Merged {
     report: Report,
@@ -204,16 +174,27 @@ struct Written<'a> {
     merge: &'a Section,
 }
 
-/// Merges `(file, report)` pairs: linear in the stages of all reports (one map of paths).
-fn merged(reports: &[(String, Loaded)]) -> Merged {
-    let all: Vec<(usize, &Report)> = reports
+/// The merge of the inputs folded: linear in the stages of all reports (one map of
+/// paths).
+fn merged(folding: Folding) -> Merged {
+    let Folding {
+        mut inputs,
+        stages,
+        source: from,
+        processes,
+        ..
+    } = folding;
+    // The source's spans, already of merged stage ids, are the merged report's.
+    let spans = std::mem::take(&mut inputs[from].report.spans);
+    let all: Vec<(usize, &Report)> = inputs
         .iter()
-        .map(|(_, loaded)| &loaded.report)
+        .map(|input| &input.report)
         .enumerate()
         .collect();
-    let (stages, stage_spreads, ids) = merged_stages(reports);
+    let records: Vec<(usize, &Input)> = inputs.iter().enumerate().collect();
+    let (stages, stage_spreads) = stages.finish();
     let mut run = StageReport::default();
-    fold_fields(&mut run, &all, |field, r| field.of_run(r));
+    fold_fields(&mut run, &records, |field, input| input.run_figure(field));
     // Cores are per run: the mean of the runs' (the section's spread holds their max),
     // not the job's CPU seconds over one run's wall time, a sum over runs.
     let cores: Vec<f64> = all.iter().filter_map(|(_, r)| r.cpu_io.cpu_cores).collect();
@@ -225,13 +206,8 @@ fn merged(reports: &[(String, Loaded)]) -> Merged {
     keep_bounds(peaks, high_water);
 
     // The report with the highest sampled peak (the first on a tie) gives its record of
-    // the run over time: `max_by_key` keeps the last of equals, so it walks backwards.
-    let from = all
-        .iter()
-        .rev()
-        .max_by_key(|(_, r)| r.peaks.peak_tree_rss_bytes)
-        .map_or(0, |(at, _)| *at);
-    let source = &reports[from].1.report;
+    // the run over time.
+    let source = &inputs[from].report;
     let first_some =
         |of: fn(&Report) -> &Option<String>| all.iter().find_map(|(_, r)| of(r).clone());
 
@@ -332,27 +308,18 @@ fn merged(reports: &[(String, Loaded)]) -> Merged {
         }
     }
     report.figures = figures;
-    report.spans = source
-        .spans
-        .iter()
-        .filter_map(|span| {
-            let id = *ids[from].get(span.stage_id as usize)?;
-            let mut span = span.clone();
-            span.stage_id = id;
-            Some(span)
-        })
-        .collect();
+    report.spans = spans;
     report.stages = stages;
-    let (processes, process_inputs) = processes(&all);
+    let (processes, process_inputs) = processes.into_iter().map(|(at, p)| (p, at)).unzip();
     report.processes = processes;
 
     let section = Section {
-        inputs: reports
+        inputs: inputs
             .iter()
-            .map(|(file, loaded)| {
-                let r = &loaded.report;
+            .map(|input| {
+                let r = &input.report;
                 InputRun {
-                    file: file.clone(),
+                    file: input.file.clone(),
                     identity: identity(r),
                     host: r.host.clone(),
                     rank: r.labels.get("rank").cloned(),
@@ -365,7 +332,7 @@ fn merged(reports: &[(String, Loaded)]) -> Merged {
         runs: inputs_runs,
         timeline_from: from,
         run: if all.len() > 1 {
-            spreads(&all, |field, r| field.of_run(r))
+            spreads(&records, |field, input| input.run_figure(field))
         } else {
             BTreeMap::new()
         },
@@ -388,19 +355,4 @@ fn run_id(runs: &[String]) -> String {
         hasher.write_u8(0);
     }
     format!("merge-{:016x}", hasher.finish())
-}
-
-/// Every report's processes together, the [`MAX_PROCESSES`] with the highest peak RSS,
-/// and the input each came from.
-fn processes(reports: &[(usize, &Report)]) -> (Vec<stemmon::report::ProcessReport>, Vec<usize>) {
-    let mut all: Vec<(usize, &stemmon::report::ProcessReport)> = reports
-        .iter()
-        .flat_map(|&(at, report)| report.processes.iter().map(move |p| (at, p)))
-        .collect();
-    // Highest peak first; a process without a peak last; ties in report order.
-    all.sort_by(|(a_at, a), (b_at, b)| {
-        b.peak_rss_bytes.cmp(&a.peak_rss_bytes).then(a_at.cmp(b_at))
-    });
-    all.truncate(MAX_PROCESSES);
-    all.into_iter().map(|(at, p)| (p.clone(), at)).unzip()
 }

@@ -42,52 +42,93 @@ pub(super) struct InputRun {
 }
 
 /// One stage path's figures over the inputs that ran it.
-#[derive(Debug, Default, Serialize)]
+#[derive(Debug, Default)]
 pub(super) struct StageSpreads {
     pub(super) path: String,
     /// How many of the inputs ran it.
     pub(super) reports: u32,
     /// The index in `inputs` of the first that ran it (the only one, for one).
     pub(super) first_report: usize,
-    /// Its figures over the inputs that ran it, by field key: none for a stage one input
-    /// ran, whose figures are the stage's own (the section stays small beside the
-    /// stages however many a report holds).
-    #[serde(flatten)]
-    pub(super) figures: BTreeMap<&'static str, Spread>,
+    /// Its figures over the inputs that ran it, in the order of their keys: none for a
+    /// stage one input ran, whose figures are the stage's own (the section stays small
+    /// beside the stages however many a report holds). Written beside `path`, each
+    /// under its field's key.
+    pub(super) figures: Vec<Spread>,
 }
 
-/// A figure over the records that have it (at least one).
+impl Serialize for StageSpreads {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut out = serializer.serialize_map(Some(3 + self.figures.len()))?;
+        out.serialize_entry("path", &self.path)?;
+        out.serialize_entry("reports", &self.reports)?;
+        out.serialize_entry("first_report", &self.first_report)?;
+        for spread in &self.figures {
+            out.serialize_entry(spread.field().key, spread)?;
+        }
+        out.end()
+    }
+}
+
+// A field's index fits in a spread's byte.
+const _: () = assert!(FIELDS.len() <= u8::MAX as usize);
+
+/// A figure over the records that have it (at least one): 40 bytes, one per figure of
+/// each stage of a merge.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Spread {
-    unit: Unit,
+    /// Its field's index in [`FIELDS`].
+    field: u8,
     pub(super) count: u32,
+    /// The index in `inputs` of the record with the max, the first on a tie.
+    pub(super) max_report: usize,
     pub(super) min: f64,
     pub(super) max: f64,
     pub(super) sum: f64,
-    /// The index in `inputs` of the record with the max, the first on a tie.
-    pub(super) max_report: usize,
 }
 
 impl Spread {
-    /// The spread of `(input index, value)` pairs, `None` for none.
-    fn of(unit: Unit, values: impl IntoIterator<Item = (usize, f64)>) -> Option<Spread> {
+    /// The spread of one `value` of the field at `field` in [`FIELDS`], from input `at`.
+    pub(super) fn new(field: usize, at: usize, value: f64) -> Spread {
+        Spread {
+            field: field as u8,
+            count: 1,
+            max_report: at,
+            min: value,
+            max: value,
+            sum: value,
+        }
+    }
+
+    /// Takes in one more `value`, from input `at` (after those taken in already).
+    pub(super) fn add(&mut self, at: usize, value: f64) {
+        self.count += 1;
+        self.min = self.min.min(value);
+        if value > self.max {
+            self.max = value;
+            self.max_report = at;
+        }
+        self.sum += value;
+    }
+
+    /// Its field's index in [`FIELDS`].
+    pub(super) fn field_index(&self) -> usize {
+        usize::from(self.field)
+    }
+
+    /// Its field.
+    pub(super) fn field(&self) -> &'static Field {
+        &FIELDS[usize::from(self.field)]
+    }
+
+    /// The spread of `(input index, value)` pairs of the field at `field`, `None` for
+    /// none.
+    fn of(field: usize, values: impl IntoIterator<Item = (usize, f64)>) -> Option<Spread> {
         let mut values = values.into_iter();
         let (at, first) = values.next()?;
-        let mut spread = Spread {
-            unit,
-            count: 1,
-            min: first,
-            max: first,
-            sum: first,
-            max_report: at,
-        };
+        let mut spread = Spread::new(field, at, first);
         for (at, value) in values {
-            spread.count += 1;
-            spread.min = spread.min.min(value);
-            if value > spread.max {
-                (spread.max, spread.max_report) = (value, at);
-            }
-            spread.sum += value;
+            spread.add(at, value);
         }
         Some(spread)
     }
@@ -96,7 +137,7 @@ impl Spread {
 impl Serialize for Spread {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // Bytes and counts as whole numbers, as a report writes them.
-        let whole = matches!(self.unit, Unit::Bytes | Unit::Count);
+        let whole = matches!(self.field().unit, Unit::Bytes | Unit::Count);
         let number = |value: f64| Number { value, whole };
         let mut out = serializer.serialize_struct("Spread", 6)?;
         out.serialize_field("count", &self.count)?;
@@ -135,11 +176,12 @@ pub(super) fn spreads<R>(
 ) -> BTreeMap<&'static str, Spread> {
     FIELDS
         .iter()
-        .filter_map(|field| {
+        .enumerate()
+        .filter_map(|(index, field)| {
             let values = records
                 .iter()
                 .filter_map(|&(at, r)| of(field, r).map(|v| (at, v)));
-            Spread::of(field.unit, values).map(|spread| (field.key, spread))
+            Spread::of(index, values).map(|spread| (field.key, spread))
         })
         .collect()
 }

@@ -69,9 +69,30 @@ impl Output {
     /// Writes `bytes` as the whole file. `durable`: flushed to the disk before the
     /// rename (and the directory after it).
     pub fn write(&self, bytes: &[u8], durable: bool) -> io::Result<()> {
+        self.write_with(|out| out.write_all(bytes), durable)
+    }
+
+    /// Writes the whole file as `content` writes it into the writer it is given, with
+    /// every guarantee of [`write`](Output::write): a file is replaced only once
+    /// `content` returned `Ok` and every byte is written, so an error (its own, or the
+    /// disk's) leaves what was there; nothing planted at the name is followed or written
+    /// into. The text is never held whole in memory: it goes out in small buffers as
+    /// `content` writes it.
+    ///
+    /// `content` may be called a second time, from the start, where the first file it
+    /// wrote could not be given a name (a Linux without `/proc` and the capability to
+    /// name an unnamed file): it must write the same bytes each time. Into a FIFO or a
+    /// character device the bytes go as they come, so an error there may leave part of
+    /// them written, as [`write`](Output::write) may too.
+    pub fn write_with(
+        &self,
+        mut content: impl FnMut(&mut dyn Write) -> io::Result<()>,
+        durable: bool,
+    ) -> io::Result<()> {
+        let content: Content = &mut content;
         let meta = match fs::symlink_metadata(&self.path) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return replace(&self.path, bytes, durable, None);
+                return replace(&self.path, content, durable, None);
             }
             Err(e) => return Err(e),
             Ok(meta) => meta,
@@ -80,21 +101,21 @@ impl Output {
             return Err(refused("a directory"));
         }
         if meta.file_type().is_file() {
-            return replace(&self.path, bytes, durable, Some(meta.permissions()));
+            return replace(&self.path, content, durable, Some(meta.permissions()));
         }
         if !trusted(&meta) {
             // Planted by someone else: replaced, never followed nor written into.
-            return replace(&self.path, bytes, durable, None);
+            return replace(&self.path, content, durable, None);
         }
         if !meta.file_type().is_symlink() {
-            return write_trusted(&self.path, &meta, bytes);
+            return write_trusted(&self.path, &meta, content);
         }
         // A link of this user's or root's (`/dev/stdout`): the file it names is written.
         let target = match fs::canonicalize(&self.path) {
             Ok(target) => target,
             // A link to a file not there yet: create that file through the link.
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                return write_into(&self.path, None, bytes, true);
+                return write_into(&self.path, None, content, true);
             }
             Err(e) => return Err(e),
         };
@@ -102,9 +123,9 @@ impl Output {
         if meta.file_type().is_dir() {
             Err(refused("a directory"))
         } else if meta.file_type().is_file() {
-            replace(&target, bytes, durable, Some(meta.permissions()))
+            replace(&target, content, durable, Some(meta.permissions()))
         } else {
-            write_trusted(&target, &meta, bytes)
+            write_trusted(&target, &meta, content)
         }
     }
 
@@ -143,11 +164,27 @@ fn refused(what: &str) -> io::Error {
     ))
 }
 
+/// What writes a file's bytes into the writer it is given (see [`Output::write_with`]).
+type Content<'a> = &'a mut dyn FnMut(&mut dyn Write) -> io::Result<()>;
+
+/// Runs `content` into `file` through a buffer: `Ok` once every byte reached `file`. On
+/// an error what is still buffered is dropped, not written.
+fn buffered<W: Write>(file: W, content: Content) -> io::Result<()> {
+    let mut out = io::BufWriter::new(file);
+    match content(&mut out).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = out.into_parts();
+            Err(e)
+        }
+    }
+}
+
 /// The atomic replacement of whatever is at `target` (never followed: `rename` replaces
 /// the name itself). `permissions`: those of the regular file replaced, kept.
 fn replace(
     target: &Path,
-    bytes: &[u8],
+    content: Content,
     durable: bool,
     permissions: Option<fs::Permissions>,
 ) -> io::Result<()> {
@@ -158,8 +195,14 @@ fn replace(
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    if let Some(written) = unnamed::replace(parent, target, &builder, bytes, durable, &permissions)
-    {
+    if let Some(written) = unnamed::replace(
+        parent,
+        target,
+        &builder,
+        &mut *content,
+        durable,
+        &permissions,
+    ) {
         return written;
     }
     #[cfg(unix)]
@@ -174,7 +217,7 @@ fn replace(
     if let Some(permissions) = permissions {
         file.as_file().set_permissions(permissions)?;
     }
-    file.write_all(bytes)?;
+    buffered(file.as_file_mut(), content)?;
     if durable {
         file.as_file().sync_all()?;
     }
@@ -383,7 +426,14 @@ mod tests {
         let path = dir.join("report.json");
         let mut builder = tempfile::Builder::new();
         builder.prefix(".report.json.stemmon-1-").suffix(".tmp");
-        let Some(made) = unnamed::replace(&dir.0, &path, &builder, b"one", false, &None) else {
+        let Some(made) = unnamed::replace(
+            &dir.0,
+            &path,
+            &builder,
+            &mut |w| w.write_all(b"one"),
+            false,
+            &None,
+        ) else {
             crate::env::cannot_run(
                 "o_tmpfile_writes_a_new_file_and_replaces_one_with_its_mode",
                 "the temporary directory's filesystem has no O_TMPFILE",
@@ -394,9 +444,16 @@ mod tests {
         assert_eq!(fs::read_to_string(&path).unwrap(), "one");
         fs::set_permissions(&path, fs::Permissions::from_mode(0o604)).unwrap();
         let kept = Some(fs::metadata(&path).unwrap().permissions());
-        unnamed::replace(&dir.0, &path, &builder, b"two", true, &kept)
-            .expect("O_TMPFILE again")
-            .unwrap();
+        unnamed::replace(
+            &dir.0,
+            &path,
+            &builder,
+            &mut |w| w.write_all(b"two"),
+            true,
+            &kept,
+        )
+        .expect("O_TMPFILE again")
+        .unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), "two");
         assert_eq!(
             fs::metadata(&path).unwrap().permissions().mode() & 0o777,
@@ -415,6 +472,42 @@ mod tests {
         File::create(&plain).unwrap();
         let usual = fs::metadata(&plain).unwrap().permissions().mode() & 0o777;
         assert_eq!(made, usual);
+    }
+
+    #[test]
+    fn a_content_written_in_pieces_lands_whole_and_one_that_fails_replaces_nothing() {
+        let dir = Dir::new("with");
+        let path = dir.join("merged.json");
+        let output = Output::resolve(&path).unwrap();
+        // 100 000 small writes, 1.1 MB in all: more than any buffer holds.
+        let piece = |at: usize| format!("{at:010}\n");
+        output
+            .write_with(
+                |out| (0..100_000).try_for_each(|at| out.write_all(piece(at).as_bytes())),
+                true,
+            )
+            .unwrap();
+        let whole: String = (0..100_000).map(piece).collect();
+        assert_eq!(fs::read_to_string(&path).unwrap(), whole);
+        // Failing half way: the file written before stays as it was, and nothing else.
+        let error = output
+            .write_with(
+                |out| {
+                    out.write_all(&[b'x'; 100_000])?;
+                    Err(io::Error::other("cannot encode"))
+                },
+                true,
+            )
+            .unwrap_err();
+        assert_eq!(error.to_string(), "cannot encode");
+        assert_eq!(fs::read_to_string(&path).unwrap(), whole);
+        assert_eq!(dir.names(), ["merged.json"]);
+        // And where nothing was there, nothing is made.
+        let new = Output::resolve(&dir.join("new.json")).unwrap();
+        assert!(new
+            .write_with(|_| Err(io::Error::other("nothing")), false)
+            .is_err());
+        assert_eq!(dir.names(), ["merged.json"]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Writing into what is at a name without replacing it: a FIFO or a character device
 //! that this user or root owns (`/dev/null`, `/dev/stdout`, a terminal).
 
-use super::refused;
+use super::{buffered, refused, Content};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 const FIFO_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Writes into a FIFO or a character device that this user or root owns, as it is.
-pub(super) fn write_trusted(path: &Path, meta: &fs::Metadata, bytes: &[u8]) -> io::Result<()> {
+pub(super) fn write_trusted(path: &Path, meta: &fs::Metadata, content: Content) -> io::Result<()> {
     let kind = meta.file_type();
     #[cfg(unix)]
     {
         use std::os::unix::fs::FileTypeExt;
         if kind.is_char_device() || kind.is_fifo() {
-            return write_into(path, Some(meta), bytes, false);
+            return write_into(path, Some(meta), content, false);
         }
         if kind.is_block_device() {
             return Err(refused("a block device"));
@@ -26,17 +26,17 @@ pub(super) fn write_trusted(path: &Path, meta: &fs::Metadata, bytes: &[u8]) -> i
             return Err(refused("a socket"));
         }
     }
-    let _ = (path, kind, bytes);
+    let _ = (path, kind, content);
     Err(refused("not a regular file"))
 }
 
-/// Writes `bytes` into what is at `path` without replacing it. `expected`: what was
+/// Writes what `content` writes into what is at `path`, without replacing it. `expected`: what was
 /// checked there, which the opened file must still be (nothing swapped in between).
 /// `create`: a missing file may be created (through a dangling link of this user's).
 pub(super) fn write_into(
     path: &Path,
     expected: Option<&fs::Metadata>,
-    bytes: &[u8],
+    content: Content,
     create: bool,
 ) -> io::Result<()> {
     let mut options = OpenOptions::new();
@@ -56,7 +56,7 @@ pub(super) fn write_into(
         };
         options.custom_flags(libc::O_NONBLOCK | nofollow);
     }
-    let mut file = options.open(path).map_err(|e| {
+    let file = options.open(path).map_err(|e| {
         #[cfg(unix)]
         if e.raw_os_error() == Some(libc::ENXIO) {
             return io::Error::new(e.kind(), "no process is reading the FIFO");
@@ -71,23 +71,46 @@ pub(super) fn write_into(
             return Err(io::Error::other("the file was replaced while being opened"));
         }
     }
-    let deadline = Instant::now() + FIFO_PATIENCE;
-    let mut rest = bytes;
-    while !rest.is_empty() {
-        match file.write(rest) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => rest = &rest[n..],
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => wait_writable(&file, deadline)?,
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
+    buffered(
+        Patient {
+            file: &file,
+            patience: FIFO_PATIENCE,
+        },
+        content,
+    )
 }
 
-/// Waits until `file` (a FIFO) takes more bytes, or fails at `deadline`.
-fn wait_writable(file: &File, deadline: Instant) -> io::Result<()> {
-    let left = deadline.saturating_duration_since(Instant::now());
+/// A file written without blocking (a FIFO opened `O_NONBLOCK`) that waits for room
+/// when it is full: [`FIFO_PATIENCE`] in all, however the bytes come.
+struct Patient<'a> {
+    file: &'a File,
+    /// How much longer it may wait.
+    patience: Duration,
+}
+
+impl Write for Patient<'_> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.file.write(bytes) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let started = Instant::now();
+                    wait_writable(self.file, self.patience)?;
+                    self.patience = self.patience.saturating_sub(started.elapsed());
+                }
+                written => return written,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Waits until `file` (a FIFO) takes more bytes, at most `left`; fails when nothing
+/// is `left`.
+fn wait_writable(file: &File, left: Duration) -> io::Result<()> {
     if left.is_zero() {
         return Err(io::Error::new(
             io::ErrorKind::TimedOut,

@@ -14,7 +14,7 @@ pub(super) fn replace(
     parent: &Path,
     target: &Path,
     builder: &tempfile::Builder,
-    bytes: &[u8],
+    content: Content,
     durable: bool,
     permissions: &Option<fs::Permissions>,
 ) -> Option<io::Result<()>> {
@@ -42,7 +42,7 @@ pub(super) fn replace(
         if let Some(permissions) = permissions {
             file.set_permissions(permissions.clone())?;
         }
-        (&file).write_all(bytes)?;
+        buffered(&file, content)?;
         if durable {
             file.sync_all()?;
         }
