@@ -200,6 +200,29 @@ fn every_reader_of_a_large_report_stays_within_twice_its_inputs() {
     let events: Value = serde_json::from_slice(&std::fs::read(&trace).unwrap()).unwrap();
     assert!(events["traceEvents"].as_array().unwrap().len() >= SPANS);
     std::fs::remove_file(&trace).unwrap();
+    // OTLP to a loopback endpoint: a metric's points are encoded and dropped one metric
+    // at a time (all of them at once cost 208 MiB here).
+    let sink = Sink::start();
+    let code = within_bound(
+        d,
+        &[
+            os("export"),
+            a.as_os_str(),
+            os("--format"),
+            os("otlp"),
+            os("--endpoint"),
+            os(&sink.url),
+        ],
+        &[size_a],
+    );
+    assert_eq!(code, Some(0));
+    let received = sink.received();
+    for path in ["/v1/metrics", "/v1/traces"] {
+        assert!(
+            received.iter().any(|(p, len)| p == path && *len > 1 << 20),
+            "{path} in {received:?}"
+        );
+    }
 
     // One report alone, as a job of one rank: the merge is the report again.
     let code = within_bound(
@@ -237,4 +260,66 @@ fn every_reader_of_a_large_report_stays_within_twice_its_inputs() {
     let first = &section["stages"][0];
     assert_eq!(first["reports"], 2, "{first}");
     assert_eq!(first["calls"]["count"], 2, "{first}");
+}
+
+/// A loopback OTLP endpoint that answers 200 with an empty response to every POST and
+/// keeps each request's path and body length.
+struct Sink {
+    url: String,
+    received: std::sync::Arc<std::sync::Mutex<Vec<(String, usize)>>>,
+}
+
+impl Sink {
+    fn start() -> Sink {
+        use std::io::{BufRead, BufReader, Read};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&received);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let kept = std::sync::Arc::clone(&kept);
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    let mut writer = stream;
+                    loop {
+                        let mut line = String::new();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                        let mut length = 0;
+                        loop {
+                            let mut header = String::new();
+                            if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            if header.trim().is_empty() {
+                                break;
+                            }
+                            let lower = header.to_ascii_lowercase();
+                            if let Some(value) = lower.strip_prefix("content-length:") {
+                                length = value.trim().parse().unwrap_or(0);
+                            }
+                        }
+                        let mut body = vec![0u8; length];
+                        if reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        kept.lock().unwrap().push((path, length));
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
+                        if writer.write_all(answer.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Sink { url, received }
+    }
+
+    fn received(&self) -> Vec<(String, usize)> {
+        self.received.lock().unwrap().clone()
+    }
 }

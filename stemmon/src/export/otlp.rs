@@ -211,30 +211,14 @@ fn requests(
     let mut requests = Vec::new();
     let mut counts = Counts::default();
     if let Some(target) = &settings.metrics {
-        let metrics = points::metrics(report, times);
-        counts.data_points = metrics
-            .iter()
-            .map(|m| match &m.data {
-                Some(proto::metric::Data::Gauge(g)) => g.data_points.len(),
-                Some(proto::metric::Data::Sum(s)) => s.data_points.len(),
-                None => 0,
-            })
-            .sum();
-        let body = proto::ExportMetricsServiceRequest {
-            resource_metrics: vec![proto::ResourceMetrics {
-                resource: Some(resource.clone()),
-                scope_metrics: vec![proto::ScopeMetrics {
-                    scope: Some(scope()),
-                    metrics,
-                    schema_url: SCHEMA_URL.to_owned(),
-                }],
-                schema_url: SCHEMA_URL.to_owned(),
-            }],
-        };
+        let (body, points) = proto::metrics_request(&resource, &scope(), SCHEMA_URL, |each| {
+            points::each_metric(report, times, each)
+        });
+        counts.data_points = points;
         requests.push(Request {
             signal: Signal::Metrics,
             target: target.clone(),
-            body: body.encode_to_vec(),
+            body,
         });
     }
     if let (true, Some(target)) = (trace, &settings.traces) {
@@ -588,6 +572,53 @@ mod tests {
         let times = times(&old);
         assert_eq!(times.now - times.start, 10_000_000_000);
         assert!(times.start > 1_700_000_000_000_000_000);
+    }
+
+    /// The request is encoded a metric at a time, into the bytes the whole message
+    /// encodes to.
+    #[test]
+    fn the_metrics_request_is_the_whole_messages_bytes_and_counts_its_points() {
+        use prost::Message as _;
+        let mut report = report();
+        report.peaks.peak_tree_rss_bytes = Some(5 << 20);
+        for (path, calls) in [("load", 3), ("fit", 1), ("fit/step", 40)] {
+            let mut stage = crate::report::StageReport::default();
+            stage.path = path.into();
+            stage.calls = calls;
+            stage.wall_seconds = 0.5;
+            stage.peaks.peak_tree_rss_bytes = Some(calls << 20);
+            report.stages.push(stage);
+        }
+        let settings = settings();
+        let program = Program::of(&report);
+        let (requests, counts) = requests(&report, &settings, &program, false);
+        let metrics = points::metrics(&report, times(&report));
+        let points: usize = metrics
+            .iter()
+            .map(|m| match &m.data {
+                Some(proto::metric::Data::Gauge(g)) => g.data_points.len(),
+                Some(proto::metric::Data::Sum(s)) => s.data_points.len(),
+                None => 0,
+            })
+            .sum();
+        assert!(
+            metrics.len() > 3 && points > 9,
+            "{} metrics, {points} points",
+            metrics.len()
+        );
+        let whole = proto::ExportMetricsServiceRequest {
+            resource_metrics: vec![proto::ResourceMetrics {
+                resource: Some(resource(&report, &settings, &program)),
+                scope_metrics: vec![proto::ScopeMetrics {
+                    scope: Some(scope()),
+                    metrics,
+                    schema_url: SCHEMA_URL.to_owned(),
+                }],
+                schema_url: SCHEMA_URL.to_owned(),
+            }],
+        };
+        assert_eq!(requests[0].body, whole.encode_to_vec());
+        assert_eq!(counts.data_points, points);
     }
 
     #[test]

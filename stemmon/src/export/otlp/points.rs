@@ -34,7 +34,17 @@ pub(crate) struct Times {
 }
 
 /// The metrics of `report`, one per entry name that has a point.
+#[cfg(test)]
 pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
+    let mut metrics = Vec::new();
+    each_metric(report, times, |metric| metrics.push(metric));
+    metrics
+}
+
+/// Gives each metric of `report` to `each` once whole (one per entry name that has a
+/// point), so that only one metric's points are held at a time: a report of 100 000
+/// stages has some thirty metrics of 100 000 points each.
+pub(crate) fn each_metric(report: &Report, times: Times, mut each: impl FnMut(Metric)) {
     let mut metrics: Vec<Metric> = Vec::new();
     for entry in entries() {
         let point = |value, mut attributes: Vec<KeyValue>| {
@@ -77,24 +87,29 @@ pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
                 Some(metric::Data::Sum(s)) => s.data_points.extend(points),
                 None => {}
             },
-            _ => metrics.push(Metric {
-                name: entry.name.to_owned(),
-                description: entry.description.to_owned(),
-                unit: entry.unit.to_owned(),
-                data: Some(match entry.kind {
-                    Kind::Gauge => metric::Data::Gauge(proto::Gauge {
-                        data_points: points,
+            _ => {
+                if let Some(done) = metrics.pop() {
+                    each(done);
+                }
+                metrics.push(Metric {
+                    name: entry.name.to_owned(),
+                    description: entry.description.to_owned(),
+                    unit: entry.unit.to_owned(),
+                    data: Some(match entry.kind {
+                        Kind::Gauge => metric::Data::Gauge(proto::Gauge {
+                            data_points: points,
+                        }),
+                        kind => metric::Data::Sum(proto::Sum {
+                            data_points: points,
+                            aggregation_temporality: proto::CUMULATIVE,
+                            is_monotonic: kind == Kind::Counter,
+                        }),
                     }),
-                    kind => metric::Data::Sum(proto::Sum {
-                        data_points: points,
-                        aggregation_temporality: proto::CUMULATIVE,
-                        is_monotonic: kind == Kind::Counter,
-                    }),
-                }),
-            }),
+                })
+            }
         }
     }
-    metrics
+    metrics.into_iter().for_each(each);
 }
 
 /// The run's figures as the root span's attributes, `stemmon.<key>`.
