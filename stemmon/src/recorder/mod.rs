@@ -142,7 +142,7 @@ pub(crate) struct Recorder {
     /// What the report says about the run.
     pub(crate) info: RunInfo,
     /// Times every call: the TSC where reliable, a mock in tests.
-    pub(crate) clock: quanta::Clock,
+    pub(crate) clock: crate::clock::Clock,
     /// Clock ticks in `BOUNDARY_REUSE_NANOS`: the hot path compares raw ticks.
     reuse_ticks: u64,
     /// Clock ticks at the start.
@@ -190,7 +190,7 @@ impl Recorder {
         config: Config,
         info: RunInfo,
         self_reader: Box<dyn SelfReader>,
-        clock: quanta::Clock,
+        clock: crate::clock::Clock,
     ) -> Recorder {
         let probe = 1u64 << 40;
         let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
