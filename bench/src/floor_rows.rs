@@ -27,9 +27,10 @@ impl Round {
         let ns = |function: &str| criterion_ns(&group, function);
         let recorded = result(&group)?;
         let count = |key: &str| recorded.get(key).and_then(Value::as_u64).unwrap_or(0);
-        // A subject that recorded nothing timed nothing: the whole run is void. (fastrace's
-        // collector drops span sets its bounded queue has no room for when its thread falls
-        // behind on a loaded machine; the caller's thread paid for them all the same.)
+        // A subject that recorded nothing timed nothing: the whole run is void. (fastrace
+        // reports fewer spans than were timed: when its collector thread falls behind, its
+        // bounded queue is full and the caller's thread keeps the rest in a queue of its
+        // own, sent with its next spans; those still there at the end are never reported.)
         if count("stemmon_attribute_calls") == 0
             || count("stemmon_span_calls") == 0
             || count("counting_callbacks") == 0
