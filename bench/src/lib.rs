@@ -7,6 +7,10 @@
 //! - `no_monitor`: a `#[monitored]` call with no active monitor, beside the plain fn;
 //! - `active_call`: the same call under an active monitor, beside a `tracing`
 //!   `#[instrument]` span (registry + a layer) and hotpath's `#[measure]`;
+//! - `call_floor`: the call at its floor, in one group run three times by `bench/run`:
+//!   an active `#[monitored]` call beside the two clock reads it makes, a `tracing`
+//!   span under a counting layer and under `stemmon::TracingLayer`, a fastrace span
+//!   and hotpath's `#[measure]`; the table shows each ratio's min and median;
 //! - `tree_sample`: one full tree sample of 10 and 100 descendants, beside sysinfo's
 //!   all-process refresh, (through `psutil_tree.py`) psutil, and the [`Floor`] of the
 //!   same sample;

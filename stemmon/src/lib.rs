@@ -99,6 +99,7 @@
 
 mod builder;
 mod cadence;
+mod clock;
 mod config;
 mod context;
 mod env;

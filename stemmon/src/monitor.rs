@@ -107,7 +107,7 @@ impl Monitor {
             labels,
         };
         let publisher = Arc::new(Publisher::new(&config, exporter));
-        let clock = quanta::Clock::new();
+        let clock = crate::clock::shared().clone();
         let mut sources = crate::sources::open(&config);
         let recorder = Arc::new(Recorder::new(config, info, boundary, clock));
         recorder.set_sources(&sources);

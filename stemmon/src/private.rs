@@ -11,6 +11,13 @@ pub use crate::stage::Stage;
 pub use crate::testing::{Limits, Passed};
 pub use stemmon_report::settings::Marks;
 
+/// Raw ticks of the clock that times stage calls: the benches time its bare reads
+/// beside a call's.
+#[inline]
+pub fn clock_ticks() -> u64 {
+    crate::clock::shared().raw()
+}
+
 /// Runs a `#[stemmon::test]` body under its limits.
 #[track_caller]
 pub fn run_test<R: Passed>(

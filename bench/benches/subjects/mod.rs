@@ -55,3 +55,17 @@ pub fn descend(depth: u32) -> u32 {
         1 + descend(depth - 1)
     }
 }
+
+/// The fastrace peer: a local span under the batch's root span.
+#[fastrace::trace]
+#[inline(never)]
+pub fn fastrace_trace(x: u64) -> u64 {
+    body(x)
+}
+
+/// A `tracing` span made, entered, exited and closed around the body, under whichever
+/// subscriber is the default.
+#[inline(never)]
+pub fn tracing_span(x: u64) -> u64 {
+    tracing::info_span!("span").in_scope(|| body(x))
+}

@@ -13,6 +13,8 @@ use stemmon_bench::{criterion_dir, out_dir};
 
 #[path = "../call_rows.rs"]
 mod call_rows;
+#[path = "../floor_rows.rs"]
+mod floor_rows;
 #[path = "../heap_rows.rs"]
 mod heap_rows;
 #[path = "../sample_rows.rs"]
@@ -330,6 +332,7 @@ fn main() {
     let mut rows = Vec::new();
     no_monitor(&mut rows, expanded);
     active(&mut rows, expanded);
+    floor_rows::call_floor(&mut rows);
     footprint(&mut rows, expanded);
     sample_rows::tree(&mut rows);
     sample_rows::tree_floor(&mut rows);

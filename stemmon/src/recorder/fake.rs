@@ -96,8 +96,12 @@ impl Rig {
             sampler: "fake",
             ..RunInfo::default()
         };
-        let mut recorder =
-            Recorder::new(config, info, Box::new(FakeSelf(Arc::clone(&script))), clock);
+        let mut recorder = Recorder::new(
+            config,
+            info,
+            Box::new(FakeSelf(Arc::clone(&script))),
+            crate::clock::Clock::Quanta(clock),
+        );
         THREAD_CPU.with(|cpu| cpu.set(None));
         recorder.thread_cpu = fake_thread_cpu;
         Rig {

@@ -142,7 +142,7 @@ pub(crate) struct Recorder {
     /// What the report says about the run.
     pub(crate) info: RunInfo,
     /// Times every call: the TSC where reliable, a mock in tests.
-    pub(crate) clock: quanta::Clock,
+    pub(crate) clock: crate::clock::Clock,
     /// Clock ticks in `BOUNDARY_REUSE_NANOS`: the hot path compares raw ticks.
     reuse_ticks: u64,
     /// Clock ticks at the start.
@@ -190,7 +190,7 @@ impl Recorder {
         config: Config,
         info: RunInfo,
         self_reader: Box<dyn SelfReader>,
-        clock: quanta::Clock,
+        clock: crate::clock::Clock,
     ) -> Recorder {
         let probe = 1u64 << 40;
         let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
@@ -315,17 +315,23 @@ impl Recorder {
     /// Counts a call of `record` entered at `now` on `thread`, a sync call or an async
     /// one: a boundary reading under 1 ms old is reused; else the thread's counters are
     /// merged and the parent is read.
-    #[inline]
+    #[inline(always)]
     fn count_entry(&self, thread: &mut ThreadState, record: u32, now: u64) {
         let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
         let delta = thread.delta(record);
         delta.calls += 1;
         delta.saw_boundary |= reuse;
         if !reuse {
-            let mut state = self.lock();
-            self.merge(&mut state, thread);
-            self.boundary_reading(&mut state, thread, now, record, Edge::Entry);
+            self.entry_reading(thread, record, now);
         }
+    }
+
+    /// The merge and the fresh boundary reading of an entry the last one is too old for.
+    #[inline(never)]
+    fn entry_reading(&self, thread: &mut ThreadState, record: u32, now: u64) {
+        let mut state = self.lock();
+        self.merge(&mut state, thread);
+        self.boundary_reading(&mut state, thread, now, record, Edge::Entry);
     }
 
     /// The record of `name` entered now on `slot`'s thread: under the thread's open
@@ -422,17 +428,18 @@ impl Recorder {
         }
         let panicking = std::thread::panicking();
         let ticks = now.saturating_sub(frame.entered);
+        let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
+        // Only a call shorter than the reuse window may skip the shared state: a longer
+        // one may have overlapped intervals other threads' readings closed.
+        let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
+        let fast = quiet && reuse && thread.has_completed(frame.record);
         let delta = thread.delta(frame.record);
         delta.completed += 1;
         delta.wall_ticks += ticks;
         delta.min_ticks = delta.min_ticks.min(ticks);
         delta.max_ticks = delta.max_ticks.max(ticks);
-        let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
-        // Only a call shorter than the reuse window may skip the shared state: a longer
-        // one may have overlapped intervals other threads' readings closed.
-        let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
-        if quiet && reuse && thread.has_completed(frame.record) {
-            thread.delta(frame.record).saw_boundary = true;
+        if fast {
+            delta.saw_boundary = true;
             self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Window);
             return;
         }

@@ -155,16 +155,25 @@ pub(crate) struct ThreadState {
 
 impl ThreadState {
     /// The record of `name` under `parent`, if this thread has met the path.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn find(&mut self, parent: u32, name: &StageName) -> Option<u32> {
+        if let StageName::Borrowed(text) = name {
+            let key = (parent, text.as_ptr() as usize, text.len());
+            if let Some((last_key, id)) = self.last {
+                if last_key == key {
+                    return Some(id);
+                }
+            }
+        }
+        self.find_slow(parent, name)
+    }
+
+    /// [`ThreadState::find`] past the last lookup: the maps.
+    #[inline(never)]
+    fn find_slow(&mut self, parent: u32, name: &StageName) -> Option<u32> {
         match name {
             StageName::Borrowed(text) => {
                 let key = (parent, text.as_ptr() as usize, text.len());
-                if let Some((last_key, id)) = self.last {
-                    if last_key == key {
-                        return Some(id);
-                    }
-                }
                 let id = *self.by_address.get(&key)?;
                 self.last = Some((key, id));
                 Some(id)
@@ -346,8 +355,19 @@ impl ThreadState {
         Some(self.messages.remove(at).1)
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn delta(&mut self, record: u32) -> &mut Delta {
+        let index = record as usize;
+        if index >= self.deltas.len() || !self.deltas[index].dirty {
+            self.dirty_delta(record);
+        }
+        &mut self.deltas[index]
+    }
+
+    /// Makes room for `record`'s counters and marks them dirty: the first count since
+    /// the last merge.
+    #[inline(never)]
+    fn dirty_delta(&mut self, record: u32) {
         let index = record as usize;
         if self.deltas.len() <= index {
             self.deltas.resize(index + 1, Delta::CLEAN);
@@ -357,7 +377,6 @@ impl ThreadState {
             delta.dirty = true;
             self.dirty.push(record);
         }
-        delta
     }
 
     /// Takes the counters to merge, leaving them clean; `first` tells whether this

@@ -9,6 +9,7 @@
 //! monitor's ledger, so each interval of the marks is counted once and by that monitor
 //! alone; nothing here is process-wide.
 
+mod clocksource;
 #[cfg(all(unix, feature = "gpu"))]
 pub(crate) mod helpers;
 #[cfg(target_os = "linux")]
@@ -20,6 +21,7 @@ mod other;
 #[cfg(not(target_os = "linux"))]
 use other as imp;
 
+pub(crate) use clocksource::tsc_trusted;
 #[cfg(all(unix, feature = "gpu"))]
 pub(crate) use helpers::{child_end, die_with_parent, set_nonblocking, wait_readable};
 pub(crate) use imp::{
