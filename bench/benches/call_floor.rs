@@ -15,38 +15,15 @@ use criterion::Criterion;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
-use tracing::span::{Attributes, Id};
 use tracing::Dispatch;
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+use tracing_subscriber::layer::SubscriberExt as _;
 
 mod subjects;
 
-use subjects::{attribute, fastrace_trace, hotpath_measure, plain, tracing_span};
+use subjects::{attribute, fastrace_trace, hotpath_measure, plain, tracing_span, CountingLayer};
 
-static CALLBACKS: AtomicU64 = AtomicU64::new(0);
 static FASTRACE_SPANS: AtomicU64 = AtomicU64::new(0);
 static FASTRACE_TIMED: AtomicU64 = AtomicU64::new(0);
-
-/// The `tracing` peer: a layer that sees the four callbacks of every span and counts them.
-struct CountingLayer;
-
-impl<S: tracing::Subscriber> Layer<S> for CountingLayer {
-    fn on_new_span(&self, _attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn on_enter(&self, _id: &Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn on_exit(&self, _id: &Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn on_close(&self, _id: Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-}
 
 /// fastrace's reporter: counts the spans its collector thread hands over.
 struct CountingReporter;
@@ -137,7 +114,7 @@ fn main() {
         "macro_expanded": expanded,
         "stemmon_attribute_calls": calls("attribute"),
         "stemmon_span_calls": calls("span"),
-        "counting_callbacks": CALLBACKS.load(Ordering::Relaxed),
+        "counting_callbacks": subjects::counting_callbacks(),
         "fastrace_timed_calls": FASTRACE_TIMED.load(Ordering::Relaxed),
         "fastrace_reported_spans": FASTRACE_SPANS.load(Ordering::Relaxed),
     });

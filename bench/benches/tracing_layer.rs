@@ -15,34 +15,15 @@
 use criterion::Criterion;
 use std::cell::RefCell;
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
+
 use std::time::Instant;
-use tracing::span::{Attributes, Id};
+use tracing::span::Id;
 use tracing::Dispatch;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
 
-static CALLBACKS: AtomicU64 = AtomicU64::new(0);
+mod subjects;
 
-/// The peer: a layer that sees the same four callbacks of every span and counts them.
-struct CountingLayer;
-
-impl<S: tracing::Subscriber> Layer<S> for CountingLayer {
-    fn on_new_span(&self, _attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn on_enter(&self, _id: &Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn on_exit(&self, _id: &Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-
-    fn on_close(&self, _id: Id, _ctx: Context<'_, S>) {
-        CALLBACKS.fetch_add(1, Ordering::Relaxed);
-    }
-}
+use subjects::CountingLayer;
 
 thread_local! {
     /// The timing layer's open spans on this thread: (span id, clock at first enter).
@@ -177,7 +158,7 @@ fn main() {
     let result = serde_json::json!({
         "stemmon_span_calls": report.stage("span").map_or(0, |stage| stage.calls),
         "stemmon_stages": report.stages.len(),
-        "counting_callbacks": CALLBACKS.load(Ordering::Relaxed),
+        "counting_callbacks": subjects::counting_callbacks(),
         "stemmon_stage_calls": report.stage("stage").map_or(0, |stage| stage.calls),
         "timing_spans": TIMED.with(|timed| timed.borrow().0),
         "alternating_stemmon_ns": fastest[0],

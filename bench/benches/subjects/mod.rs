@@ -2,7 +2,39 @@
 // Each bench uses the subset it compares.
 #![allow(dead_code)]
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use stemmon_bench::body;
+use tracing::span::{Attributes, Id};
+use tracing_subscriber::layer::{Context, Layer};
+
+static CALLBACKS: AtomicU64 = AtomicU64::new(0);
+
+/// The `tracing` peer: a layer that sees the four callbacks of every span and counts
+/// them.
+pub struct CountingLayer;
+
+impl<S: tracing::Subscriber> Layer<S> for CountingLayer {
+    fn on_new_span(&self, _attrs: &Attributes<'_>, _id: &Id, _ctx: Context<'_, S>) {
+        CALLBACKS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn on_enter(&self, _id: &Id, _ctx: Context<'_, S>) {
+        CALLBACKS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn on_exit(&self, _id: &Id, _ctx: Context<'_, S>) {
+        CALLBACKS.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn on_close(&self, _id: Id, _ctx: Context<'_, S>) {
+        CALLBACKS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// How many callbacks [`CountingLayer`] saw.
+pub fn counting_callbacks() -> u64 {
+    CALLBACKS.load(Ordering::Relaxed)
+}
 
 /// The function as written, without instrumentation.
 #[inline(never)]
