@@ -14,18 +14,17 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-/// The cgroup's slower figures (its limit, OOM kills, anonymous memory and process
-/// count) are read again once this old: `memory.stat` and `cgroup.procs` cost more than
-/// a sample of ten processes' marks, and sampling faster than this finds them moved
-/// little. `memory.current` and `memory.peak` are read at every sample.
+/// The cgroup's anonymous memory and process count are read again once this old:
+/// `memory.stat` and `cgroup.procs` cost more than a sample of ten processes' marks, and
+/// sampling faster than this finds them moved little. The charge, its peak, the limit
+/// and the OOM kills (small files; a kill counts toward the stages open when it is
+/// read) are read at every sample.
 pub(crate) const SLOW_EVERY: Duration = Duration::from_millis(100);
 
 /// The figures read once every [`SLOW_EVERY`].
 #[derive(Clone, Copy, Debug)]
 struct Slow {
     at: Instant,
-    limit: Option<u64>,
-    oom_kills: Option<u64>,
     anon: Option<u64>,
     processes: Option<u32>,
 }
@@ -213,17 +212,18 @@ impl CgroupReader {
                 .and_then(|f| buf.read_whole(f).ok().and_then(parse))
         };
         let peak = value(&self.peak, &parse_u64);
+        let limit = match self.version {
+            2 => value(&self.limit, &parse_v2_limit),
+            _ => value(&self.limit, &parse_v1_limit),
+        };
+        let oom_kills = value(&self.events, &|text| keyed(text, b"oom_kill"));
         let now = Instant::now();
         let slow = match self.slow {
             Some(slow) if now.duration_since(slow.at) < SLOW_EVERY => slow,
             _ => self.read_slow(now),
         };
         let Slow {
-            limit,
-            oom_kills,
-            anon,
-            processes,
-            ..
+            anon, processes, ..
         } = slow;
         Ok({
             let mut built = CgroupReport::default();
@@ -251,11 +251,6 @@ impl CgroupReader {
             file.as_ref()
                 .and_then(|f| buf.read_whole(f).ok().and_then(parse))
         };
-        let limit = match self.version {
-            2 => value(&self.limit, &parse_v2_limit),
-            _ => value(&self.limit, &parse_v1_limit),
-        };
-        let oom_kills = value(&self.events, &|text| keyed(text, b"oom_kill"));
         // v2 `anon`; v1 `total_rss`, the hierarchy's anonymous memory (`rss` without it).
         let anon = match self.version {
             2 => value(&self.stat, &|text| keyed(text, b"anon")),
@@ -271,8 +266,6 @@ impl CgroupReader {
         });
         let slow = Slow {
             at: now,
-            limit,
-            oom_kills,
             anon,
             processes,
         };
