@@ -65,8 +65,72 @@ pub fn read_checked(bytes: &[u8]) -> Result<Checked, ReadError> {
     if bytes.len() as u64 > MAX_REPORT_BYTES {
         return Err(too_large());
     }
-    let report = parse(bytes)?;
+    let report = parse(&mut Bytes(bytes), record_budget(bytes.len()))?;
     check(report)
+}
+
+/// The largest report file parsed from its text in memory; a larger one is parsed as it
+/// is read (about twice as slow), so that a reader holds its records and never its text
+/// beside them: a 250 MB report of 240 000 stages reads within twice its size.
+const HELD_BYTES: u64 = 16 << 20;
+
+/// What a report is parsed from, once a pass: its bytes in memory, or its file, read
+/// again from the start for each pass.
+trait Input {
+    /// Its first byte that is not whitespace, if any.
+    fn first(&mut self) -> Option<u8>;
+    /// One pass over the whole input, parsing a `T`.
+    fn pass<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, serde_json::Error>;
+}
+
+struct Bytes<'a>(&'a [u8]);
+
+impl Input for Bytes<'_> {
+    fn first(&mut self) -> Option<u8> {
+        self.0.iter().copied().find(|b| !b.is_ascii_whitespace())
+    }
+
+    fn pass<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(self.0)
+    }
+}
+
+/// A report file, parsed as it is read: its text is never held whole, so what a reader
+/// holds is the report's records alone (a report of 500 000 stages of a dozen keys each
+/// costs more in records than in text, and the two together more than twice the file).
+struct FileInput(std::fs::File);
+
+impl FileInput {
+    /// The file from its start, through a buffer, at most [`MAX_REPORT_BYTES`] and one
+    /// more (a file that grows past the cap while it is read ends early, and is refused).
+    fn reader(&mut self) -> std::io::Result<impl std::io::Read + '_> {
+        use std::io::{Read, Seek};
+        self.0.rewind()?;
+        Ok(std::io::BufReader::with_capacity(
+            256 << 10,
+            (&self.0).take(MAX_REPORT_BYTES + 1),
+        ))
+    }
+}
+
+impl Input for FileInput {
+    fn first(&mut self) -> Option<u8> {
+        use std::io::Read;
+        let mut reader = self.reader().ok()?;
+        let mut byte = [0u8];
+        loop {
+            match reader.read(&mut byte) {
+                Ok(1) if byte[0].is_ascii_whitespace() => continue,
+                Ok(1) => return Some(byte[0]),
+                _ => return None,
+            }
+        }
+    }
+
+    fn pass<T: serde::de::DeserializeOwned>(&mut self) -> Result<T, serde_json::Error> {
+        let reader = self.reader().map_err(serde_json::Error::io)?;
+        serde_json::from_reader(reader)
+    }
 }
 
 /// The error for a report past [`MAX_REPORT_BYTES`].
@@ -84,18 +148,27 @@ fn too_large() -> ReadError {
 /// waiting in `open` for a writer that may never come (it is opened non-blocking, and
 /// what was opened is checked before a byte is read).
 pub fn read_file(path: &Path) -> Result<Checked, ReadError> {
-    use std::io::Read;
     let shown = path.display();
     let file = open_regular(path).map_err(|why| ReadError::new(format!("{shown}: {why}")))?;
     // Past the cap by its size: refused before a byte is read.
     if file.metadata().is_ok_and(|m| m.len() > MAX_REPORT_BYTES) {
         return Err(ReadError::new(format!("{shown}: {}", too_large())));
     }
-    let mut text = Vec::new();
-    file.take(MAX_REPORT_BYTES + 1)
-        .read_to_end(&mut text)
-        .map_err(|e| ReadError::new(format!("cannot read {shown}: {e}")))?;
-    read_checked(&text).map_err(|why| ReadError::new(format!("{shown}: {why}")))
+    let len = file
+        .metadata()
+        .map_err(|e| ReadError::new(format!("cannot read {shown}: {e}")))?
+        .len();
+    let checked = if len <= HELD_BYTES {
+        use std::io::Read;
+        let mut text = Vec::new();
+        file.take(MAX_REPORT_BYTES + 1)
+            .read_to_end(&mut text)
+            .map_err(|e| ReadError::new(format!("cannot read {shown}: {e}")))?;
+        read_checked(&text)
+    } else {
+        parse(&mut FileInput(file), record_budget(len as usize)).and_then(check)
+    };
+    checked.map_err(|why| ReadError::new(format!("{shown}: {why}")))
 }
 
 /// Opens `path` for reading if it is a regular file: the kind of file otherwise.
@@ -327,8 +400,8 @@ impl<'de> serde::Deserialize<'de> for VersionText {
 /// Two passes, neither building a `serde_json::Value` (which costs ten times the file)
 /// nor keeping a key it does not know: one that only notes which keys are there, then
 /// the report itself. Memory stays within the file's size plus the report's own.
-fn parse(text: &[u8]) -> Result<Report, ReadError> {
-    let Some(first) = text.iter().find(|b| !b.is_ascii_whitespace()) else {
+fn parse(text: &mut impl Input, budget: u64) -> Result<Report, ReadError> {
+    let Some(first) = text.first() else {
         return Err(ReadError::new("the file is empty, not a stemmon report"));
     };
     let not_json = |e: serde_json::Error| {
@@ -341,16 +414,16 @@ fn parse(text: &[u8]) -> Result<Report, ReadError> {
             format!("not JSON ({e}), so not a stemmon report")
         })
     };
-    if *first != b'{' {
+    if first != b'{' {
         // Valid JSON of another kind, or not JSON at all.
-        return match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+        return match text.pass::<serde::de::IgnoredAny>() {
             Ok(_) => Err(ReadError::new(
                 "not a stemmon report (the JSON is not an object)",
             )),
             Err(e) => Err(not_json(e)),
         };
     }
-    let keys: Keys = serde_json::from_slice(text).map_err(|e| {
+    let keys: Keys = text.pass().map_err(|e| {
         if e.is_data() {
             ReadError::new(format!("not a stemmon report: {e}"))
         } else {
@@ -400,7 +473,7 @@ fn parse(text: &[u8]) -> Result<Report, ReadError> {
             ))
         }
     }
-    crate::keyed::with_budget(record_budget(text.len()), || serde_json::from_slice(text))
+    crate::keyed::with_budget(budget, || text.pass())
         .map_err(|e| ReadError::new(format!("not a stemmon report: {e}")))
 }
 
