@@ -383,6 +383,34 @@ fn one_module_reads_the_environment_and_one_writes_the_warning_prefix() {
     );
 }
 
+/// The lines of `text` before its unit tests: up to the attributes of its `mod tests`
+/// (inline or a file of its own). Code under another `#[cfg(test)]` counts: only the
+/// tests module ends the count.
+fn lines_before_tests(text: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let is_tests = |line: &str| {
+        let line = line.strip_prefix("pub(crate) ").unwrap_or(line);
+        line == "mod tests {" || line == "mod tests;"
+    };
+    let Some(mut end) = lines.iter().position(|line| is_tests(line)) else {
+        return lines.len();
+    };
+    while end > 0 && lines[end - 1].starts_with("#[") {
+        end -= 1;
+    }
+    end
+}
+
+#[test]
+fn the_line_count_ends_at_the_tests_module_only() {
+    let code = "use a;\n#[cfg(test)]\nfn helper() {}\nfn more() {}\n";
+    let text = format!("{code}#[cfg(test)]\n#[allow(unused)]\nmod tests {{\n    fn t() {{}}\n}}\n");
+    assert_eq!(lines_before_tests(&text), 4, "a cfg(test) helper is code");
+    assert_eq!(lines_before_tests(code), 4, "no tests module: the whole file");
+    assert_eq!(lines_before_tests("fn a() {}\n#[cfg(test)]\nmod tests;\n"), 1);
+    assert_eq!(lines_before_tests("#[cfg(test)]\npub(crate) mod tests {\n}\n"), 0);
+}
+
 #[test]
 fn no_source_file_is_over_500_lines_before_its_tests() {
     let mut long = Vec::new();
@@ -399,12 +427,7 @@ fn no_source_file_is_over_500_lines_before_its_tests() {
                 continue;
             }
             let text = std::fs::read_to_string(&path).unwrap();
-            let lines = text
-                .lines()
-                .take_while(|line| {
-                    !line.starts_with("#[cfg(test)]") && !line.starts_with("#[cfg(all(test")
-                })
-                .count();
+            let lines = lines_before_tests(&text);
             if lines > 500 {
                 let name = path
                     .strip_prefix(env!("CARGO_MANIFEST_DIR"))
