@@ -154,6 +154,30 @@ fn the_engine_does_no_io() {
     }
 }
 
+/// The runtime's one OS seam: no code outside `sys/` names a path of `/proc` or `/sys`
+/// (a message may say that a figure comes from `/proc`; a literal path is a read).
+#[test]
+fn only_the_platform_reads_proc_and_sys() {
+    let mut found = Vec::new();
+    for (path, code) in sources_under("") {
+        if path.starts_with(&format!(
+            "stemmon{0}src{0}sys{0}",
+            std::path::MAIN_SEPARATOR
+        )) {
+            continue;
+        }
+        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
+            if line.contains("\"/proc") || line.contains("\"/sys/") {
+                found.push(format!("{path}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "paths of /proc or /sys outside sys/: {found:#?}"
+    );
+}
+
 #[test]
 fn the_readers_keep_no_process_wide_state() {
     // Each monitor owns its ledger: no mutable static is shared by every monitor. (The
@@ -406,9 +430,19 @@ fn the_line_count_ends_at_the_tests_module_only() {
     let code = "use a;\n#[cfg(test)]\nfn helper() {}\nfn more() {}\n";
     let text = format!("{code}#[cfg(test)]\n#[allow(unused)]\nmod tests {{\n    fn t() {{}}\n}}\n");
     assert_eq!(lines_before_tests(&text), 4, "a cfg(test) helper is code");
-    assert_eq!(lines_before_tests(code), 4, "no tests module: the whole file");
-    assert_eq!(lines_before_tests("fn a() {}\n#[cfg(test)]\nmod tests;\n"), 1);
-    assert_eq!(lines_before_tests("#[cfg(test)]\npub(crate) mod tests {\n}\n"), 0);
+    assert_eq!(
+        lines_before_tests(code),
+        4,
+        "no tests module: the whole file"
+    );
+    assert_eq!(
+        lines_before_tests("fn a() {}\n#[cfg(test)]\nmod tests;\n"),
+        1
+    );
+    assert_eq!(
+        lines_before_tests("#[cfg(test)]\npub(crate) mod tests {\n}\n"),
+        0
+    );
 }
 
 #[test]

@@ -122,12 +122,7 @@ pub(crate) fn host_name() -> String {
     sysinfo::System::host_name()
         .ok()
         .filter(|name| !name.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .ok()
-                .map(|name| name.trim().to_owned())
-                .filter(|name| !name.is_empty())
-        })
+        .or_else(crate::sys::kernel_host_name)
         .unwrap_or_else(|| "unknown".to_owned())
 }
 

@@ -28,7 +28,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 mod special;
-#[cfg(any(target_os = "linux", target_os = "android"))]
+#[cfg(target_os = "linux")]
 mod unnamed;
 
 use special::{write_into, write_trusted};
@@ -194,7 +194,7 @@ fn replace(
     let prefix = temporary_prefix(name, std::process::id());
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(target_os = "linux")]
     if let Some(written) = unnamed::replace(
         parent,
         target,
@@ -419,7 +419,7 @@ mod tests {
         assert_eq!(names, ["report.json"]);
     }
 
-    #[cfg(any(target_os = "linux", target_os = "android"))]
+    #[cfg(target_os = "linux")]
     #[test]
     fn o_tmpfile_writes_a_new_file_and_replaces_one_with_its_mode() {
         let dir = Dir::new("o-tmpfile");

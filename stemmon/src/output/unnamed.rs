@@ -2,9 +2,6 @@
 //! which gets a name only once it is whole, so a `kill -9` while writing leaves nothing.
 
 use super::*;
-use std::ffi::CString;
-use std::os::fd::AsRawFd;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 
 /// [`replace`](super::replace) through an unnamed file. `None` where the kernel or the
@@ -55,7 +52,7 @@ pub(super) fn replace(
     if permissions.is_none() {
         // Nothing was at the name: the file is linked straight there, and never has
         // any other name. `linkat` fails on a name taken since, and never follows it.
-        match link(&file, target) {
+        match crate::sys::link_unnamed(&file, target) {
             Ok(()) => return Some(synced(parent, durable)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
@@ -65,7 +62,7 @@ pub(super) fn replace(
     // A file is there: the whole one gets a random name beside it (another one if
     // that is taken, by anything), which is renamed over the target at once. Only a
     // kill between these two calls leaves it, for the next writer to remove.
-    let linked = match builder.make_in(parent, |path| link(&file, path)) {
+    let linked = match builder.make_in(parent, |path| crate::sys::link_unnamed(&file, path)) {
         Ok(linked) => linked,
         Err(e) if e.kind() == io::ErrorKind::Unsupported => return None,
         Err(e) => return Some(Err(e)),
@@ -81,53 +78,4 @@ fn synced(parent: &Path, durable: bool) -> io::Result<()> {
         File::open(parent).and_then(|dir| dir.sync_all())?;
     }
     Ok(())
-}
-
-/// Gives the unnamed `file` the name `path` (`linkat`, which fails if `path` exists).
-/// An error of kind `Unsupported` when neither `/proc` nor `CAP_DAC_READ_SEARCH` lets
-/// a descriptor be linked.
-fn link(file: &File, path: &Path) -> io::Result<()> {
-    let to = CString::new(path.as_os_str().as_bytes())?;
-    let from = CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
-    // SAFETY: `from` and `to` are NUL-terminated strings that outlive the call, which
-    // only reads them; `AT_FDCWD` needs no open descriptor.
-    let linked = unsafe {
-        libc::linkat(
-            libc::AT_FDCWD,
-            from.as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_SYMLINK_FOLLOW,
-        )
-    };
-    if linked == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    if error.raw_os_error() != Some(libc::ENOENT) || Path::new("/proc/self/fd").exists() {
-        return Err(error);
-    }
-    // No `/proc`: `AT_EMPTY_PATH` links the descriptor itself, given the capability.
-    // SAFETY: the descriptor is open (`file` owns it for the call); the empty path and
-    // `to` are NUL-terminated strings that outlive the call, which only reads them.
-    let linked = unsafe {
-        libc::linkat(
-            file.as_raw_fd(),
-            c"".as_ptr(),
-            libc::AT_FDCWD,
-            to.as_ptr(),
-            libc::AT_EMPTY_PATH,
-        )
-    };
-    if linked == 0 {
-        return Ok(());
-    }
-    let error = io::Error::last_os_error();
-    match error.raw_os_error() {
-        Some(libc::EPERM | libc::ENOENT | libc::EACCES) => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "an unnamed file cannot be linked without /proc",
-        )),
-        _ => Err(error),
-    }
 }

@@ -30,6 +30,10 @@ pub(crate) use imp::{
 };
 #[cfg(feature = "unstable-readers")]
 pub(crate) use imp::{boundary_reader_alone, default_reader, full_reader};
+#[cfg(target_os = "linux")]
+pub(crate) use linux::files::{kernel_host_name, link_unnamed, process_status};
+#[cfg(not(target_os = "linux"))]
+pub(crate) use other::{kernel_host_name, process_status};
 
 use crate::memory::{Descendant, LiveChildren, ReaderSettings, SelfReader, TreeReader};
 use crate::report::HighWaterMarks;

@@ -33,6 +33,21 @@ impl ReaderHandle {
     }
 }
 
+/// No kernel host name beyond sysinfo's here.
+pub(crate) fn kernel_host_name() -> Option<String> {
+    None
+}
+
+/// No process status file here: the GPU's pids are matched as NVML gives them.
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+pub(crate) fn process_status(
+    _pid: u32,
+    _buf: &mut Vec<u8>,
+    _path: &mut String,
+) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
 /// The best reader for this platform: sysinfo's.
 #[cfg(feature = "unstable-readers")]
 pub(crate) fn default_reader(detailed: bool) -> Box<dyn TreeReader> {

@@ -23,8 +23,7 @@
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::struct_wrappers::device::ProcessInfo;
 use std::collections::HashMap;
-use std::fmt::Write as _;
-use std::io::{self, Read as _};
+use std::io;
 
 /// A tree process's GPU memory over every device read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -276,15 +275,12 @@ pub(super) trait StatusSource {
     fn read_status(&mut self, pid: u32, buf: &mut Vec<u8>, path: &mut String) -> io::Result<()>;
 }
 
-/// This procfs: `/proc/PID/status`.
+/// This procfs, through the platform (`sys`).
 pub(super) struct Procfs;
 
 impl StatusSource for Procfs {
     fn read_status(&mut self, pid: u32, buf: &mut Vec<u8>, path: &mut String) -> io::Result<()> {
-        path.clear();
-        let _ = write!(path, "/proc/{pid}/status");
-        std::fs::File::open(path.as_str())?.read_to_end(buf)?;
-        Ok(())
+        crate::sys::process_status(pid, buf, path)
     }
 }
 

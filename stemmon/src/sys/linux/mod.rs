@@ -12,6 +12,7 @@ pub(crate) mod cgroup;
 mod exit_feed;
 mod exit_watch;
 mod exits;
+pub(crate) mod files;
 pub(crate) mod ledger;
 pub(crate) mod own_mark;
 pub(crate) mod platform;
