@@ -19,6 +19,16 @@ use prometheus::Pushgateway;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// `text` with its first letter upper case: a field's meaning opening a help line or a
+/// description.
+#[cfg_attr(not(any(feature = "otlp", feature = "prometheus")), allow(dead_code))]
+fn capital(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
+}
+
 /// Overrides `.prometheus_textfile(dir)` for every monitor of the process.
 pub(crate) const TEXTFILE_VAR: &str = "STEMMON_PROMETHEUS_TEXTFILE_DIR";
 /// Overrides `.pushgateway(url)` for every monitor of the process.

@@ -2,6 +2,7 @@
 //! `prometheus-client`, and its two deliveries: a textfile for node_exporter and a PUT
 //! to a Pushgateway.
 
+use crate::export::capital;
 use crate::report::Report;
 use base64::Engine as _;
 use prometheus_client::collector::Collector;
@@ -194,14 +195,6 @@ fn value_of(field: &Field, value: f64) -> Value {
         Unit::Bytes | Unit::Count if value >= 0.0 => Value::Int(value.round() as u64),
         _ => Value::Float(value),
     }
-}
-
-/// `text` with its first letter upper case, for a help line.
-fn capital(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 /// A name or help made from the field table: owned.

@@ -8,7 +8,6 @@ use super::records::{BoundaryInterval, Stats};
 use super::thread::ThreadState;
 use super::{Recorder, State, BOUNDARY_REUSE_NANOS};
 use crate::memory::{SelfReader, TreeReading};
-use crate::report::TimelinePoint;
 use std::sync::atomic::Ordering;
 
 /// Which edge of a call a boundary reading is at.
@@ -262,20 +261,12 @@ impl Recorder {
         };
         // The plot's series gets the fresh reading too (at most one a millisecond),
         // folded into the newest point: its bound line reaches the report's bound.
-        state.samples.timeline.raise_last({
-            let mut built = TimelinePoint::default();
-            built.elapsed_seconds = elapsed;
-            built.end_seconds = elapsed;
-            built.tree_rss_bytes = reading.tree_rss;
-            built.parent_rss_bytes = reading.parent_rss;
-            built.children_rss_bytes = reading.children_rss;
-            built.tree_rss_bound_bytes = interval.parent_hwm.map(|hwm| {
-                (hwm + interval.reaped_at_most.unwrap_or(0) + interval.children_rss)
-                    .max(reading.tree_rss.unwrap_or(0))
-            });
-            built.samples = 0;
-            built
+        let bound = interval.parent_hwm.map(|hwm| {
+            (hwm + interval.reaped_at_most.unwrap_or(0) + interval.children_rss)
+                .max(reading.tree_rss.unwrap_or(0))
         });
+        let point = super::timeline::point_of(&reading, elapsed, bound, 0);
+        state.samples.timeline.raise_last(point);
         self.sweep_heap(state, now);
         let boundary = &mut state.boundary;
         if interval.parent_hwm.is_some() {

@@ -12,7 +12,7 @@ use super::thread::POLL;
 use super::timeline::Timeline;
 use super::{seconds, Line, OpenStage, Recorder, State};
 use crate::memory::{TreeReader, TreeReading};
-use crate::report::{CgroupReport, SampleReport, TimelinePoint};
+use crate::report::{CgroupReport, SampleReport};
 use crate::sources::Source;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -112,17 +112,10 @@ impl Samples {
             self.recent.push_back(sample.clone());
         }
         self.timeline.push({
-            let mut built = TimelinePoint::default();
-            built.elapsed_seconds = elapsed;
-            built.end_seconds = elapsed;
-            built.tree_rss_bytes = reading.tree_rss;
-            built.parent_rss_bytes = reading.parent_rss;
-            built.children_rss_bytes = reading.children_rss;
-            built.tree_rss_bound_bytes = bound;
+            let mut built = super::timeline::point_of(reading, elapsed, bound, 1);
             built.cgroup_memory_bytes = reading.cgroup_peak;
             built.process_count = reading.process_count;
             built.cpu_cores = cpu_cores;
-            built.samples = 1;
             taken.series_into(&mut built);
             built
         });

@@ -16,8 +16,29 @@
 //! memory (unboxed, the merged points filled a second buffer over the following round:
 //! about 1 MiB of RSS that came a round after the series was full).
 
+use crate::memory::TreeReading;
 use crate::report::TimelinePoint;
 use std::collections::VecDeque;
+
+/// The point of `reading`, taken `elapsed` seconds into the run, with `bound` as the
+/// tree's bound; it stands for `samples` samples (0: a boundary's reading raising the
+/// newest point).
+pub(crate) fn point_of(
+    reading: &TreeReading,
+    elapsed: f64,
+    bound: Option<u64>,
+    samples: u32,
+) -> TimelinePoint {
+    let mut point = TimelinePoint::default();
+    point.elapsed_seconds = elapsed;
+    point.end_seconds = elapsed;
+    point.tree_rss_bytes = reading.tree_rss;
+    point.parent_rss_bytes = reading.parent_rss;
+    point.children_rss_bytes = reading.children_rss;
+    point.tree_rss_bound_bytes = bound;
+    point.samples = samples;
+    point
+}
 
 /// The most points the series holds at once.
 pub(crate) const MAX_POINTS: usize = 2_000;

@@ -24,6 +24,9 @@ use other as imp;
 pub(crate) use clocksource::tsc_trusted;
 #[cfg(all(unix, feature = "gpu"))]
 pub(crate) use helpers::{child_end, die_with_parent, set_nonblocking, wait_readable};
+pub(crate) use imp::kernel_host_name;
+#[cfg(feature = "gpu")]
+pub(crate) use imp::process_status;
 pub(crate) use imp::{
     boot_seconds, exited_child, has_exited, heavy_barrier, register_barrier, start_tick_seconds,
     thread_cpu_micros, ReaderHandle,
@@ -31,9 +34,7 @@ pub(crate) use imp::{
 #[cfg(feature = "unstable-readers")]
 pub(crate) use imp::{boundary_reader_alone, default_reader, full_reader};
 #[cfg(target_os = "linux")]
-pub(crate) use linux::files::{kernel_host_name, link_unnamed, process_status};
-#[cfg(not(target_os = "linux"))]
-pub(crate) use other::{kernel_host_name, process_status};
+pub(crate) use linux::files::link_unnamed;
 
 use crate::memory::{Descendant, LiveChildren, ReaderSettings, SelfReader, TreeReader};
 use crate::report::HighWaterMarks;

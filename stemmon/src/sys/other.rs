@@ -39,7 +39,7 @@ pub(crate) fn kernel_host_name() -> Option<String> {
 }
 
 /// No process status file here: the GPU's pids are matched as NVML gives them.
-#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+#[cfg(feature = "gpu")]
 pub(crate) fn process_status(
     _pid: u32,
     _buf: &mut Vec<u8>,

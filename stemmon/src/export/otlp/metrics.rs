@@ -11,6 +11,7 @@
 //! and the stages' are kept under different names, so that summing a metric never adds
 //! a stage to the run that holds it (stages are inclusive).
 
+use crate::export::capital;
 use crate::report::{Report, StageReport};
 use std::sync::OnceLock;
 use stemmon_report::fields::{Field, Source as FieldSource, Unit, FIELDS};
@@ -142,14 +143,6 @@ pub(crate) fn metrics() -> &'static [Entry] {
         }
         all
     })
-}
-
-/// `text` with its first letter upper case.
-fn capital(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 /// One figure of the report as an OTLP metric's data point (and a span attribute).

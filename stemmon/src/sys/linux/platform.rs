@@ -138,6 +138,10 @@ pub(crate) fn has_exited(pid: u32) -> bool {
     super::reaped::has_exited(pid)
 }
 
+pub(crate) use super::files::kernel_host_name;
+#[cfg(feature = "gpu")]
+pub(crate) use super::files::process_status;
+
 /// Registers this process for the expedited `membarrier`; whether it works here.
 pub(crate) fn register_barrier() -> bool {
     const QUERY: libc::c_long = 0;
