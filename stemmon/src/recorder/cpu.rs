@@ -320,6 +320,13 @@ mod tests {
         rig.recorder.exit(&main, call);
     }
 
+    /// The marks of the frames open on `slot`'s thread, and how many marks it keeps.
+    fn frame_marks(slot: &crate::recorder::ThreadSlot) -> (Vec<u16>, usize) {
+        let thread = slot.lock();
+        let marks = thread.stack.iter().map(|frame| frame.mark).collect();
+        (marks, thread.cpu.marks.len())
+    }
+
     /// The stage paths' user CPU seconds in `rig`'s report.
     fn user_seconds(rig: &Rig, paths: &[&str]) -> Vec<Option<f64>> {
         let report = rig.recorder.snapshot();
@@ -338,13 +345,13 @@ mod tests {
         rig.advance_micros(2_000);
         let outer = rig.recorder.enter(&main, "outer".into());
         let inner = rig.recorder.enter(&main, "inner".into());
-        assert_eq!(main.lock().cpu.live, 1);
+        assert_eq!(frame_marks(&main), ([0, 0].into(), 1));
         rig.advance_micros(2_000);
         rig.set_usage(usage(300, 0));
         rig.set_thread_cpu(Some(201_000));
         // Out of order: the inner call keeps the mark it shared.
         rig.recorder.exit(&main, outer);
-        assert_eq!(main.lock().cpu.live, 1);
+        assert_eq!(frame_marks(&main), ([0].into(), 1));
         // Still open, the inner call counts up to the newest reading.
         let open = user_seconds(&rig, &["outer", "outer/inner"]);
         assert_eq!(open, [Some(0.2), Some(0.2)]);
@@ -352,7 +359,7 @@ mod tests {
         rig.set_usage(usage(600, 0));
         rig.set_thread_cpu(Some(501_000));
         rig.recorder.exit(&main, inner);
-        assert_eq!(main.lock().cpu.live, 0);
+        assert_eq!(frame_marks(&main), ([].into(), 1));
         let report = rig.recorder.snapshot();
         let inner = &report.stage("outer/inner").unwrap().cpu_io;
         assert_eq!(inner.cpu_user_seconds, Some(0.5));
@@ -363,7 +370,7 @@ mod tests {
     }
 
     #[test]
-    fn a_mark_taken_off_below_the_top_renumbers_the_ones_above() {
+    fn a_mark_taken_off_below_the_top_leaves_the_ones_above_theirs() {
         let rig = Rig::new();
         let main = rig.thread();
         rig.set_usage(usage(100, 0));
@@ -373,23 +380,17 @@ mod tests {
         rig.set_usage(usage(200, 0));
         let inner = rig.recorder.enter(&main, "inner".into());
         let third = rig.recorder.enter(&main, "third".into());
-        assert_eq!(main.lock().cpu.live, 2);
+        assert_eq!(frame_marks(&main), ([0, 1, 1].into(), 2));
         rig.advance_micros(2_000);
         rig.set_usage(usage(400, 0));
         rig.recorder.exit(&main, outer);
-        {
-            let thread = main.lock();
-            assert_eq!(thread.cpu.live, 1);
-            let marks: Vec<_> = thread.stack.iter().map(|f| f.mark).collect();
-            assert_eq!(marks, [0, 0]);
-        }
+        assert_eq!(frame_marks(&main), ([1, 1].into(), 2));
         rig.advance_micros(2_000);
         rig.set_usage(usage(500, 0));
         rig.recorder.exit(&main, third);
         rig.advance_micros(2_000);
         rig.set_usage(usage(700, 0));
         rig.recorder.exit(&main, inner);
-        assert_eq!(main.lock().cpu.live, 0);
         let paths = ["outer", "outer/inner", "outer/inner/third"];
         assert_eq!(
             user_seconds(&rig, &paths),
@@ -405,18 +406,16 @@ mod tests {
         rig.advance_micros(2_000);
         let first = rig.recorder.enter(&main, "first".into());
         rig.recorder.exit(&main, first);
-        let kept = main.lock().cpu.marks.len();
+        assert_eq!(frame_marks(&main), ([].into(), 1));
         // No reading since: the kept mark is taken up again.
         let second = rig.recorder.enter(&main, "second".into());
-        {
-            let thread = main.lock();
-            assert_eq!((thread.cpu.live, thread.cpu.marks.len()), (1, kept));
-        }
+        assert_eq!(frame_marks(&main), ([0].into(), 1));
         rig.advance_micros(2_000);
         rig.set_usage(usage(250, 0));
         rig.recorder.exit(&main, second);
         // A reading since: the kept mark is written anew.
         let third = rig.recorder.enter(&main, "third".into());
+        assert_eq!(frame_marks(&main), ([0].into(), 1));
         rig.advance_micros(2_000);
         rig.set_usage(usage(600, 0));
         rig.recorder.exit(&main, third);
@@ -424,6 +423,33 @@ mod tests {
         assert_eq!(
             user_seconds(&rig, &paths),
             [Some(0.0), Some(0.15), Some(0.35)]
+        );
+    }
+
+    #[test]
+    fn a_long_open_call_keeps_its_mark_and_at_most_one_more() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_usage(usage(0, 0));
+        rig.advance_micros(2_000);
+        let outer = rig.recorder.enter(&main, "outer".into());
+        for step in 1..=100 {
+            // A reading before each inner call: each enters with new figures.
+            rig.advance_micros(2_000);
+            rig.set_usage(usage(step * 10, 0));
+            let inner = rig.recorder.enter(&main, "inner".into());
+            assert_eq!(frame_marks(&main), ([0, 1].into(), 2));
+            rig.advance_micros(2_000);
+            rig.set_usage(usage(step * 10 + 5, 0));
+            rig.recorder.exit(&main, inner);
+        }
+        rig.recorder.exit(&main, outer);
+        // 100 calls of 5 ms of user CPU each; the outer call saw all 1 005 ms.
+        let seconds = user_seconds(&rig, &["outer", "outer/inner"]);
+        let close = |figure: Option<f64>, want: f64| (figure.unwrap() - want).abs() < 1e-9;
+        assert!(
+            close(seconds[0], 1.005) && close(seconds[1], 0.5),
+            "{seconds:?}"
         );
     }
 

@@ -39,11 +39,12 @@ const MISSING: &str = "stemmon::Alloc is not the global allocator";
 /// `swept` tells whether sweeps read the thread (all but the monitor's own).
 #[inline]
 pub(super) fn entered(thread: &mut ThreadState, swept: bool) {
-    let bottom = thread.stack.len() == 1;
-    let Some(top) = thread.stack.last_mut() else {
+    // Without `stemmon::Alloc`, one load: nothing else is read.
+    let Some((index, slot)) = slots::this_thread() else {
         return;
     };
-    let Some((index, slot)) = slots::this_thread() else {
+    let bottom = thread.stack.len() == 1;
+    let Some(top) = thread.stack.last_mut() else {
         return;
     };
     let tells_sweeps = bottom && swept;

@@ -167,7 +167,7 @@ impl Recorder {
         delta.max_ticks = delta.max_ticks.max(ticks);
         if fast {
             delta.saw_boundary = true;
-            self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Window);
+            self.cpu_exit(&mut thread, &frame, now, cpu::Clock::Window);
             return;
         }
         thread.mark_completed(frame.record);
@@ -184,7 +184,7 @@ impl Recorder {
         }
         let edge = Edge::exit_after(self.clock.delta_as_nanos(0, ticks));
         self.boundary_reading(&mut state, &thread, now, frame.record, edge);
-        self.cpu_exit(&mut thread, index, &frame, now, cpu::Clock::Fresh);
+        self.cpu_exit(&mut thread, &frame, now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         let message = thread.take_message(frame.seq);

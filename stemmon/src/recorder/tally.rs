@@ -155,36 +155,57 @@ pub(super) struct CallMark {
 pub(super) const UNREAD: u64 = u64::MAX;
 
 /// One thread's CPU clock as last read, and the entry figures of its open calls.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct ThreadCpu {
     /// Clock ticks of the last `RUSAGE_THREAD` reading (0: never read).
     pub(super) at: u64,
     /// That reading, in microseconds ([`UNREAD`] where it cannot be read).
     pub(super) micros: u64,
-    /// The distinct entry figures of the sync calls open on this thread, oldest first.
-    /// A call entering with the top one's generation and clock shares it (most calls
-    /// do: nothing was read since their caller entered), so only a call that saw a new
-    /// reading pushes one; its frame says which is its own. A mark is live while some
-    /// frame has it; frames up the stack have the same or later ones.
+    /// The distinct entry figures of the sync calls open on this thread, oldest first,
+    /// and the newest figures last ([`ThreadCpu::top`]). A call entering while the
+    /// figures are still the newest mark's takes that mark's index (most calls do:
+    /// nothing was read since the last one entered); only a call that sees new figures
+    /// adds one, after dropping the marks no open frame holds. Frames up the stack have
+    /// the same or later marks, so the list is never longer than the stack plus one.
     pub(super) marks: Vec<Mark>,
-    /// How many of `marks` are live; the rest are kept: a call entering with the
-    /// figures of the one at `live` (a call after a call at the same depth, with no
-    /// reading between) takes it up again, and loads nothing.
-    pub(super) live: usize,
+    /// The index of the newest mark ([`NO_MARK`](super::thread::NO_MARK) before the
+    /// first).
+    pub(super) top: u16,
+    /// The newest mark's generation and thread clock, beside the list: an entry and
+    /// an exit compare them without reaching into it.
+    pub(super) top_generation: u64,
+    pub(super) top_micros: u64,
     /// The entry figures of the async calls this thread opened and nobody closed yet.
     pub(super) calls: Vec<CallMark>,
 }
 
-impl ThreadCpu {
-    /// The live mark at `index`.
-    #[inline(always)]
-    pub(super) fn live_mark(&self, index: u16) -> Option<&Mark> {
-        let index = usize::from(index);
-        if index < self.live {
-            self.marks.get(index)
-        } else {
-            None
+impl Default for ThreadCpu {
+    fn default() -> ThreadCpu {
+        ThreadCpu {
+            at: 0,
+            micros: 0,
+            marks: Vec::new(),
+            top: super::thread::NO_MARK,
+            // No generation is this one: the first entry adds the first mark.
+            top_generation: u64::MAX,
+            top_micros: UNREAD,
+            calls: Vec::new(),
         }
+    }
+}
+
+impl ThreadCpu {
+    /// The mark at `index`, if there is one ([`NO_MARK`](super::thread::NO_MARK):
+    /// none).
+    #[inline(always)]
+    pub(super) fn mark(&self, index: u16) -> Option<&Mark> {
+        self.marks.get(usize::from(index))
+    }
+
+    /// Whether `generation` and the thread clock `micros` are the newest mark's.
+    #[inline(always)]
+    pub(super) fn is_newest(&self, generation: u64, micros: u64) -> bool {
+        generation == self.top_generation && micros == self.top_micros
     }
 
     /// The clock for a call's entry or exit at `now`, read anew when `clock` says so or

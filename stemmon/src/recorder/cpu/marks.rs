@@ -23,93 +23,74 @@ impl Recorder {
         }
     }
 
-    /// Notes the figures at the entry of the sync call on top of `thread`'s stack.
+    /// Notes the figures at the entry of the sync call on top of `thread`'s stack: the
+    /// newest mark, added first if the figures changed since it was taken.
     #[inline(always)]
     pub(in crate::recorder) fn cpu_enter(&self, thread: &mut ThreadState, now: u64) {
         let generation = self.cpu_now.generation();
         let cpu = &mut thread.cpu;
         let micros = cpu.clock(now, Clock::Window, self.reuse_ticks, self.thread_cpu);
-        let Some(frame) = thread.stack.last_mut() else {
-            return;
-        };
-        let same = |mark: &Mark| mark.generation == generation && mark.thread == micros;
-        let live = cpu.live;
-        if live > 0 && cpu.marks.get(live - 1).is_some_and(same) {
-            // No reading since the call below entered: its figures, shared.
-            frame.mark = (live - 1) as u16;
-            return;
+        if !cpu.is_newest(generation, micros) {
+            self.cpu_renew(thread, generation, micros);
         }
-        if live >= MAX_OPEN_MARKS {
-            return;
-        }
-        frame.mark = live as u16;
-        cpu.live = live + 1;
-        match cpu.marks.get_mut(live) {
-            // The previous call at this depth saw the same figures: taken up again.
-            Some(kept) if same(kept) => {}
-            Some(kept) => *kept = self.cpu_mark(generation, micros),
-            None => cpu.marks.push(self.cpu_mark(generation, micros)),
+        let top = thread.cpu.top;
+        if let Some(frame) = thread.stack.last_mut() {
+            frame.mark = top;
         }
     }
 
+    /// Adds the figures read now as the newest mark, after the marks no open frame
+    /// holds (those past the highest an open frame has: frames up the stack have the
+    /// same or later ones).
+    #[cold]
+    #[inline(never)]
+    fn cpu_renew(&self, thread: &mut ThreadState, generation: u64, micros: u64) {
+        let held = thread
+            .stack
+            .iter()
+            .rev()
+            .find(|frame| frame.mark != NO_MARK)
+            .map_or(0, |frame| usize::from(frame.mark) + 1);
+        let cpu = &mut thread.cpu;
+        cpu.marks.truncate(held);
+        if held >= MAX_OPEN_MARKS {
+            // A runaway stack: this call counts nothing, and the next entry tries again.
+            cpu.top = NO_MARK;
+            cpu.top_generation = u64::MAX;
+            return;
+        }
+        cpu.marks.push(self.cpu_mark(generation, micros));
+        cpu.top = held as u16;
+        cpu.top_generation = generation;
+        cpu.top_micros = micros;
+    }
+
     /// Adds to `frame`'s record's counters on `thread` the growth since its entry;
-    /// `frame` was just taken off the stack at `index`.
+    /// `frame` was just taken off the stack. A call that entered with the newest mark
+    /// and sees the same figures now had no growth (most short calls).
     #[inline(always)]
     pub(in crate::recorder) fn cpu_exit(
         &self,
         thread: &mut ThreadState,
-        index: usize,
         frame: &Frame,
         now: u64,
         clock: Clock,
     ) {
-        let cpu = &mut thread.cpu;
-        let Some(mark) = cpu.live_mark(frame.mark) else {
+        if frame.mark == NO_MARK {
             return;
-        };
-        let (generation, entry) = (mark.generation, mark.thread);
+        }
+        let generation = self.cpu_now.generation();
+        let cpu = &mut thread.cpu;
         let micros = cpu.clock(now, clock, self.reuse_ticks, self.thread_cpu);
-        // The common case of a short call: no reading in between, nothing to count.
-        if micros != entry || self.cpu_now.generation() != generation {
+        if frame.mark != cpu.top || !cpu.is_newest(generation, micros) {
             self.cpu_count(thread, frame.mark, frame.record, micros);
-        }
-        if index == thread.stack.len() {
-            // The marks below the new top stay live (this call's own, if it pushed
-            // one, is kept for the next call at this depth).
-            thread.cpu.live = thread
-                .stack
-                .iter()
-                .rev()
-                .find(|below| below.mark != NO_MARK)
-                .map_or(0, |below| usize::from(below.mark) + 1);
-        } else {
-            Self::cpu_drop_mark(thread, frame.mark);
-        }
-    }
-
-    /// The mark of a frame taken off below the top of the stack: off the marks if no
-    /// other frame has it, the later ones renumbered.
-    #[cold]
-    fn cpu_drop_mark(thread: &mut ThreadState, mark: u16) {
-        if thread.stack.iter().any(|frame| frame.mark == mark) {
-            return;
-        }
-        let cpu = &mut thread.cpu;
-        if usize::from(mark) < cpu.live {
-            cpu.marks.remove(usize::from(mark));
-            cpu.live -= 1;
-        }
-        for frame in &mut thread.stack {
-            if frame.mark != NO_MARK && frame.mark > mark {
-                frame.mark -= 1;
-            }
         }
     }
 
     /// Adds the growth since the mark at `index` to `record`'s counters on `thread`.
     #[inline(never)]
     fn cpu_count(&self, thread: &mut ThreadState, index: u16, record: u32, micros: u64) {
-        if let Some(&mark) = thread.cpu.live_mark(index) {
+        if let Some(&mark) = thread.cpu.mark(index) {
             self.cpu_add(thread, &mark, record, micros);
         }
     }
@@ -187,7 +168,7 @@ impl Recorder {
         for thread in held {
             let cpu = &thread.cpu;
             let sync = thread.stack.iter().filter_map(|frame| {
-                let mark = cpu.live_mark(frame.mark)?;
+                let mark = cpu.mark(frame.mark)?;
                 Some((frame.record, mark))
             });
             let calls = cpu.calls.iter().map(|call| (call.record, &call.mark));
