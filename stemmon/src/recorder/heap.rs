@@ -27,7 +27,7 @@
 use super::owned::OwnedGuard;
 use super::records::Records;
 use super::tally::{HeapDelta, HeapMark, NONE};
-use super::thread::{Frame, ThreadState};
+use super::thread::{take_at, Frame, ThreadState};
 use super::{Recorder, State};
 use crate::heap::slots::{self, Counts, Slot};
 use crate::report::{HeapReport, StageReport, TimelinePoint};
@@ -44,9 +44,10 @@ pub(super) fn entered(thread: &mut ThreadState, swept: bool) {
         return;
     };
     let bottom = thread.stack.len() == 1;
-    let Some(top) = thread.stack.last_mut() else {
+    let Some(top) = thread.stack.last() else {
         return;
     };
+    let seq = top.seq;
     let tells_sweeps = bottom && swept;
     if tells_sweeps {
         slot.stage_opened();
@@ -54,19 +55,28 @@ pub(super) fn entered(thread: &mut ThreadState, swept: bool) {
     let at = slot.counts();
     let saved_peak = slot.peak();
     slot.set_peak(at.net());
-    top.heap = HeapMark {
+    let mark = HeapMark {
         slot: Some(slot),
         index,
         at,
         saved_peak,
         tells_sweeps,
     };
+    thread.heap_marks.push((seq, mark));
 }
 
 /// Counts the heap of `frame`, just taken off `thread`'s stack, into its stage.
 #[inline]
 pub(super) fn exited(thread: &mut ThreadState, frame: &Frame) {
-    let mark = &frame.heap;
+    if thread.heap_marks.is_empty() {
+        return;
+    }
+    let marks = &thread.heap_marks;
+    let Some(at) = marks.iter().rposition(|(seq, _)| *seq == frame.seq) else {
+        return;
+    };
+    let (_, mark) = take_at(&mut thread.heap_marks, at);
+    let mark = &mark;
     let Some(slot) = mark.slot else {
         return;
     };
@@ -131,11 +141,15 @@ pub(super) fn open_heap_of(held: &[OwnedGuard<'_, ThreadState>]) -> Vec<OpenHeap
         return open;
     }
     for thread in held {
-        for (index, frame) in thread.stack.iter().enumerate() {
-            if let Some(heap) = frame.heap.slot {
-                let counts = heap.counts().since(&frame.heap.at);
-                open.push((frame.record, index == 0, counts));
-            }
+        let outermost = thread.stack.first().map(|frame| frame.seq);
+        for (seq, mark) in &thread.heap_marks {
+            let (Some(heap), Some(frame)) =
+                (mark.slot, thread.stack.iter().find(|f| f.seq == *seq))
+            else {
+                continue;
+            };
+            let counts = heap.counts().since(&mark.at);
+            open.push((frame.record, outermost == Some(*seq), counts));
         }
     }
     open

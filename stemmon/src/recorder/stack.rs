@@ -4,7 +4,7 @@
 //! state: a boundary reading younger than the reuse window is reused.
 
 use super::boundary::Edge;
-use super::thread::{ThreadSlot, ThreadState, NO_PARENT};
+use super::thread::{bucket, ThreadSlot, ThreadState, NO_PARENT};
 use super::{cpu, heap, short_type_name, Entered, OpenStage, Recorder, StageName, State};
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
@@ -20,7 +20,8 @@ impl Recorder {
             return Entered::Ignored;
         }
         // Recursion, direct or not, folds into the open call: counted, timed once.
-        if let Some(index) = thread.open_named(&name) {
+        let bucket = bucket(&name);
+        if let Some(index) = thread.open_named_in(&name, bucket) {
             let frame = &mut thread.stack[index];
             frame.folded += 1;
             let (record, seq) = (frame.record, frame.seq);
@@ -28,7 +29,7 @@ impl Recorder {
             return Entered::Folded(seq);
         }
         let record = self.record_here(slot, &mut thread, &name, now);
-        let seq = thread.push(record, now);
+        let seq = thread.push_call(record, now, &name, bucket);
         if slot.id == 0 {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
@@ -158,7 +159,7 @@ impl Recorder {
         let reuse = now.wrapping_sub(self.boundary_at.0.load(Ordering::Relaxed)) < self.reuse_ticks;
         // Only a call shorter than the reuse window may skip the shared state: a longer
         // one may have overlapped intervals other threads' readings closed.
-        let quiet = frame.error.is_none() && !panicking && ticks < self.reuse_ticks;
+        let quiet = !frame.failed && !panicking && ticks < self.reuse_ticks;
         let fast = quiet && reuse && thread.has_completed(frame.record);
         let delta = thread.delta(frame.record);
         delta.completed += 1;
@@ -171,10 +172,15 @@ impl Recorder {
             return;
         }
         thread.mark_completed(frame.record);
+        let type_name = if frame.failed {
+            thread.take_error(frame.seq)
+        } else {
+            None
+        };
         let error = if panicking {
             Some(Cow::Borrowed("panic"))
         } else {
-            frame.error.map(|e| Cow::Owned(short_type_name(e)))
+            type_name.map(|e| Cow::Owned(short_type_name(e)))
         };
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);

@@ -18,10 +18,8 @@ pub(crate) struct Frame {
     pub(crate) entered: u64,
     /// Recursive calls (direct or not) folded into this one and still open.
     pub(crate) folded: u32,
-    /// The `type_name` of the `Err` this call returned, set just before it closes.
-    pub(crate) error: Option<&'static str>,
-    /// The thread's heap counters at entry (the book's `heap.md`).
-    pub(crate) heap: HeapMark,
+    /// Its call recorded an `Err` (the type is in `ThreadState::errors`).
+    pub(crate) failed: bool,
     /// The address and length of the record's name as this thread knows it (0, 0 if
     /// unknown): the recursion check rejects most frames on these two words alone.
     name: (usize, usize),
@@ -44,7 +42,7 @@ const BUCKETS: usize = 32;
 /// The bucket of a name, from its text (the same text, the same bucket, wherever it
 /// lives): its length and last byte.
 #[inline]
-fn bucket(name: &str) -> u8 {
+pub(crate) fn bucket(name: &str) -> u8 {
     let last = u32::from(name.as_bytes().last().copied().unwrap_or(0));
     ((name.len() as u32 ^ last.wrapping_mul(7)) as usize % BUCKETS) as u8
 }
@@ -151,6 +149,12 @@ pub(crate) struct ThreadState {
     pub(crate) cpu: ThreadCpu,
     /// The `Display` text of open calls' errors, by `seq`, until they close.
     messages: Vec<(u32, Box<str>)>,
+    /// The `type_name` of open calls' errors, by `seq`, until they close (at most one
+    /// per frame on the stack).
+    errors: Vec<(u32, &'static str)>,
+    /// The heap counters at the entry of the frames open on the stack, by `seq`, oldest
+    /// first; only with `stemmon::Alloc` (the book's `heap.md`).
+    pub(crate) heap_marks: Vec<(u32, HeapMark)>,
 }
 
 impl ThreadState {
@@ -210,14 +214,20 @@ impl ThreadState {
         }
     }
 
-    /// The frame of the open call named `name` on this stack, if any, nearest the top:
-    /// where a recursive call folds. The search stops at a poll frame (an async call's
-    /// stages nest under it, apart from the thread's own calls below). While recursion
-    /// folds, the stack holds distinct names, so this stays as shallow as the program's
-    /// nesting of distinct stages.
-    #[inline]
+    /// [`ThreadState::open_named_in`] of `name` in its own bucket.
+    #[cfg(test)]
     pub(crate) fn open_named(&self, name: &str) -> Option<usize> {
-        if self.open_buckets[bucket(name) as usize] == 0 {
+        self.open_named_in(name, bucket(name))
+    }
+
+    /// The frame of the open call named `name` (in `bucket`) on this stack, if any,
+    /// nearest the top: where a recursive call folds. The search stops at a poll frame
+    /// (an async call's stages nest under it, apart from the thread's own calls below).
+    /// While recursion folds, the stack holds distinct names, so this stays as shallow
+    /// as the program's nesting of distinct stages.
+    #[inline]
+    pub(crate) fn open_named_in(&self, name: &str, bucket: u8) -> Option<usize> {
+        if self.open_buckets[bucket as usize] == 0 {
             return None;
         }
         let (address, len) = (name.as_ptr() as usize, name.len());
@@ -251,9 +261,38 @@ impl ThreadState {
             seq: self.next_seq,
             entered,
             folded: 0,
-            error: None,
-            heap: HeapMark::NONE,
+            failed: false,
             name,
+            bucket,
+            mark: NO_MARK,
+        });
+        self.next_seq
+    }
+
+    /// Pushes the frame of a sync call of `record` named `name` (the record's name, in
+    /// `bucket`) and returns its sequence number: [`ThreadState::push`] without looking
+    /// a `'static` name up again. A name built at run time is the record's own copy's
+    /// (the frame keeps its address, which must outlive the call).
+    #[inline]
+    pub(crate) fn push_call(
+        &mut self,
+        record: u32,
+        entered: u64,
+        name: &StageName,
+        bucket: u8,
+    ) -> u32 {
+        let StageName::Borrowed(name) = name else {
+            return self.push(record, entered);
+        };
+        self.next_seq = self.next_seq.wrapping_add(1);
+        self.open_buckets[bucket as usize] += 1;
+        self.stack.push(Frame {
+            record,
+            seq: self.next_seq,
+            entered,
+            folded: 0,
+            failed: false,
+            name: (name.as_ptr() as usize, name.len()),
             bucket,
             mark: NO_MARK,
         });
@@ -337,7 +376,9 @@ impl ThreadState {
         message: Option<Box<str>>,
     ) {
         if let Some(index) = self.position(seq) {
-            self.stack[index].error = Some(type_name);
+            self.stack[index].failed = true;
+            self.errors.retain(|(open, _)| *open != seq);
+            self.errors.push((seq, type_name));
             self.messages.retain(|(open, _)| *open != seq);
             if let Some(message) = message {
                 // Bounded whatever happens to calls that never close.
@@ -347,6 +388,12 @@ impl ThreadState {
                 self.messages.push((seq, message));
             }
         }
+    }
+
+    /// The `type_name` of the error recorded for the call `seq`, taken.
+    pub(crate) fn take_error(&mut self, seq: u32) -> Option<&'static str> {
+        let at = self.errors.iter().position(|(open, _)| *open == seq)?;
+        Some(self.errors.remove(at).1)
     }
 
     /// The `Display` text recorded for the call `seq`, taken.
