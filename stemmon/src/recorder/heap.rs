@@ -48,6 +48,8 @@ pub(super) fn entered(thread: &mut ThreadState, swept: bool) {
         return;
     };
     let seq = top.seq;
+    // Room first: the list's growth is the engine's heap, not the call's.
+    thread.heap_marks.reserve(1);
     let tells_sweeps = bottom && swept;
     if tells_sweeps {
         slot.stage_opened();
