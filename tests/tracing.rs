@@ -426,3 +426,103 @@ fn a_span_closed_on_another_thread_is_closed_once_in_its_monitor() {
     );
     assert_eq!(stage(&report, "moved").errors, 0);
 }
+
+/// The layer on one registry, for threads that each make it their default: spans made
+/// on one thread and met on another belong to one subscriber.
+fn shared_layer() -> tracing::Dispatch {
+    tracing::Dispatch::new(tracing_subscriber::registry().with(TracingLayer::new()))
+}
+
+#[test]
+fn a_leaf_span_kept_apart_then_met_on_another_thread_is_one_call_closed_once() {
+    let _serial = serial();
+    let dispatch = shared_layer();
+    let _default = tracing::dispatcher::set_default(&dispatch);
+    let monitor = start();
+    // Each span is made, entered and exited here with nothing after it on this thread:
+    // its call is still kept apart here when the other thread meets it.
+    let moved = info_span!("moved");
+    moved.in_scope(|| std::hint::black_box(1));
+    std::thread::scope(|scope| {
+        scope.spawn(move || {
+            // Entered again there, then closed there.
+            moved.in_scope(|| std::hint::black_box(2));
+        });
+    });
+    let dropped = info_span!("dropped");
+    dropped.in_scope(|| std::hint::black_box(3));
+    std::thread::scope(|scope| {
+        scope.spawn(move || drop(dropped));
+    });
+    let (first, second) = (monitor.summary(), monitor.summary());
+    let wall = |report: &Report, path: &str| stage(report, path).wall_seconds;
+    for path in ["moved", "dropped"] {
+        assert_eq!(wall(&first, path), wall(&second, path), "{path} closed");
+    }
+    let report = monitor.finish();
+    assert_eq!(calls(&report), [("moved", 1), ("dropped", 1)]);
+    assert!(report.stages.iter().all(|s| s.errors == 0));
+}
+
+#[test]
+fn a_child_made_on_another_thread_nests_under_its_parent_kept_apart() {
+    let _serial = serial();
+    let dispatch = shared_layer();
+    let monitor = start();
+    // On a worker, not the monitor's own thread (whose open stage idle threads nest
+    // under anyway).
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let _default = tracing::dispatcher::set_default(&dispatch);
+            // The worker's first span joins it to the monitor.
+            info_span!("warm").in_scope(|| std::hint::black_box(0));
+            let parent = info_span!("parent");
+            // Entered here, and nothing else happens on this thread while the child runs.
+            let entered = parent.enter();
+            std::thread::scope(|inner| {
+                inner.spawn(|| {
+                    let _default = tracing::dispatcher::set_default(&dispatch);
+                    info_span!(parent: &parent, "child").in_scope(|| std::hint::black_box(0));
+                });
+            });
+            drop(entered);
+        });
+    });
+    let report = monitor.finish();
+    assert_eq!(
+        calls(&report),
+        [("warm", 1), ("parent", 1), ("parent/child", 1)]
+    );
+}
+
+#[test]
+fn a_span_first_entered_on_nine_threads_at_once_is_one_call() {
+    let _serial = serial();
+    let dispatch = shared_layer();
+    let _default = tracing::dispatcher::set_default(&dispatch);
+    let monitor = start();
+    for round in 0..20 {
+        // Made here: this thread's first enter may take the way apart, the others the
+        // registry's, all at the same moment.
+        let shared = info_span!("shared", round);
+        let barrier = std::sync::Barrier::new(9);
+        std::thread::scope(|scope| {
+            for _ in 0..8 {
+                scope.spawn(|| {
+                    barrier.wait();
+                    shared.in_scope(|| std::hint::black_box(0));
+                });
+            }
+            barrier.wait();
+            shared.in_scope(|| std::hint::black_box(0));
+        });
+    }
+    let report = monitor.finish();
+    assert_eq!(calls(&report), [("shared", 20)]);
+    assert!(monitor_is_quiet(&report));
+}
+
+/// No call left open and none failed.
+fn monitor_is_quiet(report: &Report) -> bool {
+    report.stages.iter().all(|s| s.errors == 0)
+}

@@ -69,6 +69,19 @@ pub(crate) fn with_attachment<R>(f: impl FnOnce(&Attachment) -> R) -> Option<R> 
     .flatten()
 }
 
+/// Runs `f` with the calling thread's attachment if it has one to a running monitor;
+/// joins none.
+#[cfg(feature = "tracing")]
+pub(crate) fn with_live<R>(f: impl FnOnce(&Attachment) -> R) -> Option<R> {
+    SLOT.try_with(|slot| {
+        let slot = slot.try_borrow().ok()?;
+        let attachment = slot.as_ref().filter(|a| !a.recorder.is_ended())?;
+        Some(f(attachment))
+    })
+    .ok()
+    .flatten()
+}
+
 /// Runs `f` with the attachment of the calling thread if it belongs to the monitor
 /// of `epoch`: a guard that outlived its monitor does nothing.
 #[inline]
@@ -110,6 +123,17 @@ pub(crate) fn recorder_of(epoch: u64) -> Option<Arc<Recorder>> {
         .iter()
         .filter_map(std::sync::Weak::upgrade)
         .find(|recorder| recorder.epoch == epoch)
+}
+
+/// Every monitor running now, wherever it was started.
+#[cfg(feature = "tracing")]
+pub(crate) fn running() -> Vec<Arc<Recorder>> {
+    let installed = INSTALLED.lock().unwrap_or_else(PoisonError::into_inner);
+    installed
+        .iter()
+        .filter_map(std::sync::Weak::upgrade)
+        .filter(|recorder| !recorder.is_ended())
+        .collect()
 }
 
 /// Makes `recorder` the process's monitor, or (thread-only) the calling thread's;

@@ -2,10 +2,12 @@
 //! per span, from its first enter to its close, through the engine's async-call API.
 
 use crate::context;
-use crate::recorder::{OpenCall, Parent, StageName};
+
+mod local;
+use crate::recorder::{OpenCall, Parent, Recorder, StageName};
+use local::{Frame, Made, MadeParent};
 use std::borrow::Cow;
-use std::cell::RefCell;
-use tracing_core::span::Id;
+use tracing_core::span::{Attributes, Id};
 use tracing_core::Subscriber;
 use tracing_subscriber::layer::{Context, Layer};
 use tracing_subscriber::registry::{LookupSpan, SpanRef};
@@ -80,155 +82,256 @@ struct SpanCall {
     call: OpenCall,
 }
 
-/// A poll frame this thread pushed for an entered span.
-#[derive(Clone, Copy)]
-struct Frame {
-    span: u64,
-    epoch: u64,
-    seq: u32,
-}
-
-/// How many calls this thread opened for spans it remembers: a span closed soon after
-/// its first enter, on that thread, is closed without looking it up.
-const REMEMBERED: usize = 16;
-
-thread_local! {
-    /// The frames of the spans entered on this thread, innermost last: an exit pops its
-    /// frame without looking the span up (enters and exits pair up on one thread).
-    static FRAMES: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
-    /// The calls this thread opened most recently, by span id, newest last. A hint only:
-    /// an entry may be stale (the span closed elsewhere and its id was reused), and the
-    /// engine closes a call only if it is still open on this thread.
-    static OPENED: RefCell<Vec<(u64, SpanCall)>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Remembers that this thread opened `state` for `span`.
-#[inline]
-fn remember(span: u64, state: SpanCall) {
-    let _ = OPENED.try_with(|opened| {
-        if let Ok(mut opened) = opened.try_borrow_mut() {
-            if opened.len() == REMEMBERED {
-                opened.remove(0);
-            }
-            opened.push((span, state));
-        }
-    });
-}
-
-/// Takes what this thread remembers of `span`.
-#[inline]
-fn recall(span: u64) -> Option<SpanCall> {
-    OPENED
-        .try_with(|opened| {
-            let mut opened = opened.try_borrow_mut().ok()?;
-            match opened.last() {
-                Some((id, _)) if *id == span => opened.pop().map(|(_, state)| state),
-                _ => {
-                    let index = opened.iter().rposition(|(id, _)| *id == span)?;
-                    Some(opened.remove(index).1)
-                }
-            }
-        })
-        .ok()
-        .flatten()
-}
-
-/// Takes the newest frame of `span` this thread pushed.
-#[inline]
-fn take_frame(span: u64) -> Option<Frame> {
-    FRAMES
-        .try_with(|frames| {
-            let mut frames = frames.try_borrow_mut().ok()?;
-            match frames.last() {
-                Some(top) if top.span == span => frames.pop(),
-                _ => {
-                    let index = frames.iter().rposition(|frame| frame.span == span)?;
-                    Some(frames.remove(index))
-                }
-            }
-        })
-        .ok()
-        .flatten()
-}
-
 /// Pops `frame` from this thread's stack in its monitor.
 #[inline]
 fn pop(frame: Frame) {
     context::with_epoch(frame.epoch, |a| a.recorder.pop_poll(&a.slot, frame.seq));
 }
 
+/// Hands the call of `span`, kept apart on this thread until now, to the span's
+/// extensions, where any thread finds it. Nothing if the span is gone, another thread
+/// took the call over already, or its monitor ended.
+#[cold]
+fn register<S>(ctx: &Context<'_, S>, span: u64)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let Some(state) = local::with(|local| local.remembered(span)).flatten() else {
+        return;
+    };
+    // The id may name a newer span by now (this one closed elsewhere): the engine then
+    // no longer keeps the call here, and nothing is written.
+    let Some(span) = ctx.span(&Id::from_u64(span)) else {
+        return;
+    };
+    let mut extensions = span.extensions_mut();
+    if extensions.get_mut::<SpanCall>().is_some() {
+        return;
+    }
+    // The extensions first, then the thread's state: the order every path takes them in.
+    let kept = context::with_own(state.epoch, |own| {
+        own.is_some_and(|a| a.recorder.register_span(&a.slot, state.call))
+    });
+    if kept {
+        extensions.insert(state);
+    }
+}
+
+/// Registers the call this thread keeps apart unless it is `keep`'s: something other
+/// than that span's own exit, enter or close happens on this thread.
+#[inline]
+fn settle<S>(ctx: &Context<'_, S>, keep: u64)
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let fast = local::with(|local| {
+        let fast = local.fast;
+        if fast != keep {
+            local.fast = 0;
+        }
+        fast
+    });
+    match fast {
+        Some(fast) if fast != 0 && fast != keep => register(ctx, fast),
+        _ => {}
+    }
+}
+
+/// Opens the span `id` at its first enter without the registry, if it is the span made
+/// last on this thread and its parent is where the thread is (as the registry's way
+/// would find it): true if it did. The made note is used up either way.
+#[inline]
+fn open_made(id: u64) -> bool {
+    let opened = local::with(|local| {
+        let made = local.made.take()?;
+        let epoch = made.epoch;
+        if made.span != id {
+            return Some(false);
+        }
+        let here = match made.parent {
+            MadeParent::Root => true,
+            MadeParent::Contextual(current) => {
+                let top = local.top_frame();
+                top.map(|frame| frame.span) == current
+                    && top.is_none_or(|frame| frame.epoch == epoch)
+            }
+            MadeParent::Explicit(parent) => local.is_entered(parent, epoch),
+        };
+        let (recorder, slot) = local.attached(true)?;
+        if !here || recorder.epoch != epoch {
+            return Some(false);
+        }
+        let name = StageName::Borrowed(made.name);
+        let Some((call, seq)) = recorder.open_made_span(slot, id, name, Parent::Here) else {
+            return Some(false);
+        };
+        local.remember(id, SpanCall { epoch, call });
+        if let Some(seq) = seq {
+            local.push_frame(Frame {
+                span: id,
+                epoch,
+                seq,
+            });
+        }
+        local.fast = id;
+        Some(true)
+    });
+    opened.flatten().unwrap_or(false)
+}
+
 /// Where a span entered for the first time nests: by its nearest ancestor span that is
 /// a call of the monitor of `epoch` (a span never entered, or filtered out, is skipped).
 /// The engine nests it where the thread is if that ancestor is entered on this thread
 /// (a `#[monitored]` call inside it may come between), else under the ancestor's record.
-fn parent_of<S>(span: &SpanRef<'_, S>, epoch: u64) -> Parent
+fn parent_of<S>(span: &SpanRef<'_, S>, recorder: &Recorder) -> Parent
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
     let mut next = span.parent();
     while let Some(ancestor) = next {
         let state = ancestor.extensions().get::<SpanCall>().copied();
+        let state = state.or_else(|| adopt(&ancestor, recorder));
         match state {
-            Some(state) if state.epoch == epoch => return Parent::Record(state.call.record),
+            Some(state) if state.epoch == recorder.epoch => {
+                return Parent::Record(state.call.record)
+            }
             _ => next = ancestor.parent(),
         }
     }
     Parent::Here
 }
 
+/// The call of `span` that another thread opened without the registry, moved into the
+/// span's extensions (or what they hold by now); `None` if it has none.
+fn adopt<S>(span: &SpanRef<'_, S>, recorder: &Recorder) -> Option<SpanCall>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let mut extensions = span.extensions_mut();
+    if let Some(state) = extensions.get_mut::<SpanCall>() {
+        return Some(*state);
+    }
+    let call = recorder.find_span(span.id().into_u64())?;
+    let state = SpanCall {
+        epoch: recorder.epoch,
+        call,
+    };
+    extensions.insert(state);
+    Some(state)
+}
+
 impl<S> Layer<S> for TracingLayer
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    // Nothing at `on_new_span`: a span's call begins at its first enter.
+    // A span's call begins at its first enter: its making is only noted, so that a first
+    // enter right after it, on this thread, needs no lookup.
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !context::any_running() {
+            return;
+        }
+        settle(&ctx, 0);
+        let span = id.into_u64();
+        local::with(|local| {
+            let parent = if attrs.is_root() {
+                MadeParent::Root
+            } else if let Some(parent) = attrs.parent() {
+                MadeParent::Explicit(parent.into_u64())
+            } else {
+                MadeParent::Contextual(local.top_frame().map(|frame| frame.span))
+            };
+            let Some((recorder, slot)) = local.attached(false) else {
+                return;
+            };
+            slot.note_made_span(span);
+            local.made = Some(Made {
+                span,
+                epoch: recorder.epoch,
+                name: attrs.metadata().name(),
+                parent,
+            });
+        });
+    }
 
     fn on_enter(&self, id: &Id, ctx: Context<'_, S>) {
         if !context::any_running() {
             return;
         }
-        let Some(span) = ctx.span(id) else {
+        let span = id.into_u64();
+        // Entered again, still kept apart on this thread: one more poll.
+        let again = local::with(|local| {
+            if local.fast != span {
+                return None;
+            }
+            let state = local.remembered(span)?;
+            let (recorder, slot) = local.attached(true)?;
+            if recorder.epoch != state.epoch {
+                return None;
+            }
+            if let Some(seq) = recorder.push_poll(slot, state.call.record) {
+                local.push_frame(Frame {
+                    span,
+                    epoch: state.epoch,
+                    seq,
+                });
+            }
+            Some(())
+        });
+        if again.flatten().is_some() {
+            return;
+        }
+        settle(&ctx, 0);
+        // The first enter right after its making here: no lookup, no extensions.
+        if open_made(span) {
+            return;
+        }
+        let Some(span_ref) = ctx.span(id) else {
             return;
         };
+        // Joined here if not yet: later spans made here are noted.
+        local::with(|local| local.attached(true).is_some());
         context::with_attachment(|a| {
+            // Its first enter was not next: no thread opens a span apart now.
+            a.slot.note_made_span(0);
             let epoch = a.recorder.epoch;
-            let mut extensions = span.extensions_mut();
+            let mut extensions = span_ref.extensions_mut();
             let seq = match extensions.get_mut::<SpanCall>() {
                 Some(state) if state.epoch == epoch => {
                     a.recorder.push_poll(&a.slot, state.call.record)
                 }
                 // Another monitor's span: it records nothing more.
                 Some(_) => None,
-                None => {
-                    let parent = parent_of(&span, epoch);
-                    let name = StageName::Borrowed(span.name());
-                    let (call, seq) = a.recorder.open_and_poll(&a.slot, name, parent);
-                    let state = SpanCall { epoch, call };
-                    extensions.insert(state);
-                    remember(id.into_u64(), state);
-                    seq
-                }
+                None => match a.recorder.find_span(span) {
+                    // Opened apart on another thread: kept in the extensions from now on.
+                    Some(call) => {
+                        extensions.insert(SpanCall { epoch, call });
+                        a.recorder.push_poll(&a.slot, call.record)
+                    }
+                    None => {
+                        let parent = parent_of(&span_ref, &a.recorder);
+                        let name = StageName::Borrowed(span_ref.name());
+                        let (call, seq) = a.recorder.open_and_poll(&a.slot, name, parent);
+                        let state = SpanCall { epoch, call };
+                        extensions.insert(state);
+                        local::with(|local| local.remember(span, state));
+                        seq
+                    }
+                },
             };
             drop(extensions);
             if let Some(seq) = seq {
-                let frame = Frame {
-                    span: id.into_u64(),
-                    epoch,
-                    seq,
-                };
-                let _ = FRAMES.try_with(|frames| {
-                    if let Ok(mut frames) = frames.try_borrow_mut() {
-                        frames.push(frame);
-                    }
-                });
+                local::with(|local| local.push_frame(Frame { span, epoch, seq }));
             }
         });
     }
 
-    fn on_exit(&self, id: &Id, _ctx: Context<'_, S>) {
+    fn on_exit(&self, id: &Id, ctx: Context<'_, S>) {
         if !context::any_running() {
             return;
         }
-        if let Some(frame) = take_frame(id.into_u64()) {
+        let span = id.into_u64();
+        settle(&ctx, span);
+        if let Some(frame) = local::with(|local| local.take_frame(span)).flatten() {
             pop(frame);
         }
     }
@@ -237,13 +340,35 @@ where
         if !context::any_running() {
             return;
         }
-        // A span closed while still entered here (its guard was forgotten) leaves no frame.
-        while let Some(frame) = take_frame(id.into_u64()) {
+        let span = id.into_u64();
+        // Kept apart here until now: closed below through what this thread remembers.
+        settle(&ctx, span);
+        let (frames, remembered) = local::with(|local| {
+            if local.fast == span {
+                local.fast = 0;
+            }
+            if local.made.is_some_and(|made| made.span == span) {
+                // Made here and never entered: no thread opens it apart.
+                local.made = None;
+                if let Some((_, slot)) = local.attached(false) {
+                    slot.note_made_span(0);
+                }
+            }
+            // A span closed while still entered here (its guard was forgotten) leaves no
+            // frame.
+            let mut frames = Vec::new();
+            while let Some(frame) = local.take_frame(span) {
+                frames.push(frame);
+            }
+            (frames, local.recall(span))
+        })
+        .unwrap_or_default();
+        for frame in frames {
             pop(frame);
         }
         let error = std::thread::panicking().then_some(Cow::Borrowed("panic"));
         // Opened here lately: closed without a lookup, if the engine still has it open.
-        if let Some(SpanCall { epoch, call }) = recall(id.into_u64()) {
+        if let Some(SpanCall { epoch, call }) = remembered {
             let closed = context::with_own(epoch, |own| {
                 own.is_some_and(|a| a.recorder.close_if_open_here(&a.slot, call, error.clone()))
             });
@@ -251,13 +376,24 @@ where
                 return;
             }
         }
-        let Some(span) = ctx.span(&id) else {
+        let Some(span_ref) = ctx.span(&id) else {
             return;
         };
-        let Some(SpanCall { epoch, call }) = span.extensions().get::<SpanCall>().copied() else {
+        let state = span_ref.extensions().get::<SpanCall>().copied();
+        drop(span_ref);
+        let Some(SpanCall { epoch, call }) = state else {
+            // Opened apart on another thread, if at all: closed in its monitor.
+            for recorder in context::running() {
+                if let Some(call) = recorder.find_span(span) {
+                    context::with_own(recorder.epoch, |own| match own {
+                        Some(a) => a.recorder.close_async(Some(&a.slot), call, error),
+                        None => recorder.close_async(None, call, error),
+                    });
+                    return;
+                }
+            }
             return;
         };
-        drop(span);
         context::with_own(epoch, |own| match own {
             Some(a) => a.recorder.close_async(Some(&a.slot), call, error),
             // Closed on a thread that records elsewhere, or nowhere.

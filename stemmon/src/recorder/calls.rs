@@ -78,6 +78,20 @@ impl Recorder {
     ) -> (OpenCall, Option<u32>) {
         let now = self.clock.raw();
         let mut thread = slot.lock();
+        self.open_locked(slot, &mut thread, name, parent, poll, now)
+    }
+
+    /// [`Recorder::open`] on `slot`'s state, taken by the caller, at `now`.
+    #[inline]
+    pub(super) fn open_locked(
+        &self,
+        slot: &ThreadSlot,
+        thread: &mut ThreadState,
+        name: StageName,
+        parent: Parent,
+        poll: bool,
+        now: u64,
+    ) -> (OpenCall, Option<u32>) {
         let ignored = OpenCall {
             record: NO_PARENT,
             seq: FOLDED,
@@ -93,24 +107,24 @@ impl Recorder {
             _ => None,
         };
         let record = match parent {
-            Some(parent) => self.record_under(&mut thread, parent, &name, now),
+            Some(parent) => self.record_under(thread, parent, &name, now),
             None => {
                 // Direct recursion folds into the open call, as in `enter`.
                 if let Some(top) = thread.stack.last() {
                     let record = top.record;
                     if thread.is_named(record, &name) {
                         thread.delta(record).calls += 1;
-                        let poll = poll.then(|| self.push(slot, &mut thread, record));
+                        let poll = poll.then(|| self.push(slot, thread, record));
                         return (OpenCall { record, ..ignored }, poll);
                     }
                 }
-                self.record_here(slot, &mut thread, &name, now)
+                self.record_here(slot, thread, &name, now)
             }
         };
         let call = thread.open_call(record, now, slot.id);
-        let poll = poll.then(|| self.push(slot, &mut thread, record));
-        self.count_entry(&mut thread, record, now);
-        self.cpu_open(&mut thread, call.seq, record, now);
+        let poll = poll.then(|| self.push(slot, thread, record));
+        self.count_entry(thread, record, now);
+        self.cpu_open(thread, call.seq, record, now);
         (call, poll)
     }
 
@@ -205,6 +219,7 @@ impl Recorder {
         if !thread.close_call(call.seq) {
             return false;
         }
+        self.closed_span(slot, &mut thread, call.seq);
         let ticks = now.saturating_sub(call.started);
         let delta = thread.delta(call.record);
         delta.completed += 1;
@@ -254,6 +269,7 @@ impl Recorder {
         if self.is_ended() || !thread.close_call(call.seq) {
             return;
         }
+        self.closed_span(&home, &mut thread, call.seq);
         self.cpu_close(&mut thread, call.seq, now, super::cpu::Clock::Kept);
         let mut state = self.lock();
         // The open's count first, so the record never has more completed than calls.

@@ -26,6 +26,8 @@ mod processes;
 mod records;
 mod sample;
 mod snapshot;
+#[cfg_attr(not(feature = "tracing"), allow(dead_code))] // the `tracing` layer's
+mod span_calls;
 mod spans;
 mod stack;
 mod tally;

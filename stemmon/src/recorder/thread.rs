@@ -155,6 +155,8 @@ pub(crate) struct ThreadState {
     /// The heap counters at the entry of the frames open on the stack, by `seq`, oldest
     /// first; only with `stemmon::Alloc` (the book's `heap.md`).
     pub(crate) heap_marks: Vec<(u32, HeapMark)>,
+    /// The `tracing` spans this thread handles without the registry.
+    pub(super) spans: super::span_calls::Unregistered,
 }
 
 impl ThreadState {
@@ -466,6 +468,8 @@ pub(crate) struct ThreadSlot {
     pub(crate) name: Option<String>,
     /// Taken without a lock by the thread itself, through a mutex by others.
     state: Owned<ThreadState>,
+    /// What other threads may read of `state.spans` without taking it.
+    pub(super) spans: super::span_calls::Mirror,
 }
 
 impl ThreadSlot {
@@ -474,6 +478,7 @@ impl ThreadSlot {
             id,
             name,
             state: Owned::new(ThreadState::default()),
+            spans: super::span_calls::Mirror::default(),
         }
     }
 
