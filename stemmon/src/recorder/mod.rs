@@ -21,6 +21,7 @@ mod extra;
 #[cfg(test)]
 mod fake;
 mod heap;
+mod id_map;
 mod owned;
 mod processes;
 mod records;

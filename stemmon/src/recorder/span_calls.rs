@@ -13,41 +13,23 @@
 //! the owner's side:
 //!
 //! - **One winner for the first enter.** A thread opens a span this way only while the
-//!   span is its newest made one ([`Mirror::made`], checked under the thread's lock);
+//!   span is its newest made one ([`Mirror::made`](super::tally::Mirror::made), checked under the thread's lock);
 //!   `find_span` clears that under the same lock (the [`Owned`](super::owned)
 //!   handshake), so a span is opened either by its maker's fast path or by the
 //!   registry's way, never both. The registry's way is serialised per span by the
 //!   extensions' write lock, as before.
 //! - **Nothing missed.** Each thread publishes, with release stores, its newest made
-//!   span and how many calls it holds this way ([`Mirror`]): the count before the
+//!   span and how many calls it holds this way ([`Mirror`](super::tally::Mirror)): the count before the
 //!   span is cleared, so a reader that sees the span gone sees the count that replaced
 //!   it. A reader that sees neither the span nor any count takes no lock at all.
 //!
 //! Locks are taken in one order: a span's extensions, then threads' states. The owner
 //! never waits for an extension while it holds its own state.
 
+use super::tally::Unregistered;
 use super::thread::{ThreadSlot, ThreadState};
 use super::{OpenCall, Parent, Recorder, StageName};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-
-/// What a thread keeps of the spans it handles without the registry.
-#[derive(Debug, Default)]
-pub(crate) struct Unregistered {
-    /// The calls open on this thread for spans that have no extension: (call `seq`,
-    /// span id). One at a time, in practice.
-    open: Vec<(u64, u64)>,
-}
-
-/// What other threads may read of a thread's spans without its lock.
-#[derive(Debug, Default)]
-pub(crate) struct Mirror {
-    /// The span made on this thread most recently (0: none, opened, or claimed by
-    /// another thread): its first enter here may open it without the registry. Set by
-    /// the thread alone, without its lock; cleared under the lock.
-    made: AtomicU64,
-    /// How many calls [`Unregistered::open`] holds.
-    open: AtomicU32,
-}
+use std::sync::atomic::Ordering;
 
 impl ThreadSlot {
     /// Notes that `span` was just made on this thread (0: forget the last one).

@@ -7,6 +7,7 @@
 use crate::heap::slots::{self, Counts, Slot};
 use crate::memory::Usage;
 use crate::report::StageHeap;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 /// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
 pub(super) const NONE: u32 = u32::MAX;
@@ -151,6 +152,9 @@ pub(super) struct CallMark {
     pub(super) mark: Mark,
 }
 
+/// `Frame::mark` of a frame with no CPU entry figures (a poll frame, a runaway stack).
+pub(crate) const NO_MARK: u16 = u16::MAX;
+
 /// A thread clock that could not be read (another platform).
 pub(super) const UNREAD: u64 = u64::MAX;
 
@@ -168,7 +172,7 @@ pub(crate) struct ThreadCpu {
     /// adds one, after dropping the marks no open frame holds. Frames up the stack have
     /// the same or later marks, so the list is never longer than the stack plus one.
     pub(super) marks: Vec<Mark>,
-    /// The index of the newest mark ([`NO_MARK`](super::thread::NO_MARK) before the
+    /// The index of the newest mark ([`NO_MARK`](NO_MARK) before the
     /// first).
     pub(super) top: u16,
     /// The newest mark's generation and thread clock, beside the list: an entry and
@@ -185,7 +189,7 @@ impl Default for ThreadCpu {
             at: 0,
             micros: 0,
             marks: Vec::new(),
-            top: super::thread::NO_MARK,
+            top: NO_MARK,
             // No generation is this one: the first entry adds the first mark.
             top_generation: u64::MAX,
             top_micros: UNREAD,
@@ -195,7 +199,7 @@ impl Default for ThreadCpu {
 }
 
 impl ThreadCpu {
-    /// The mark at `index`, if there is one ([`NO_MARK`](super::thread::NO_MARK):
+    /// The mark at `index`, if there is one ([`NO_MARK`](NO_MARK):
     /// none).
     #[inline(always)]
     pub(super) fn mark(&self, index: u16) -> Option<&Mark> {
@@ -258,4 +262,24 @@ pub(crate) struct OpenCall {
     pub(crate) started: u64,
     /// The slot id of the thread that opened it and keeps it.
     pub(crate) thread: u32,
+}
+
+/// What a thread keeps of the `tracing` spans it handles without the registry
+/// (`span_calls.rs`).
+#[derive(Debug, Default)]
+pub(crate) struct Unregistered {
+    /// The calls open on this thread for spans that have no extension: (call `seq`,
+    /// span id). One at a time, in practice.
+    pub(super) open: Vec<(u64, u64)>,
+}
+
+/// What other threads may read of a thread's spans without its lock.
+#[derive(Debug, Default)]
+pub(crate) struct Mirror {
+    /// The span made on this thread most recently (0: none, opened, or claimed by
+    /// another thread): its first enter here may open it without the registry. Set by
+    /// the thread alone, without its lock; cleared under the lock.
+    pub(super) made: AtomicU64,
+    /// How many calls [`Unregistered::open`] holds.
+    pub(super) open: AtomicU32,
 }

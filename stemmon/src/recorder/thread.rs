@@ -3,11 +3,12 @@
 //! (`owned.rs`); nobody else takes it but the sampler and summaries, a few times a
 //! second, so a call writes no cache line that another thread writes.
 
+use super::id_map::FastMap;
 use super::owned::{Owned, OwnedGuard};
 use super::records::StageName;
+pub(crate) use super::tally::NO_MARK;
 use super::tally::{CallCpu, HeapDelta, HeapMark, OpenCall, ThreadCpu};
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// One open call on a thread's stack (or one poll of an async stage).
 #[derive(Clone, Copy, Debug)]
@@ -29,9 +30,6 @@ pub(crate) struct Frame {
     /// the calls below it that entered with the same ones; [`NO_MARK`] if none.
     pub(crate) mark: u16,
 }
-
-/// `Frame::mark` of a frame with no CPU entry figures (a poll frame, a runaway stack).
-pub(crate) const NO_MARK: u16 = u16::MAX;
 
 /// `Frame::bucket` of a frame not counted in the buckets (a poll frame).
 const NO_BUCKET: u8 = u8::MAX;
@@ -81,37 +79,6 @@ impl Delta {
     };
 }
 
-/// A fast hasher for small integer keys (FxHash's multiply-rotate); the keys are
-/// record ids and name addresses, never attacker-chosen.
-#[derive(Default)]
-pub(crate) struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for byte in bytes {
-            self.write_u64(u64::from(*byte));
-        }
-    }
-
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.write_u64(n as u64);
-    }
-
-    fn write_u32(&mut self, n: u32) {
-        self.write_u64(u64::from(n));
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
-
 /// The parent key of a top-level stage.
 pub(crate) const NO_PARENT: u32 = u32::MAX;
 
@@ -156,7 +123,7 @@ pub(crate) struct ThreadState {
     /// first; only with `stemmon::Alloc` (the book's `heap.md`).
     pub(crate) heap_marks: Vec<(u32, HeapMark)>,
     /// The `tracing` spans this thread handles without the registry.
-    pub(super) spans: super::span_calls::Unregistered,
+    pub(super) spans: super::tally::Unregistered,
 }
 
 impl ThreadState {
@@ -469,7 +436,7 @@ pub(crate) struct ThreadSlot {
     /// Taken without a lock by the thread itself, through a mutex by others.
     state: Owned<ThreadState>,
     /// What other threads may read of `state.spans` without taking it.
-    pub(super) spans: super::span_calls::Mirror,
+    pub(super) spans: super::tally::Mirror,
 }
 
 impl ThreadSlot {
@@ -478,7 +445,7 @@ impl ThreadSlot {
             id,
             name,
             state: Owned::new(ThreadState::default()),
-            spans: super::span_calls::Mirror::default(),
+            spans: super::tally::Mirror::default(),
         }
     }
 
