@@ -143,7 +143,7 @@ pub fn typed_future<R, F: Future<Output = R>>(future: F) -> F {
 }
 
 /// Records the error a call returned on its stage guard.
-#[inline]
+#[inline(always)]
 pub fn set_error(stage: &Stage, error: Option<CallError>) {
     stage.set_error(error);
 }

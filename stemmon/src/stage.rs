@@ -48,16 +48,14 @@ impl Stage {
     }
 
     /// Records that this call failed with `error`: its type (a `std::any::type_name`,
-    /// shortened when the stage closes) and its `Display` text, if any.
-    #[inline]
+    /// shortened when the stage closes) and its `Display` text, if any. Inline, so that
+    /// an inert guard or an `Ok` costs a branch, not a call.
+    #[inline(always)]
     pub(crate) fn set_error(&self, error: Option<crate::__private::CallError>) {
         // A folded (directly recursive) call shares its parent's frame: the outermost
         // call's own result decides whether that one failed.
         if let (true, Some(error), Entered::Pushed(seq)) = (self.epoch != 0, error, self.entered) {
-            context::with_epoch(self.epoch, |a| {
-                a.recorder
-                    .set_error(&a.slot, seq, error.type_name, error.message);
-            });
+            record_error(self.epoch, seq, error);
         }
     }
 }
@@ -69,6 +67,15 @@ impl Drop for Stage {
             close(self);
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn record_error(epoch: u64, seq: u32, error: crate::__private::CallError) {
+    context::with_epoch(epoch, |a| {
+        a.recorder
+            .set_error(&a.slot, seq, error.type_name, error.message);
+    });
 }
 
 #[cold]
