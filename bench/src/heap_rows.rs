@@ -110,7 +110,7 @@ pub(super) fn heap(rows: &mut Vec<Row>) {
         rows.push(Row {
             figure: "alloc+free pair added over System, alternating batches (fastest)".into(),
             stemmon: added(ours),
-            peer: "stats_alloc StatsAlloc<System>".into(),
+            peer: "stats_alloc `StatsAlloc<System>`".into(),
             peer_value: added(theirs),
             ratio: format!("{:.2}", ours / theirs),
             budget: "< peer (ratio < 1)".into(),
@@ -150,7 +150,7 @@ pub(super) fn heap(rows: &mut Vec<Row>) {
     for (peer, name) in [
         (
             criterion_ns("heap", "stats_alloc"),
-            "stats_alloc StatsAlloc<System>",
+            "stats_alloc `StatsAlloc<System>`",
         ),
         (
             criterion_ns("heap_hotpath", "hotpath_alloc"),

@@ -225,6 +225,12 @@ impl ThreadState {
             }
             _ => ((0, 0), NO_BUCKET),
         };
+        self.push_frame(record, entered, name, bucket)
+    }
+
+    /// Pushes a fresh frame (`next_seq` already counted) and returns its `seq`.
+    #[inline(always)]
+    fn push_frame(&mut self, record: u32, entered: u64, name: (usize, usize), bucket: u8) -> u32 {
         self.stack.push(Frame {
             record,
             seq: self.next_seq,
@@ -255,17 +261,12 @@ impl ThreadState {
         };
         self.next_seq = self.next_seq.wrapping_add(1);
         self.open_buckets[bucket as usize] += 1;
-        self.stack.push(Frame {
+        self.push_frame(
             record,
-            seq: self.next_seq,
             entered,
-            folded: 0,
-            failed: false,
-            name: (name.as_ptr() as usize, name.len()),
+            (name.as_ptr() as usize, name.len()),
             bucket,
-            mark: NO_MARK,
-        });
-        self.next_seq
+        )
     }
 
     /// Opens an async call of `record` at `now` kept by this thread, slot `id`.
