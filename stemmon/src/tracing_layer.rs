@@ -131,9 +131,8 @@ where
         }
         fast
     });
-    match fast {
-        Some(fast) if fast != 0 && fast != keep => register(ctx, fast),
-        _ => {}
+    if let Some(fast) = fast.filter(|&fast| fast != 0 && fast != keep) {
+        register(ctx, fast);
     }
 }
 

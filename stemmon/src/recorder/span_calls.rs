@@ -122,7 +122,8 @@ impl Recorder {
     /// The call of `span` if some thread opened it without the registry, handed over:
     /// from now on the caller keeps it in the span's extensions. A thread that still
     /// has `span` as its newest made span gives that up, so its first enter takes the
-    /// registry's way. The caller holds the span's extensions (write lock).
+    /// registry's way. The caller holds the span's extensions (write lock), or closes
+    /// the span (then nobody else holds it).
     pub(crate) fn find_span(&self, span: u64) -> Option<OpenCall> {
         let threads = self.lock_threads();
         if self.is_ended() || !threads.iter().any(|slot| slot.may_hold(span)) {

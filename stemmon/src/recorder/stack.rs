@@ -172,10 +172,9 @@ impl Recorder {
             return;
         }
         thread.mark_completed(frame.record);
-        let type_name = if frame.failed {
-            thread.take_error(frame.seq)
-        } else {
-            None
+        let (type_name, message) = match frame.failed {
+            true => thread.take_error(frame.seq).unzip(),
+            false => (None, None),
         };
         let error = if panicking {
             Some(Cow::Borrowed("panic"))
@@ -193,8 +192,14 @@ impl Recorder {
         self.cpu_exit(&mut thread, &frame, now, cpu::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
-        let message = thread.take_message(frame.seq);
-        self.keep_span(&mut state, &frame, slot.id, nanos, &error, message);
+        self.keep_span(
+            &mut state,
+            &frame,
+            slot.id,
+            nanos,
+            &error,
+            message.flatten(),
+        );
         let message = state.finish_call(frame.record, nanos, error);
         if let Some(message) = message {
             let stage = OpenStage::on_thread(&thread.stack, slot.id);

@@ -19,7 +19,7 @@ pub(crate) struct Frame {
     pub(crate) entered: u64,
     /// Recursive calls (direct or not) folded into this one and still open.
     pub(crate) folded: u32,
-    /// Its call recorded an `Err` (the type is in `ThreadState::errors`).
+    /// Its call recorded an `Err` (kept in `ThreadState::errors`).
     pub(crate) failed: bool,
     /// The address and length of the record's name as this thread knows it (0, 0 if
     /// unknown): the recursion check rejects most frames on these two words alone.
@@ -114,11 +114,9 @@ pub(crate) struct ThreadState {
     pub(crate) calls: u64,
     /// This thread's CPU clock and its open calls' entry figures.
     pub(crate) cpu: ThreadCpu,
-    /// The `Display` text of open calls' errors, by `seq`, until they close.
-    messages: Vec<(u32, Box<str>)>,
-    /// The `type_name` of open calls' errors, by `seq`, until they close (at most one
-    /// per frame on the stack).
-    errors: Vec<(u32, &'static str)>,
+    /// The errors of open calls, by `seq`, until they close: the `type_name` and the
+    /// `Display` text, if any (at most one per frame on the stack).
+    errors: Vec<(u32, &'static str, Option<Box<str>>)>,
     /// The heap counters at the entry of the frames open on the stack, by `seq`, oldest
     /// first; only with `stemmon::Alloc` (the book's `heap.md`).
     pub(crate) heap_marks: Vec<(u32, HeapMark)>,
@@ -337,7 +335,7 @@ impl ThreadState {
         self.completed[index] = true;
     }
 
-    /// Records the error of the open call `seq`, and its `Display` text beside the
+    /// Records the error of the open call `seq`, its type and `Display` text beside the
     /// stack (a frame stays `Copy`) until the call closes.
     pub(crate) fn set_error(
         &mut self,
@@ -347,29 +345,16 @@ impl ThreadState {
     ) {
         if let Some(index) = self.position(seq) {
             self.stack[index].failed = true;
-            self.errors.retain(|(open, _)| *open != seq);
-            self.errors.push((seq, type_name));
-            self.messages.retain(|(open, _)| *open != seq);
-            if let Some(message) = message {
-                // Bounded whatever happens to calls that never close.
-                if self.messages.len() >= 64 {
-                    self.messages.remove(0);
-                }
-                self.messages.push((seq, message));
-            }
+            self.errors.retain(|(open, _, _)| *open != seq);
+            self.errors.push((seq, type_name, message));
         }
     }
 
-    /// The `type_name` of the error recorded for the call `seq`, taken.
-    pub(crate) fn take_error(&mut self, seq: u32) -> Option<&'static str> {
-        let at = self.errors.iter().position(|(open, _)| *open == seq)?;
-        Some(self.errors.remove(at).1)
-    }
-
-    /// The `Display` text recorded for the call `seq`, taken.
-    pub(crate) fn take_message(&mut self, seq: u32) -> Option<Box<str>> {
-        let at = self.messages.iter().position(|(open, _)| *open == seq)?;
-        Some(self.messages.remove(at).1)
+    /// The error recorded for the call `seq`, taken: its type and `Display` text.
+    pub(crate) fn take_error(&mut self, seq: u32) -> Option<(&'static str, Option<Box<str>>)> {
+        let at = self.errors.iter().position(|(open, _, _)| *open == seq)?;
+        let (_, type_name, message) = self.errors.remove(at);
+        Some((type_name, message))
     }
 
     #[inline(always)]
