@@ -17,7 +17,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use stemmon_report::fields::{Fold, Metric, Source, Unit};
+use stemmon_report::fields::{Fold, Source};
 use stemmon_report::settings::Kind;
 use stemmon_report::{FIELDS, SETTINGS};
 use stemmon_suite::temp_dir;
@@ -160,34 +160,11 @@ fn source_words(source: Source) -> String {
         Source::Heap => "[heap](heap.md)".to_owned(),
         Source::Cpu => "[CPU and I/O](cpu-io.md)".to_owned(),
         Source::Gpu => "[GPU](gpu.md)".to_owned(),
+        Source::Measurement(name) => stemmon_report::fields::MEASURES
+            .iter()
+            .find(|m| m.name == name)
+            .map_or(name.to_owned(), |m| format!("[{name}]({})", m.page)),
         other => format!("{other:?}").to_lowercase(),
-    }
-}
-
-fn unit_words(unit: Unit) -> &'static str {
-    match unit {
-        Unit::Bytes => "bytes",
-        Unit::Seconds => "seconds",
-        Unit::Count => "count",
-        Unit::Cores => "cores",
-    }
-}
-
-fn fold_words(fold: Fold) -> &'static str {
-    match fold {
-        Fold::Max => "max",
-        Fold::Sum => "sum",
-        Fold::Derived => "computed",
-    }
-}
-
-fn metric_words(metric: Metric) -> &'static str {
-    match metric {
-        Metric::Exact => "exact",
-        Metric::Sampled => "sampled",
-        Metric::Heap => "heap",
-        Metric::Cpu => "cpu",
-        Metric::Gpu => "gpu",
     }
 }
 
@@ -202,7 +179,7 @@ fn render_fields() -> String {
         } else {
             format!("`{}` (computed, not a key)", field.key)
         };
-        let metrics: Vec<&str> = field.metrics.iter().map(|m| metric_words(*m)).collect();
+        let metrics: Vec<&str> = field.metrics.iter().map(|m| m.name).collect();
         let exported = field.export.map_or(String::new(), |export| {
             let total = if export.counter { "_total" } else { "" };
             format!("`stemmon_stage_{}{total}`", export.name)
@@ -211,7 +188,7 @@ fn render_fields() -> String {
             "| {key} | {} | {} | {} | {} | {} | {} | {exported} |\n",
             field.meaning,
             source_words(field.source),
-            unit_words(field.unit),
+            field.unit.name(),
             fold_words(field.fold),
             metrics.join(", "),
             field.label,

@@ -5,8 +5,9 @@
 //! One track per thread (`thread_name` metadata, `tid` = the report's thread id + 1),
 //! a complete (`"X"`) slice per kept span, and counter (`"C"`) tracks for tree, parent
 //! and children RSS (and the high-water bound when the report has it) from `timeline`;
-//! with stemmon 0.3's figures, a `CPU cores` counter (`timeline[].cpu_cores`) and a
-//! `live heap` counter in MiB (`timeline[].heap_live_bytes`).
+//! with stemmon 0.3's figures, a `CPU cores` counter (`timeline[].cpu_cores`), and one
+//! counter for each series of the field table a point has (`live heap` in MiB, a
+//! measurement's in its unit).
 //! Times are microseconds from the monitor's start.
 //!
 //! A 0.1 report has neither spans nor a timeline: its stages that ran once become
@@ -16,8 +17,19 @@ use crate::{input, Failure};
 use serde_json::{json, Value};
 use std::path::Path;
 use stemmon::Report;
+use stemmon_report::fields::Unit;
 
 const MIB: f64 = (1u64 << 20) as f64;
+
+/// A counter's argument name and value for a figure in `unit`: bytes in MiB, a share in
+/// percent.
+fn counted(unit: Unit, value: f64) -> (&'static str, f64) {
+    match unit {
+        Unit::Bytes => ("MiB", value / MIB),
+        Unit::Share => ("%", value * 100.0),
+        other => (other.name(), value),
+    }
+}
 
 pub(crate) fn chrome(report: &Path, output: Option<&Path>) -> Result<(), Failure> {
     if let Some(output) = output {
@@ -153,11 +165,15 @@ pub(crate) fn trace(report: &Report) -> Vec<u8> {
                 "args": { "cores": (cores * 1000.0).round() / 1000.0 },
             }));
         }
-        if let Some(bytes) = point.heap_live_bytes {
-            events.push(json!({
-                "ph": "C", "name": "live heap", "pid": pid, "tid": 0, "ts": at,
-                "args": { "MiB": (bytes as f64 / MIB * 1000.0).round() / 1000.0 },
-            }));
+        // The live heap and each measurement's series, by the table's unit.
+        for series in stemmon_report::fields::SERIES {
+            if let Some(value) = series.of_point(point) {
+                let (unit, value) = counted(series.unit, value);
+                events.push(json!({
+                    "ph": "C", "name": series.label, "pid": pid, "tid": 0, "ts": at,
+                    "args": { unit: (value * 1000.0).round() / 1000.0 },
+                }));
+            }
         }
     }
 

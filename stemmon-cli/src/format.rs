@@ -59,6 +59,8 @@ pub(crate) fn figure(unit: stemmon_report::fields::Unit, value: Option<f64>) -> 
         Unit::Seconds => seconds(value),
         Unit::Cores => cores(Some(value)),
         Unit::Count => format!("{}", value.max(0.0).round() as u64),
+        // A share (and any unit a later table adds) as the table shows it.
+        other => other.show(value),
     }
 }
 

@@ -3,13 +3,28 @@
 //! `compare --metric` judges it, and its exported metric. The command's `show`,
 //! `compare` and `merge`, the runtime's Prometheus and OTLP metrics, and the report
 //! reference of the docs are driven by this table, not written out per figure: a new
-//! source adds its figures here and everything that reads records takes them.
+//! measurement declares its figures, series and section in a file of [`measures`], and
+//! everything that reads records takes them.
 
 use crate::{Report, StageReport};
 
+/// The access of a measurement's figure, kept by key among a record's figures.
+macro_rules! figure {
+    ($key:literal) => {
+        (
+            |s: &$crate::StageReport| s.figures.number($key),
+            |r: &$crate::Report| r.figures.number($key),
+            Some(|s: &mut $crate::StageReport, v: Option<f64>| s.figures.set_number($key, v)),
+        )
+    };
+}
+
+mod measure;
+pub mod measures;
 mod table;
 
-pub use table::FIELDS;
+pub(crate) use measure::figure_keys;
+pub use measure::{metrics, Measure, Process, Series, FIELDS, MEASURES, SERIES};
 
 /// Where a figure comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,10 +44,13 @@ pub enum Source {
     Cpu,
     /// NVIDIA GPUs through NVML.
     Gpu,
+    /// A measurement of [`measures`], by its name.
+    Measurement(&'static str),
 }
 
-/// A figure's unit.
+/// A figure's unit: it says how the figure is shown, judged and plotted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Unit {
     /// Bytes.
     Bytes,
@@ -42,6 +60,55 @@ pub enum Unit {
     Count,
     /// CPU cores (CPU seconds over wall seconds).
     Cores,
+    /// A share of the time, from 0 to 1 (shown as a percentage).
+    Share,
+}
+
+impl Unit {
+    /// Whether its figures are whole numbers (bytes, counts): the report writes them as
+    /// integers.
+    pub fn is_whole(self) -> bool {
+        matches!(self, Unit::Bytes | Unit::Count)
+    }
+
+    /// What its figures are called where a sentence judges them: `memory`, `count`,
+    /// `time`, `CPU`, `pressure`.
+    pub fn noun(self) -> &'static str {
+        match self {
+            Unit::Bytes => "memory",
+            Unit::Count => "count",
+            Unit::Seconds => "time",
+            Unit::Cores => "CPU",
+            Unit::Share => "pressure",
+        }
+    }
+
+    /// Its name in the docs and in a plot panel's axis: `bytes`, `seconds`, `count`,
+    /// `cores`, `share`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Unit::Bytes => "bytes",
+            Unit::Seconds => "seconds",
+            Unit::Count => "count",
+            Unit::Cores => "cores",
+            Unit::Share => "share",
+        }
+    }
+
+    /// `value` as a person reads it: `1.5 GiB`, `12`, `0.25s`, `3.8 cores`, `12.5%`.
+    pub fn show(self, value: f64) -> String {
+        if !value.is_finite() {
+            return "unavailable".to_owned();
+        }
+        // `as` saturates: a hostile 1e300 prints as the largest figure, not as garbage.
+        match self {
+            Unit::Bytes => crate::format_bytes(value.max(0.0).round() as u64),
+            Unit::Count => format!("{}", value.max(0.0).round() as u64),
+            Unit::Seconds => format!("{value:.2}s"),
+            Unit::Cores => format!("{value:.1} cores"),
+            Unit::Share => format!("{:.1}%", value * 100.0),
+        }
+    }
 }
 
 /// How the figure of two records combines: the calls of one stage on two ranks, two
@@ -56,19 +123,71 @@ pub enum Fold {
     Derived,
 }
 
-/// The groups of figures `stemmon compare --metric` judges.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Metric {
+/// A group of figures `stemmon compare --metric` judges: the command's values are the
+/// names of [`metrics`]. Two are equal when their names are.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Metric {
+    /// The value of `--metric`: `exact`, `heap`.
+    pub name: &'static str,
+    /// What its figures are called in a sentence (`heap`, `GPU`), `None` for the tree's
+    /// memory peaks that every report has.
+    pub noun: Option<&'static str>,
+    /// The section whose `missing` says why a report has none of its figures (`gpu`).
+    pub section: Option<&'static str>,
+}
+
+impl PartialEq for Metric {
+    fn eq(&self, other: &Metric) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for Metric {}
+
+impl Metric {
     /// The kernel's exact figures (and the sampled peak beside them).
-    Exact,
+    pub const EXACT: Metric = Metric::of("exact", None, None);
     /// The sampled peak alone.
-    Sampled,
+    pub const SAMPLED: Metric = Metric::of("sampled", None, None);
     /// The heap.
-    Heap,
+    pub const HEAP: Metric = Metric::of("heap", Some("heap"), Some("heap"));
     /// CPU time.
-    Cpu,
-    /// GPU memory.
-    Gpu,
+    pub const CPU: Metric = Metric::of("cpu", Some("CPU"), None);
+
+    /// The metric `name`, its figures called `noun`, its missing figures explained in
+    /// `section`.
+    pub const fn of(
+        name: &'static str,
+        noun: Option<&'static str>,
+        section: Option<&'static str>,
+    ) -> Metric {
+        Metric {
+            name,
+            noun,
+            section,
+        }
+    }
+
+    /// Whether it judges the tree's memory peaks (`exact`, `sampled`), not a source's
+    /// figures.
+    pub fn is_memory(&self) -> bool {
+        self.noun.is_none()
+    }
+
+    /// Why `report` has none of its figures, where the report says (`heap.missing`,
+    /// `gpu.missing`).
+    pub fn missing(&self, report: &Report) -> Option<String> {
+        match self.section? {
+            "heap" => report.heap.missing.clone(),
+            section => report
+                .figures
+                .value(section)
+                .and_then(|value| value.get("missing"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned),
+        }
+    }
 }
 
 /// A figure's exported metric.

@@ -36,6 +36,19 @@ impl Figures {
         );
     }
 
+    /// Sets `key` to a number, or to `null` for `None` (or a value that is not finite):
+    /// a whole one below 2^53 is written as an integer, as bytes and counts are.
+    pub fn set_number(&mut self, key: &str, value: Option<f64>) {
+        let value = match value.filter(|v| v.is_finite()) {
+            None => serde_json::Value::Null,
+            Some(v) if v >= 0.0 && v.fract() == 0.0 && v < 9_007_199_254_740_992.0 => {
+                (v as u64).into()
+            }
+            Some(v) => v.into(),
+        };
+        self.0.insert(key.to_owned(), value);
+    }
+
     /// Sets `key` to `value` (a section, an array).
     pub fn set_value(&mut self, key: &str, value: serde_json::Value) {
         self.0.insert(key.to_owned(), value);

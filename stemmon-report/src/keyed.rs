@@ -313,16 +313,20 @@ impl<'de, T: for<'a> Deserialize<'a>> Visitor<'de> for ChargedSeq<T> {
     }
 }
 
-/// The figures of a later source that a record keeps beside the declared fields of the
-/// table ([`FIELDS`](crate::FIELDS)): the timeline's and the processes' series.
-pub(crate) const FIGURE_KEYS: &[&str] = &["tree_gpu_bytes", "peak_gpu_bytes"];
-
-/// The sections a report keeps among its figures, the GPU's and a merge's, each with the
-/// keys of it left unread: a merge's spreads per stage and per process are for a person
-/// reading its JSON (they grow with its stages, and as values they would cost several
-/// times their text); what readers take from it (its inputs, its runs) is kept.
-pub(crate) const SECTION_KEYS: &[(&str, &[&str])] =
-    &[("gpu", &[]), ("merge", &["stages", "processes"])];
+/// The sections a report keeps among its figures, each with the keys of it left unread:
+/// each measurement's (the GPU's) and a merge's. A merge's spreads per stage and per
+/// process are for a person reading its JSON (they grow with its stages, and as values
+/// they would cost several times their text); what readers take from it (its inputs,
+/// its runs) is kept.
+fn section(key: &str) -> Option<&'static [&'static str]> {
+    const MERGE: (&str, &[&str]) = ("merge", &["stages", "processes"]);
+    crate::fields::MEASURES
+        .iter()
+        .filter_map(|m| m.section)
+        .chain([MERGE])
+        .find(|(name, _)| *name == key)
+        .map(|(_, unread)| unread)
+}
 
 /// The most values a section holds: far more than a GPU section of 64 devices or the
 /// merge of 10 000 runs, and a few MiB in memory.
@@ -330,7 +334,7 @@ pub(crate) const MAX_SECTION_VALUES: usize = 200_000;
 
 impl Keyed for Figures {
     fn take<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        if let Some((_, skip)) = SECTION_KEYS.iter().find(|(name, _)| *name == key) {
+        if let Some(skip) = section(key) {
             let mut left = MAX_SECTION_VALUES;
             let value = map.next_value_seed(Bounded {
                 key,
@@ -338,7 +342,7 @@ impl Keyed for Figures {
                 skip,
             })?;
             self.set_value(key, value);
-        } else if FIGURE_KEYS.contains(&key)
+        } else if crate::fields::figure_keys().any(|k| k == key)
             || crate::fields::field(key).is_some_and(|f| f.is_key())
         {
             // A figure is a number or `null`: anything else is refused, not kept.

@@ -47,13 +47,13 @@ pub(crate) fn format_line(event: &str, stage: &str, heap: Option<u64>, report: &
     if let Some(cores) = latest_cores(report) {
         let _ = write!(line, "; cpu={cores:.1} cores");
     }
-    // The GPU memory of the tree at the newest point (the book's `gpu.md`), where a GPU is read.
-    if let Some(gpu) = report
-        .timeline
-        .last()
-        .and_then(|p| p.figures.count("tree_gpu_bytes"))
-    {
-        let _ = write!(line, "; gpu={}", human_bytes(Some(gpu)));
+    // Each measurement's series shown live (`gpu=`), at the newest point, where read.
+    if let Some(point) = report.timeline.last() {
+        for series in stemmon_report::fields::SERIES {
+            if let (Some(name), Some(value)) = (series.live, series.of_point(point)) {
+                let _ = write!(line, "; {name}={}", series.unit.show(value));
+            }
+        }
     }
     // Once, at the start: what the resets do to the program's own figures.
     if event == "started" && report.high_water_marks.resets {

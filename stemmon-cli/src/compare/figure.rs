@@ -4,7 +4,6 @@
 
 use super::Args;
 use stemmon_report::fields::{Field, Metric, Unit, FIELDS};
-use stemmon_report::Report;
 
 /// A figure `compare` judges: a field of the table.
 pub(super) type Figure = &'static Field;
@@ -33,21 +32,6 @@ pub(super) fn show(figure: Figure, value: Option<f64>) -> String {
 pub(super) fn limit(figure: Figure, args: &Args) -> f64 {
     match figure.unit {
         Unit::Seconds => args.max_time_increase.unwrap_or(10.0),
-        Unit::Bytes | Unit::Count | Unit::Cores => args.max_memory_increase,
-    }
-}
-
-/// Why `report` has none of a source's figures, where it says (`heap.missing`,
-/// `gpu.missing`).
-pub(super) fn missing(report: &Report, metric: Metric) -> Option<String> {
-    match metric {
-        Metric::Heap => report.heap.missing.clone(),
-        Metric::Gpu => report
-            .figures
-            .value("gpu")
-            .and_then(|gpu| gpu.get("missing"))
-            .and_then(serde_json::Value::as_str)
-            .map(str::to_owned),
-        _ => None,
+        _ => args.max_memory_increase,
     }
 }

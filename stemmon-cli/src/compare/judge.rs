@@ -181,7 +181,7 @@ pub(super) fn judge(
     }
     // A bound that is only a floor (processes ended unseen: no exit records) passes no
     // candidate, whatever BASE says.
-    if matches!(args.metric, super::Metric::Sampled | super::Metric::Exact) {
+    if args.metric.is_memory() {
         for (index, loaded) in new.iter().enumerate() {
             let report = &loaded.report;
             if let Some(floor) = report.high_water.peak_tree_rss_at_least_bytes {
@@ -200,10 +200,11 @@ pub(super) fn judge(
     }
     // A whole-run figure BASE has and NEW lacks: the exact ones too, so that turning the
     // marks off (or a hand-edited `null`) is not a way past the gate.
-    let checked: Vec<Figure> = match args.metric {
-        super::Metric::Sampled | super::Metric::Exact => super::judged_by(args.metric.group()),
+    let checked: Vec<Figure> = if args.metric.is_memory() {
+        super::judged_by(args.metric)
+    } else {
         // The whole-run row judges the compared figures themselves.
-        super::Metric::Heap | super::Metric::Cpu | super::Metric::Gpu => Vec::new(),
+        Vec::new()
     };
     for figure in checked {
         if !base.iter().any(|b| b.of_run(figure).is_some()) {

@@ -8,7 +8,7 @@ use crate::format::{clean, short};
 use crate::{input, Failure};
 use std::path::{Path, PathBuf};
 use stemmon::Report;
-use stemmon_report::fields::{self, Source};
+use stemmon_report::fields::{self, Metric, Source};
 
 mod figure;
 mod judge;
@@ -43,7 +43,7 @@ pub(crate) struct Args {
     /// user plus system, held to `--max-time-increase`. `gpu`: the tree's peak GPU
     /// memory and the busiest GPU's (NVIDIA, through NVML). Without BASE's heap, CPU or
     /// GPU figures the exit is 2; NEW without them fails.
-    #[arg(long, value_enum, default_value = "exact")]
+    #[arg(long, value_parser = metric_parser(), default_value = "exact")]
     metric: Metric,
     /// Fail when wall time grew by more than this many percent (and, with several
     /// reports a side, by more than their spread). Default: 10 with several reports on
@@ -70,37 +70,14 @@ pub(crate) struct Args {
     format: Format,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-enum Metric {
-    Exact,
-    Sampled,
-    Heap,
-    Cpu,
-    Gpu,
-}
-
-impl Metric {
-    /// The field table's group of the same name.
-    fn group(self) -> fields::Metric {
-        match self {
-            Metric::Exact => fields::Metric::Exact,
-            Metric::Sampled => fields::Metric::Sampled,
-            Metric::Heap => fields::Metric::Heap,
-            Metric::Cpu => fields::Metric::Cpu,
-            Metric::Gpu => fields::Metric::Gpu,
-        }
-    }
-
-    /// What a source-bound metric's figures are called, `None` for the memory peaks
-    /// every report has.
-    fn source_name(self) -> Option<&'static str> {
-        match self {
-            Metric::Heap => Some("heap"),
-            Metric::Cpu => Some("CPU"),
-            Metric::Gpu => Some("GPU"),
-            Metric::Exact | Metric::Sampled => None,
-        }
-    }
+/// The `--metric` values: the field table's groups, by name.
+fn metric_parser() -> impl clap::builder::TypedValueParser<Value = Metric> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(fields::metrics().map(|m| m.name)).map(|name| {
+        fields::metrics()
+            .find(|m| m.name == name)
+            .expect("a possible value is a metric")
+    })
 }
 
 impl Args {
@@ -205,17 +182,18 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
     let (base, new) = (load(&args.base)?, load(&args.new)?);
     same_shape(&args.base, &base, &args.new, &new)?;
     let first = &base[0].report;
-    if let Some(what) = args.metric.source_name() {
+    if let Some(what) = args.metric.noun {
         // Without BASE's figures there is nothing to hold NEW to: bad input, not a pass
         // (NEW without them fails the gate, in `judge`).
-        let group = args.metric.group();
+        let group = args.metric;
         let none = |run: &Run| {
             judged_by(group)
                 .iter()
                 .all(|&figure| run.of_run(figure).is_none())
         };
         if let Some((at, run)) = base.iter().enumerate().find(|(_, r)| none(r)) {
-            let why = figure::missing(&run.report, group)
+            let why = group
+                .missing(&run.report)
                 .map(|missing| format!(": {}", short(&missing)))
                 .unwrap_or_default();
             return Err(Failure::input(format!(
@@ -272,8 +250,8 @@ pub(crate) fn compare(args: &Args) -> Result<u8, Failure> {
 /// Every figure that `metric` may judge: those of its group, and the sampled ones that
 /// `exact` falls back to.
 fn candidates(metric: Metric) -> Vec<Figure> {
-    let mut figures = judged_by(metric.group());
-    for figure in judged_by(fields::Metric::Sampled) {
+    let mut figures = judged_by(metric);
+    for figure in judged_by(Metric::SAMPLED) {
         if !figures.iter().any(|&f| same(f, figure)) {
             figures.push(figure);
         }
@@ -344,10 +322,10 @@ fn incomplete(report: &Report) -> Vec<String> {
 /// compares its group's kernel figures (source `Marks`) that every report has, else
 /// the `sampled` group.
 fn figures(base: &[Run], new: &[Run], metric: Metric) -> (Vec<Figure>, Option<String>) {
-    if metric != Metric::Exact {
-        return (judged_by(metric.group()), None);
+    if metric != Metric::EXACT {
+        return (judged_by(metric), None);
     }
-    let marks: Vec<Figure> = judged_by(fields::Metric::Exact)
+    let marks: Vec<Figure> = judged_by(Metric::EXACT)
         .into_iter()
         .filter(|f| f.source == Source::Marks)
         .collect();
@@ -361,7 +339,7 @@ fn figures(base: &[Run], new: &[Run], metric: Metric) -> (Vec<Figure>, Option<St
             "NEW"
         };
         let note = format!("{which} has no high-water marks, so the sampled peak is compared");
-        (judged_by(fields::Metric::Sampled), Some(note))
+        (judged_by(Metric::SAMPLED), Some(note))
     } else {
         (exact, None)
     }

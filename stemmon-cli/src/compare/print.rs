@@ -54,10 +54,12 @@ pub(super) fn compared_line(outcome: &Outcome) -> String {
         .iter()
         .map(|f| format!("{} (`{}`)", f.meaning, f.key))
         .collect();
-    let what = if outcome.figures.iter().all(|f| f.source == Source::Cpu) {
-        "CPU"
-    } else {
-        "memory"
+    // The figures' unit says what they are: `memory`, `count`, `pressure`; CPU time
+    // is `CPU`, not time.
+    let what = match outcome.figures.first() {
+        Some(f) if f.source == Source::Cpu => "CPU",
+        Some(f) => f.unit.noun(),
+        None => "memory",
     };
     let mut line = format!("{what} compared: {}", which.join(" and "));
     if let Some(note) = &outcome.figures_note {

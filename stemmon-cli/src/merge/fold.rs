@@ -17,7 +17,8 @@ pub(super) fn fold(fold: Fold, values: impl Iterator<Item = f64>) -> Option<f64>
 pub(super) fn within(unit: Unit, value: f64) -> f64 {
     match unit {
         Unit::Seconds | Unit::Cores => value.clamp(0.0, MAX_SECONDS),
-        Unit::Bytes | Unit::Count => value,
+        Unit::Share => value.clamp(0.0, 1.0),
+        _ => value,
     }
 }
 

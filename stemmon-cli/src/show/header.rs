@@ -134,6 +134,14 @@ pub(super) fn header(report: &Report, width: Option<usize>) -> String {
     if let Some(line) = gpu_line(report) {
         let _ = writeln!(out, "gpu:        {line}");
     }
+    for measure in stemmon_report::fields::MEASURES
+        .iter()
+        .filter(|m| m.name != "gpu")
+    {
+        if let Some(line) = measure_line(measure, report) {
+            let _ = writeln!(out, "{:<11} {line}", format!("{}:", measure.name));
+        }
+    }
     let complete = report.samples.saturating_sub(report.partial_rss_samples);
     let _ = writeln!(
         out,
@@ -345,6 +353,29 @@ fn merged_runs(report: &Report) -> Option<usize> {
 fn max_cores(report: &Report) -> Option<f64> {
     let section = report.figures.value("merge")?;
     section.get("run")?.get("cpu_cores")?.get("max")?.as_f64()
+}
+
+/// A measurement's line: its whole-run figures, each in its unit, else why it has none
+/// (its section's `missing`); `None` for a report that says nothing of it.
+fn measure_line(measure: &stemmon_report::fields::Measure, report: &Report) -> Option<String> {
+    let parts: Vec<String> = measure
+        .fields
+        .iter()
+        .filter_map(|field| {
+            let value = field.of_run(report)?;
+            Some(format!(
+                "{} {}",
+                field.label,
+                figure(field.unit, Some(value))
+            ))
+        })
+        .collect();
+    if !parts.is_empty() {
+        return Some(parts.join("; "));
+    }
+    let (key, _) = measure.section?;
+    let missing = report.figures.value(key)?.get("missing")?.as_str()?;
+    Some(format!("none: {}", clean(&short(missing))))
 }
 
 /// The most GPUs the `gpu:` line names; the rest are counted (a report stemmon wrote

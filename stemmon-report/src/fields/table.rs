@@ -21,19 +21,8 @@ macro_rules! both {
     };
 }
 
-/// A figure of the sources since 0.4, kept by key.
-macro_rules! figure {
-    ($key:literal) => {
-        (
-            |s: &StageReport| s.figures.number($key),
-            |r: &Report| r.figures.number($key),
-            Some(|s: &mut StageReport, v: Option<f64>| s.figures.set_count($key, whole(v))),
-        )
-    };
-}
-
 #[allow(clippy::too_many_arguments)] // One declaration: every column of the table.
-const fn declare(
+pub(super) const fn declare(
     key: &'static str,
     source: Source,
     unit: Unit,
@@ -59,7 +48,7 @@ const fn declare(
     }
 }
 
-const fn gauge(name: &'static str, otlp: &'static str) -> Option<Export> {
+pub(super) const fn gauge(name: &'static str, otlp: &'static str) -> Option<Export> {
     Some(Export {
         name,
         otlp,
@@ -67,7 +56,7 @@ const fn gauge(name: &'static str, otlp: &'static str) -> Option<Export> {
     })
 }
 
-const fn counter(name: &'static str, otlp: &'static str) -> Option<Export> {
+pub(super) const fn counter(name: &'static str, otlp: &'static str) -> Option<Export> {
     Some(Export {
         name,
         otlp,
@@ -83,11 +72,15 @@ fn cpu_seconds(cpu_user: Option<f64>, cpu_system: Option<f64>) -> Option<f64> {
 }
 
 use Fold::{Derived, Max, Sum};
-use Metric::{Cpu as CpuMetric, Exact, Gpu as GpuMetric, Heap as HeapMetric, Sampled};
+const EXACT: Metric = Metric::EXACT;
+const SAMPLED: Metric = Metric::SAMPLED;
+const HEAP_METRIC: Metric = Metric::HEAP;
+const CPU_METRIC: Metric = Metric::CPU;
 use Unit::{Bytes, Cores, Count, Seconds};
 
-/// Every figure of a record, in the order the docs and the tables give them.
-pub const FIELDS: &[Field] = &[
+/// The figures every record has (the measurements' follow them in [`FIELDS`](super::FIELDS)),
+/// in the order the docs and the tables give them.
+pub(super) const CORE: &[Field] = &[
     declare(
         "calls",
         Source::Calls,
@@ -163,7 +156,7 @@ pub const FIELDS: &[Field] = &[
         Bytes,
         Max,
         ("sampled peak", "the sampled peak tree RSS"),
-        &[Exact, Sampled],
+        &[EXACT, SAMPLED],
         gauge("peak_tree_rss_bytes", "peak_tree_rss"),
         both!(peaks.peak_tree_rss_bytes, bytes),
     ),
@@ -232,7 +225,7 @@ pub const FIELDS: &[Field] = &[
         Bytes,
         Max,
         ("bound", "the high-water bound of the tree's peak"),
-        &[Exact],
+        &[EXACT],
         gauge("peak_tree_rss_bound_bytes", "peak_tree_rss_bound"),
         both!(high_water.peak_tree_rss_bound_bytes, bytes),
     ),
@@ -252,7 +245,7 @@ pub const FIELDS: &[Field] = &[
         Bytes,
         Max,
         ("parent exact", "the parent's exact peak"),
-        &[Exact],
+        &[EXACT],
         gauge("peak_parent_hwm_bytes", "peak_parent_hwm"),
         both!(high_water.peak_parent_hwm_bytes, bytes),
     ),
@@ -323,7 +316,7 @@ pub const FIELDS: &[Field] = &[
         Bytes,
         Sum,
         ("heap allocated", "the bytes allocated on the heap"),
-        &[HeapMetric],
+        &[HEAP_METRIC],
         counter("heap_allocated_bytes", "heap.allocated"),
         (
             |s| bytes(s.heap.heap_allocated_bytes),
@@ -370,7 +363,7 @@ pub const FIELDS: &[Field] = &[
             "peak heap",
             "the peak heap (of the whole run: the peak live heap)",
         ),
-        &[HeapMetric],
+        &[HEAP_METRIC],
         gauge("peak_heap_bytes", "heap.peak"),
         (
             |s| bytes(s.heap.peak_heap_bytes),
@@ -405,7 +398,7 @@ pub const FIELDS: &[Field] = &[
         Seconds,
         Derived,
         ("CPU", "the tree's CPU seconds, user plus system"),
-        &[CpuMetric],
+        &[CPU_METRIC],
         counter("cpu_seconds", "cpu.time"),
         (
             |s| cpu_seconds(s.cpu_io.cpu_user_seconds, s.cpu_io.cpu_system_seconds),
@@ -471,29 +464,4 @@ pub const FIELDS: &[Field] = &[
         None,
         both!(cpu_io.major_faults, bytes),
     ),
-    declare(
-        "peak_tree_gpu_bytes",
-        Source::Gpu,
-        Bytes,
-        Max,
-        ("GPU", "the highest GPU memory the tree's processes held"),
-        &[GpuMetric],
-        gauge("peak_tree_gpu_bytes", "peak_tree_gpu"),
-        figure!("peak_tree_gpu_bytes"),
-    )
-    .in_column(),
-    declare(
-        "peak_device_gpu_bytes",
-        Source::Gpu,
-        Bytes,
-        Max,
-        (
-            "GPU device",
-            "the busiest GPU's highest used memory, whoever used it",
-        ),
-        &[GpuMetric],
-        gauge("peak_device_gpu_bytes", "peak_device_gpu"),
-        figure!("peak_device_gpu_bytes"),
-    )
-    .in_column(),
 ];

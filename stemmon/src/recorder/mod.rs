@@ -259,14 +259,17 @@ impl Recorder {
     }
 
     /// Declares the measurement sources whose readings samples will bring.
-    pub(crate) fn set_sources(&self, sources: &[Box<dyn crate::sources::Source>]) {
+    pub(crate) fn set_sources(&self, sources: &[Box<dyn crate::sources::Measurement>]) {
         self.lock().extra = extra::Extra::of(sources);
     }
 
     /// Takes the sources' sections as they are now (once opened, before any reading):
     /// a report says why the GPU is not read even if no sample read it.
-    pub(crate) fn take_sections(&self, sources: &mut [Box<dyn crate::sources::Source>]) {
-        let sections: Vec<_> = sources.iter_mut().filter_map(|s| s.section()).collect();
+    pub(crate) fn take_sections(&self, sources: &mut [Box<dyn crate::sources::Measurement>]) {
+        let sections: Vec<_> = sources
+            .iter_mut()
+            .filter_map(|s| Some((s.declared().section?.0, s.section()?)))
+            .collect();
         let mut state = self.lock();
         for (key, value) in sections {
             state.extra.section(key, value);

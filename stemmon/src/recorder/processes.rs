@@ -29,7 +29,7 @@ struct Seen {
     /// Its latest state (the root alone).
     state: Option<crate::memory::ProcessState>,
     /// The measurement sources' figures of it (`peak_gpu_bytes`), the highest seen.
-    figures: Vec<(&'static str, u64)>,
+    figures: Vec<(&'static str, f64)>,
 }
 
 impl Seen {
@@ -116,7 +116,7 @@ impl Processes {
     }
 
     /// Keeps the highest `value` of a source's figure `key` for `pid`, if it is seen.
-    pub(crate) fn figure(&mut self, pid: u32, key: &'static str, value: u64) {
+    pub(crate) fn figure(&mut self, pid: u32, key: &'static str, value: f64) {
         if let Some(seen) = self.seen.get_mut(&pid) {
             match seen.figures.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, high)) => *high = (*high).max(value),

@@ -333,7 +333,7 @@ pub(crate) struct Record {
     /// CPU and I/O of its completed calls (the book's `cpu-io.md`).
     pub(crate) cpu: super::tally::CallCpu,
     /// The measurement sources' figures, one slot per key (empty before its first sample).
-    pub(crate) extra: Vec<Option<u64>>,
+    pub(crate) extra: Vec<Option<f64>>,
 }
 
 impl Record {

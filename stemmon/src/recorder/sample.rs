@@ -13,7 +13,7 @@ use super::timeline::Timeline;
 use super::{seconds, Line, OpenStage, Recorder, State};
 use crate::memory::{TreeReader, TreeReading};
 use crate::report::{CgroupReport, SampleReport};
-use crate::sources::Source;
+use crate::sources::Measurement;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
@@ -129,7 +129,7 @@ impl Recorder {
     pub(crate) fn take_sample(
         &self,
         reader: &mut dyn TreeReader,
-        sources: &mut [Box<dyn Source>],
+        sources: &mut [Box<dyn Measurement>],
     ) -> Result<(), String> {
         // A sample's cost is all of it: the reading, the sources and the fold.
         let begun = self.clock.raw();

@@ -1,50 +1,48 @@
-//! Measurement sources read at every full sample, each a module behind [`Source`]: what
-//! it reads, the figures it adds to every record open at the sample (keys of the field
-//! table, `stemmon_report::fields`, each folded by its declared `fold`), the timeline's
-//! series it adds, a figure per process, and a section of the report. The engine
-//! aggregates them without knowing any of them; the report, `show`, `compare`, `merge`,
-//! the exporters and `plot` take them from the field table.
+//! The measurements read at every full sample, each a module behind [`Measurement`]. A
+//! measurement declares what it adds to a report in a file of
+//! `stemmon_report::fields::measures` (its figures, each a typed [`Field`] with its unit
+//! and fold, its timeline series, its figure per process, its section, its
+//! `compare --metric`), and reads here, on the sampler thread. The engine aggregates its
+//! figures by the declaration alone, without knowing any of them; the report, `show`,
+//! `compare`, `merge`, `plot`, the live line and the exporters take them from the same
+//! declaration.
 //!
 //! The tree's memory, the kernel's marks, the cgroup, the heap and CPU are read at
 //! stage boundaries as well as at samples, on the calls' own threads: they keep their
-//! engine in `recorder`, their platform readers in `sys`, and their fields in the same
-//! table. A source that is read at samples only is a file here and one line in
-//! [`open`].
+//! engine in `recorder`, their platform readers in `sys`, and their fields in the core
+//! of the same table. A measurement read at samples only is a file here, its name in
+//! the list of [`open`], and its declaration.
 
 use crate::config::Config;
 use crate::memory::{TreeReader, TreeReading};
+pub(crate) use stemmon_report::fields::{Field, Measure};
 
 #[cfg(feature = "gpu")]
 pub(crate) mod gpu;
 
-/// What a source read at one sample, borrowed from it until the next.
+/// What a measurement read at one sample, borrowed from it until the next.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Reading<'a> {
-    /// One value per key of [`Source::fields`], in order.
-    pub(crate) figures: &'a [Option<u64>],
-    /// One value per key of [`Source::series`], in order.
-    pub(crate) series: &'a [Option<u64>],
-    /// The processes it has a figure for (the key [`Source::process_field`]).
-    pub(crate) processes: &'a [(u32, u64)],
+    /// One value per field of its [`Measure::fields`], in order.
+    pub(crate) figures: &'a [Option<f64>],
+    /// One value per series of its [`Measure::series`], in order.
+    pub(crate) series: &'a [Option<f64>],
+    /// The processes it has a figure for (its [`Measure::process`]).
+    pub(crate) processes: &'a [(u32, f64)],
 }
 
 /// A measurement read at every full sample, on the sampler thread (see the module docs).
-pub(crate) trait Source: Send {
-    /// Whether it measures anything here; an inert source's figures stay out of the
-    /// report (its section says why).
+pub(crate) trait Measurement: Send {
+    /// What it adds to a report: the typed handles of its figures, its series, its
+    /// figure per process and its section's key.
+    fn declared(&self) -> &'static Measure;
+
+    /// Whether it measures anything here; an inert measurement's figures stay out of
+    /// the report (its section says why).
     fn active(&self) -> bool;
 
-    /// The keys of the field table it fills in every record open at a sample.
-    fn fields(&self) -> &'static [&'static str];
-
-    /// The keys it adds to each timeline point (the highest over the point's samples).
-    fn series(&self) -> &'static [&'static str];
-
-    /// The key of its figure of each process (`processes[]`), the highest seen.
-    fn process_field(&self) -> Option<&'static str>;
-
     /// Opens what it reads, on the sampler thread as it begins (NVML is loaded there,
-    /// never on the program's threads). Before, [`sample`](Source::sample) reads
+    /// never on the program's threads). Before, [`sample`](Measurement::sample) reads
     /// nothing.
     fn open(&mut self) {}
 
@@ -55,16 +53,18 @@ pub(crate) trait Source: Send {
     }
 
     /// Ends what it reads, on the sampler thread as it ends (NVML's shutdown). A helper
-    /// process stays until the source is dropped, after the run's last sample: reaped
-    /// before it, its peak would count as the tree's.
+    /// process stays until the measurement is dropped, after the run's last sample:
+    /// reaped before it, its peak would count as the tree's.
     fn close(&mut self) {}
 
     /// Reads now, for the tree `tree` just read.
     fn sample(&mut self, tree: &TreeReading) -> Reading<'_>;
 
-    /// Its section of the report (`gpu`: what it is, what it saw, why a figure is
-    /// missing): the key and the value, `None` when unchanged since the last call.
-    fn section(&mut self) -> Option<(&'static str, serde_json::Value)>;
+    /// Its section of the report (what it is, what it saw, why a figure is missing),
+    /// under its declared key; `None` when unchanged since the last call.
+    fn section(&mut self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// What a full sample reads: the tree's reader and the measurement sources. The
@@ -73,8 +73,8 @@ pub(crate) trait Source: Send {
 pub(crate) struct SampleReaders {
     /// The tree's memory.
     pub(crate) tree: Box<dyn TreeReader>,
-    /// The sources read at every sample.
-    pub(crate) sources: Vec<Box<dyn Source>>,
+    /// The measurements read at every sample.
+    pub(crate) sources: Vec<Box<dyn Measurement>>,
 }
 
 /// Notes how the monitor's helper process `pid` ended, if it is one: `stemmon run` calls
@@ -89,13 +89,27 @@ pub(crate) fn note_helper_end(pid: u32) -> bool {
     }
 }
 
-/// The sources of a monitor of `config`, in the report's order. Nothing is opened
-/// here, on the program's thread: the sampler thread opens each ([`Source::open`]).
-pub(crate) fn open(config: &Config) -> Vec<Box<dyn Source>> {
-    let _ = config;
-    let sources = std::iter::empty::<Box<dyn Source>>();
-    #[cfg(feature = "gpu")]
-    let sources =
-        sources.chain([Box::new(gpu::source::Gpu::new(gpu::plan(config))) as Box<dyn Source>]);
-    sources.collect()
+/// Declares the measurements read at samples beyond the GPU, each a module with
+/// `fn open(&Config) -> Option<Box<dyn Measurement>>` (`None` when turned off), and
+/// [`open`], which makes them in the report's order.
+macro_rules! measurements {
+    ($($name:ident),* $(,)?) => {
+        $(mod $name;)*
+
+        /// The measurements of a monitor of `config`, in the report's order. Nothing is
+        /// opened here, on the program's thread: the sampler thread opens each
+        /// ([`Measurement::open`]).
+        pub(crate) fn open(config: &Config) -> Vec<Box<dyn Measurement>> {
+            let _ = config;
+            let all = std::iter::empty::<Box<dyn Measurement>>();
+            #[cfg(feature = "gpu")]
+            let all = all.chain([
+                Box::new(gpu::source::Gpu::new(gpu::plan(config))) as Box<dyn Measurement>
+            ]);
+            $(let all = all.chain($name::open(config));)*
+            all.collect()
+        }
+    };
 }
+
+measurements![];

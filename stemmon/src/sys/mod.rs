@@ -33,6 +33,7 @@ pub(crate) use imp::{
 };
 #[cfg(feature = "unstable-readers")]
 pub(crate) use imp::{boundary_reader_alone, default_reader, full_reader};
+pub(crate) use imp::{open_fds, MemoryPressure};
 #[cfg(target_os = "linux")]
 pub(crate) use linux::files::link_unnamed;
 

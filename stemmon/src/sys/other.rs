@@ -38,6 +38,32 @@ pub(crate) fn kernel_host_name() -> Option<String> {
     None
 }
 
+/// No count of a process's open descriptors here.
+pub(crate) fn open_fds(_pid: u32, _path: &mut String) -> std::io::Result<u64> {
+    Err(std::io::ErrorKind::Unsupported.into())
+}
+
+/// No memory pressure stall information here: [`MemoryPressure::open`] says so.
+#[derive(Debug)]
+pub(crate) struct MemoryPressure(());
+
+impl MemoryPressure {
+    /// Unsupported here.
+    pub(crate) fn open() -> std::io::Result<MemoryPressure> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+
+    /// Never reached: nothing opens.
+    pub(crate) fn source(&self) -> &'static str {
+        "system"
+    }
+
+    /// Never reached: nothing opens.
+    pub(crate) fn some_micros(&mut self) -> std::io::Result<u64> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+}
+
 /// No process status file here: the GPU's pids are matched as NVML gives them.
 #[cfg(feature = "gpu")]
 pub(crate) fn process_status(

@@ -85,9 +85,9 @@ fn unit_of(field: &Field) -> &'static str {
     match field.unit {
         Unit::Bytes => "By",
         Unit::Seconds => "s",
-        Unit::Cores => "1",
         Unit::Count if field.source == FieldSource::Calls => "{call}",
-        Unit::Count => "1",
+        // Cores, counts and shares are dimensionless.
+        _ => "1",
     }
 }
 

@@ -11,15 +11,13 @@
 use super::helper::{Client, Reply};
 use super::{GpuInfo, GpuReading, GpuSource, Reason};
 use crate::memory::TreeReading;
-use crate::sources::{Reading, Source};
+use crate::sources::{Measure, Measurement, Reading};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// The record figures it fills.
-const FIELDS: &[&str] = &["peak_tree_gpu_bytes", "peak_device_gpu_bytes"];
-/// The timeline's series it adds.
-const SERIES: &[&str] = &["tree_gpu_bytes"];
+/// What it adds to a report.
+use stemmon_report::fields::measures::gpu::MEASURE;
 
 /// An in-process reading that takes longer than this turns the source off: the sampler
 /// thread it holds also reads the tree's memory.
@@ -54,9 +52,9 @@ pub(crate) struct Gpu {
     /// each started.
     pids: Vec<u32>,
     started: Vec<Option<f64>>,
-    figures: [Option<u64>; 2],
-    series: [Option<u64>; 1],
-    processes: Vec<(u32, u64)>,
+    figures: [Option<f64>; 2],
+    series: [Option<f64>; 1],
+    processes: Vec<(u32, f64)>,
     /// Each device's highest used memory so far.
     device_peaks: Vec<Option<u64>>,
     /// Why figures were unknown at some reading: each reason once, in order.
@@ -116,14 +114,15 @@ impl Gpu {
 
     /// Folds one reading into the figures of this sample.
     fn take(&mut self, reading: &GpuReading) {
-        self.figures = [reading.tree_bytes, reading.device_bytes];
-        self.series = [reading.tree_bytes];
+        let bytes = |value: Option<u64>| value.map(|v| v as f64);
+        self.figures = [bytes(reading.tree_bytes), bytes(reading.device_bytes)];
+        self.series = [bytes(reading.tree_bytes)];
         self.processes.clear();
         self.processes.extend(
             reading
                 .processes
                 .iter()
-                .filter_map(|p| Some((p.pid, p.bytes?))),
+                .filter_map(|p| Some((p.pid, p.bytes? as f64))),
         );
         for (peak, device) in self.device_peaks.iter_mut().zip(&reading.devices) {
             if device.used_bytes > *peak {
@@ -150,21 +149,13 @@ impl Gpu {
     }
 }
 
-impl Source for Gpu {
+impl Measurement for Gpu {
+    fn declared(&self) -> &'static Measure {
+        &MEASURE
+    }
+
     fn active(&self) -> bool {
         self.info.missing.is_none()
-    }
-
-    fn fields(&self) -> &'static [&'static str] {
-        FIELDS
-    }
-
-    fn series(&self) -> &'static [&'static str] {
-        SERIES
-    }
-
-    fn process_field(&self) -> Option<&'static str> {
-        Some("peak_gpu_bytes")
     }
 
     fn helper(&self) -> Option<u32> {
@@ -270,7 +261,7 @@ impl Source for Gpu {
         }
     }
 
-    fn section(&mut self) -> Option<(&'static str, serde_json::Value)> {
+    fn section(&mut self) -> Option<serde_json::Value> {
         if !std::mem::replace(&mut self.changed, false) {
             return None;
         }
@@ -296,13 +287,10 @@ impl Source for Gpu {
             .map(String::as_str)
             .chain(self.missing.iter().map(String::as_str))
             .collect();
-        Some((
-            "gpu",
-            json!({
-                "driver_version": info.driver_version,
-                "devices": devices,
-                "missing": (!missing.is_empty()).then(|| missing.join("; ")),
-            }),
-        ))
+        Some(json!({
+            "driver_version": info.driver_version,
+            "devices": devices,
+            "missing": (!missing.is_empty()).then(|| missing.join("; ")),
+        }))
     }
 }

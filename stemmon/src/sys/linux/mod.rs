@@ -20,6 +20,7 @@ pub(crate) mod proc_files;
 pub(crate) mod procfs;
 pub(crate) mod reaped;
 mod root_state;
+pub(crate) mod sampled;
 pub(crate) mod self_files;
 pub(crate) mod self_reading;
 pub(crate) mod stat_scan;

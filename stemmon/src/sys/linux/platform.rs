@@ -141,6 +141,7 @@ pub(crate) fn has_exited(pid: u32) -> bool {
 pub(crate) use super::files::kernel_host_name;
 #[cfg(feature = "gpu")]
 pub(crate) use super::files::process_status;
+pub(crate) use super::sampled::{open_fds, MemoryPressure};
 
 /// Registers this process for the expedited `membarrier`; whether it works here.
 pub(crate) fn register_barrier() -> bool {

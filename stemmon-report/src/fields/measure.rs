@@ -1,0 +1,261 @@
+//! What a measurement declares (its figures, its timeline series, its figure per
+//! process, its section of the report and its `compare --metric`), and the whole table
+//! put together at compile time: the core's figures, then each measurement's.
+
+use super::{measures, table, Field, Metric, Unit};
+use crate::{ProcessReport, TimelinePoint};
+
+/// A measurement of the report: everything the readers of a report (`show`, `compare`,
+/// `merge`, `plot`, the exporters, the live line) need to know of it. The runtime reads
+/// it; this declaration is how every surface takes its figures.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Measure {
+    /// Its name: `gpu`, `fds`.
+    pub name: &'static str,
+    /// Its page of the book, under `docs/src/` (`gpu.md`).
+    pub page: &'static str,
+    /// The figures it adds to every record (the run's and each stage's).
+    pub fields: &'static [Field],
+    /// The figures it adds to each timeline point.
+    pub series: &'static [Series],
+    /// Its figure of each process (`processes[]`), the highest seen.
+    pub process: Option<Process>,
+    /// The key of its section of the report (what it is, why a figure is missing), with
+    /// the keys of it a reader leaves unread.
+    pub section: Option<(&'static str, &'static [&'static str])>,
+    /// The group `compare --metric` judges its figures as.
+    pub metric: Option<Metric>,
+}
+
+impl Measure {
+    /// A measurement named `name`, documented on `page`, with `fields` and `series`.
+    pub const fn new(
+        name: &'static str,
+        page: &'static str,
+        fields: &'static [Field],
+        series: &'static [Series],
+    ) -> Measure {
+        Measure {
+            name,
+            page,
+            fields,
+            series,
+            process: None,
+            section: None,
+            metric: None,
+        }
+    }
+
+    /// With a figure of each process.
+    pub const fn process(self, process: Process) -> Measure {
+        Measure {
+            process: Some(process),
+            ..self
+        }
+    }
+
+    /// With a section of the report, `unread` of its keys left unread by readers.
+    pub const fn section(self, key: &'static str, unread: &'static [&'static str]) -> Measure {
+        Measure {
+            section: Some((key, unread)),
+            ..self
+        }
+    }
+
+    /// Judged by `compare --metric <metric.name>`.
+    pub const fn metric(self, metric: Metric) -> Measure {
+        Measure {
+            metric: Some(metric),
+            ..self
+        }
+    }
+}
+
+/// A figure of each timeline point: `plot` draws it on the panel of its unit, the live
+/// line shows the newest, the Chrome trace counts it.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
+pub struct Series {
+    /// The timeline point's key: `tree_gpu_bytes`.
+    pub key: &'static str,
+    /// Its name in a legend: `tree GPU memory`.
+    pub label: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+    /// Its name on the live line (`gpu` for `gpu=3.0 GiB`), where it is shown there.
+    pub live: Option<&'static str>,
+    /// The field whose whole-run figure is its peak (`peak_tree_gpu_bytes`).
+    pub peak: Option<&'static str>,
+    point: fn(&TimelinePoint) -> Option<f64>,
+}
+
+impl std::fmt::Debug for Series {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Series")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Series {
+    /// A series kept by `key` among a point's figures.
+    pub const fn new(key: &'static str, label: &'static str, unit: Unit) -> Series {
+        Series {
+            key,
+            label,
+            unit,
+            live: None,
+            peak: None,
+            point: |_| None,
+        }
+    }
+
+    /// Shown on the live line as `name=`.
+    pub const fn live(self, name: &'static str) -> Series {
+        Series {
+            live: Some(name),
+            ..self
+        }
+    }
+
+    /// Whose whole-run peak is the field `key`.
+    pub const fn peak(self, key: &'static str) -> Series {
+        Series {
+            peak: Some(key),
+            ..self
+        }
+    }
+
+    /// Read by `point` (the typed series of the core: the live heap).
+    pub(super) const fn read(self, point: fn(&TimelinePoint) -> Option<f64>) -> Series {
+        Series { point, ..self }
+    }
+
+    /// Its value at `point`.
+    pub fn of_point(&self, point: &TimelinePoint) -> Option<f64> {
+        (self.point)(point)
+            .or_else(|| point.figures.number(self.key))
+            .filter(|v| v.is_finite())
+    }
+}
+
+/// A measurement's figure of each process: the highest seen.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub struct Process {
+    /// The key in `processes[]`: `peak_gpu_bytes`.
+    pub key: &'static str,
+    /// Its unit.
+    pub unit: Unit,
+}
+
+impl Process {
+    /// The figure `key` in `unit`.
+    pub const fn new(key: &'static str, unit: Unit) -> Process {
+        Process { key, unit }
+    }
+
+    /// Its value for `process`.
+    pub fn of(&self, process: &ProcessReport) -> Option<f64> {
+        process.figures.number(self.key).filter(|v| v.is_finite())
+    }
+}
+
+/// Every measurement beyond the core, in the report's order.
+pub const MEASURES: &[&Measure] = measures::ALL;
+
+/// The series of the core (the live heap), then each measurement's.
+const CORE_SERIES: &[Series] = &[Series::new("heap_live_bytes", "live heap", Unit::Bytes)
+    .peak("peak_heap_bytes")
+    .read(|p| p.heap_live_bytes.map(|v| v as f64))];
+
+const FIELD_COUNT: usize = {
+    let mut count = table::CORE.len();
+    let mut at = 0;
+    while at < MEASURES.len() {
+        count += MEASURES[at].fields.len();
+        at += 1;
+    }
+    count
+};
+
+const ALL_FIELDS: [Field; FIELD_COUNT] = {
+    let mut all = [table::CORE[0]; FIELD_COUNT];
+    let mut next = 0;
+    while next < table::CORE.len() {
+        all[next] = table::CORE[next];
+        next += 1;
+    }
+    let mut measure = 0;
+    while measure < MEASURES.len() {
+        let fields = MEASURES[measure].fields;
+        let mut at = 0;
+        while at < fields.len() {
+            all[next] = fields[at];
+            next += 1;
+            at += 1;
+        }
+        measure += 1;
+    }
+    all
+};
+
+/// Every figure of a record: the core's, then each measurement's, in the order the docs
+/// and the tables give them.
+pub const FIELDS: &[Field] = &ALL_FIELDS;
+
+const SERIES_COUNT: usize = {
+    let mut count = CORE_SERIES.len();
+    let mut at = 0;
+    while at < MEASURES.len() {
+        count += MEASURES[at].series.len();
+        at += 1;
+    }
+    count
+};
+
+const ALL_SERIES: [Series; SERIES_COUNT] = {
+    let mut all = [CORE_SERIES[0]; SERIES_COUNT];
+    let mut next = 0;
+    while next < CORE_SERIES.len() {
+        all[next] = CORE_SERIES[next];
+        next += 1;
+    }
+    let mut measure = 0;
+    while measure < MEASURES.len() {
+        let series = MEASURES[measure].series;
+        let mut at = 0;
+        while at < series.len() {
+            all[next] = series[at];
+            next += 1;
+            at += 1;
+        }
+        measure += 1;
+    }
+    all
+};
+
+/// Every series of a timeline point beyond the tree's memory and CPU: the live heap,
+/// then each measurement's.
+pub const SERIES: &[Series] = &ALL_SERIES;
+
+/// The groups `compare --metric` judges, in the order its help gives them: the core's,
+/// then each measurement's.
+pub fn metrics() -> impl Iterator<Item = Metric> {
+    [Metric::EXACT, Metric::SAMPLED, Metric::HEAP, Metric::CPU]
+        .into_iter()
+        .chain(MEASURES.iter().filter_map(|m| m.metric))
+}
+
+/// The key of every figure a record, a point or a process may hold beyond the typed
+/// fields: what a reader keeps among `figures`.
+pub(crate) fn figure_keys() -> impl Iterator<Item = &'static str> {
+    MEASURES.iter().flat_map(|m| {
+        m.fields
+            .iter()
+            .map(|f| f.key)
+            .chain(m.series.iter().map(|s| s.key))
+            .chain(m.process.iter().map(|p| p.key))
+    })
+}
