@@ -144,7 +144,17 @@ const END_GENERATED: &str = "<!-- end generated -->";
 
 fn render(name: &str) -> Option<String> {
     match name {
-        "fields" => Some(render_fields()),
+        "fields" => Some(render_fields(FIELDS.iter().filter(|f| {
+            !stemmon_report::fields::MEASURES
+                .iter()
+                .any(|m| m.fields.iter().any(|own| own.key == f.key))
+        }))),
+        _ if name.starts_with("fields ") => {
+            let measure = stemmon_report::fields::MEASURES
+                .iter()
+                .find(|m| m.name == &name["fields ".len()..])?;
+            Some(render_fields(measure.fields.iter()))
+        }
         "settings" => Some(render_settings()),
         "test settings" => Some(render_test_settings()),
         _ => None,
@@ -168,12 +178,20 @@ fn source_words(source: Source) -> String {
     }
 }
 
-fn render_fields() -> String {
+fn fold_words(fold: Fold) -> &'static str {
+    match fold {
+        Fold::Max => "max",
+        Fold::Sum => "sum",
+        Fold::Derived => "computed",
+    }
+}
+
+fn render_fields<'a>(fields: impl Iterator<Item = &'a stemmon_report::Field>) -> String {
     let mut out = String::from(
         "| key | what it is | source | unit | combines as | metric | column | Prometheus |\n\
          | --- | --- | --- | --- | --- | --- | --- | --- |\n",
     );
-    for field in FIELDS {
+    for field in fields {
         let key = if field.is_key() {
             format!("`{}`", field.key)
         } else {
@@ -363,6 +381,41 @@ fn the_reference_names_every_key_of_a_report() {
         missing.is_empty(),
         "docs/src/reference.md does not name these report keys: {missing:?}"
     );
+}
+
+/// Each measurement's page names every key it adds to a report, and holds the table of
+/// its figures; the contents list the page.
+#[test]
+fn every_measurement_has_a_page_that_names_its_keys() {
+    let summary = read(&workspace().join("docs/src/SUMMARY.md"));
+    for measure in stemmon_report::fields::MEASURES {
+        let page = read(&workspace().join("docs/src").join(measure.page));
+        assert!(
+            page.contains(&format!("<!-- generated: fields {} -->", measure.name)),
+            "{}: no table of the figures of `{}`",
+            measure.page,
+            measure.name
+        );
+        assert!(
+            summary.contains(&format!("]({})", measure.page)),
+            "SUMMARY.md does not list {}",
+            measure.page
+        );
+        let keys = measure
+            .fields
+            .iter()
+            .map(|f| f.key)
+            .chain(measure.series.iter().map(|s| s.key))
+            .chain(measure.process.iter().map(|p| p.key))
+            .chain(measure.section.iter().map(|(key, _)| *key));
+        for key in keys {
+            assert!(
+                page.contains(&format!("`{key}`")),
+                "{} does not name `{key}`",
+                measure.page
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------
