@@ -410,7 +410,7 @@ fn every_measurement_has_a_page_that_names_its_keys() {
             .chain(measure.section.iter().map(|(key, _)| *key));
         for key in keys {
             assert!(
-                page.contains(&format!("`{key}`")),
+                page.contains(&format!("`{key}`")) || page.contains(&format!(".{key}`")),
                 "{} does not name `{key}`",
                 measure.page
             );
