@@ -10,4 +10,4 @@ macro_rules! measures {
     };
 }
 
-measures![gpu, fds];
+measures![gpu, fds, pressure];

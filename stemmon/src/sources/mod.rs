@@ -112,4 +112,4 @@ macro_rules! measurements {
     };
 }
 
-measurements![fds];
+measurements![fds, pressure];

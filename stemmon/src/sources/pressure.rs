@@ -1,0 +1,103 @@
+//! Memory pressure, read at samples from the kernel's pressure stall information: the
+//! run's cgroup's `memory.pressure` where it has one (cgroup v2), else the whole
+//! system's. Each sample adds the stall time since the one before to the stages open at
+//! it, and its share of the interval.
+
+use crate::config::Config;
+use crate::memory::TreeReading;
+use crate::sources::{Measure, Measurement, Reading};
+use crate::sys::MemoryPressure;
+use std::time::Instant;
+use stemmon_report::fields::measures::pressure::MEASURE;
+
+/// Makes the measurement: always on where the kernel gives the figures.
+pub(crate) fn open(_config: &Config) -> Option<Box<dyn Measurement>> {
+    Some(Box::new(Pressure {
+        file: None,
+        opened: false,
+        missing: None,
+        last: None,
+        figures: [None; 2],
+        series: [None; 1],
+        changed: true,
+    }))
+}
+
+/// The memory pressure of the run.
+struct Pressure {
+    /// The file, once opened on the sampler thread.
+    file: Option<MemoryPressure>,
+    /// Whether it opened: its figures stay in the report if it stops reading later.
+    opened: bool,
+    /// Why there is none.
+    missing: Option<String>,
+    /// The stall total and when it was read, at the last sample.
+    last: Option<(u64, Instant)>,
+    /// Share, seconds.
+    figures: [Option<f64>; 2],
+    series: [Option<f64>; 1],
+    changed: bool,
+}
+
+impl Measurement for Pressure {
+    fn declared(&self) -> &'static Measure {
+        &MEASURE
+    }
+
+    fn active(&self) -> bool {
+        self.opened
+    }
+
+    fn open(&mut self) {
+        match MemoryPressure::open() {
+            Ok(file) => {
+                self.file = Some(file);
+                self.opened = true;
+            }
+            Err(error) => {
+                self.missing = Some(format!("no pressure stall information here: {error}"));
+            }
+        }
+        self.changed = true;
+    }
+
+    fn sample(&mut self, _tree: &TreeReading) -> Reading<'_> {
+        self.figures = [None; 2];
+        self.series = [None; 1];
+        if let Some(file) = self.file.as_mut() {
+            match file.some_micros() {
+                Ok(total) => {
+                    let now = Instant::now();
+                    if let Some((before, at)) = self.last {
+                        let stalled = total.saturating_sub(before) as f64 / 1e6;
+                        let interval = now.duration_since(at).as_secs_f64();
+                        let share = (interval > 0.0).then(|| (stalled / interval).min(1.0));
+                        self.figures = [share, Some(stalled)];
+                        self.series = [share];
+                    }
+                    self.last = Some((total, now));
+                }
+                Err(error) => {
+                    self.missing = Some(format!("the pressure file stopped reading: {error}"));
+                    self.file = None;
+                    self.changed = true;
+                }
+            }
+        }
+        Reading {
+            figures: &self.figures,
+            series: &self.series,
+            processes: &[],
+        }
+    }
+
+    fn section(&mut self) -> Option<serde_json::Value> {
+        if !std::mem::replace(&mut self.changed, false) {
+            return None;
+        }
+        Some(serde_json::json!({
+            "source": self.file.as_ref().map(MemoryPressure::source),
+            "missing": self.missing,
+        }))
+    }
+}
