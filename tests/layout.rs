@@ -520,3 +520,85 @@ fn nothing_cites_a_design_outside_the_repository() {
         "citations outside the repository: {found:?}"
     );
 }
+
+/// The keys the field table knows: every record figure, series, process figure and
+/// section of a measurement, and a merge's section.
+fn table_keys() -> BTreeSet<&'static str> {
+    use stemmon_report::fields::{FIELDS, MEASURES, SERIES};
+    let mut keys: BTreeSet<&str> = FIELDS.iter().map(|f| f.key).collect();
+    keys.extend(SERIES.iter().map(|s| s.key));
+    for measure in MEASURES {
+        keys.extend(measure.process.iter().map(|p| p.key));
+        keys.extend(measure.section.iter().map(|(key, _)| *key));
+    }
+    keys.insert("merge");
+    keys
+}
+
+/// The string keys non-test code reads or writes a record's figures by, or looks a
+/// field up by: `figures.count("key")`, `fields::field("key")`, with the file.
+fn string_keys(text: &str) -> Vec<String> {
+    const CALLS: [&str; 6] = [
+        "figures.count(\"",
+        "figures.number(\"",
+        "figures.set_count(\"",
+        "figures.set_number(\"",
+        "figures.value(\"",
+        "field(\"",
+    ];
+    let mut keys = Vec::new();
+    for call in CALLS {
+        let mut rest = text;
+        while let Some(at) = rest.find(call) {
+            let before = rest[..at].chars().last();
+            let tail = &rest[at + call.len()..];
+            // `.field("name")` is a `Debug` builder's, not the table's lookup.
+            let lookup = call != "field(\"" || !matches!(before, Some('.') | Some('_'));
+            if lookup {
+                if let Some(end) = tail.find('"') {
+                    keys.push(tail[..end].to_owned());
+                }
+            }
+            rest = tail;
+        }
+    }
+    keys
+}
+
+#[test]
+fn no_string_key_is_one_the_field_table_lacks() {
+    assert_eq!(
+        string_keys("a.figures.count(\"x_bytes\"); s.field(\"y\"); fields::field(\"z\")"),
+        ["x_bytes", "z"]
+    );
+    let known = table_keys();
+    let mut unknown = Vec::new();
+    let mut seen = 0;
+    for dir in ["stemmon/src", "stemmon-cli/src", "stemmon-report/src"] {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
+        let mut pending = vec![root];
+        while let Some(path) = pending.pop() {
+            if path.is_dir() {
+                pending.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            } else if path.extension().is_some_and(|e| e == "rs")
+                && path.file_name().is_some_and(|n| n != "tests.rs")
+            {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for key in string_keys(before_tests(&text)) {
+                    seen += 1;
+                    if !known.contains(key.as_str()) {
+                        unknown.push(format!("{}: {key}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        seen >= 5,
+        "only {seen} string keys found: the scan reads nothing"
+    );
+    assert!(
+        unknown.is_empty(),
+        "string keys the field table lacks (declare them in a measurement): {unknown:#?}"
+    );
+}

@@ -313,28 +313,13 @@ impl<'de, T: for<'a> Deserialize<'a>> Visitor<'de> for ChargedSeq<T> {
     }
 }
 
-/// The sections a report keeps among its figures, each with the keys of it left unread:
-/// each measurement's (the GPU's) and a merge's. A merge's spreads per stage and per
-/// process are for a person reading its JSON (they grow with its stages, and as values
-/// they would cost several times their text); what readers take from it (its inputs,
-/// its runs) is kept.
-fn section(key: &str) -> Option<&'static [&'static str]> {
-    const MERGE: (&str, &[&str]) = ("merge", &["stages", "processes"]);
-    crate::fields::MEASURES
-        .iter()
-        .filter_map(|m| m.section)
-        .chain([MERGE])
-        .find(|(name, _)| *name == key)
-        .map(|(_, unread)| unread)
-}
-
 /// The most values a section holds: far more than a GPU section of 64 devices or the
 /// merge of 10 000 runs, and a few MiB in memory.
 pub(crate) const MAX_SECTION_VALUES: usize = 200_000;
 
 impl Keyed for Figures {
     fn take<'de, A: MapAccess<'de>>(&mut self, key: &str, map: &mut A) -> Result<bool, A::Error> {
-        if let Some(skip) = section(key) {
+        if let Some(skip) = crate::fields::section(key) {
             let mut left = MAX_SECTION_VALUES;
             let value = map.next_value_seed(Bounded {
                 key,

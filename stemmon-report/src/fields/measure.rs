@@ -259,3 +259,18 @@ pub(crate) fn figure_keys() -> impl Iterator<Item = &'static str> {
             .chain(m.process.iter().map(|p| p.key))
     })
 }
+
+/// The sections a report keeps among its figures, each with the keys of it left unread:
+/// each measurement's (the GPU's) and a merge's. A merge's spreads per stage and per
+/// process are for a person reading its JSON (they grow with its stages, and as values
+/// they would cost several times their text); what readers take from it (its inputs,
+/// its runs) is kept.
+pub(crate) fn section(key: &str) -> Option<&'static [&'static str]> {
+    const MERGE: (&str, &[&str]) = ("merge", &["stages", "processes"]);
+    MEASURES
+        .iter()
+        .filter_map(|m| m.section)
+        .chain([MERGE])
+        .find(|(name, _)| *name == key)
+        .map(|(_, unread)| unread)
+}
