@@ -11,3 +11,5 @@ pub(crate) const BAND_COLOURS: [&str; 2] = ["#eef1f6", "#f7f3ea"];
 pub(crate) const LANE_COLOURS: [&str; 6] = [
     "#8da0cb", "#66c2a5", "#e78ac3", "#a6d854", "#ffd92f", "#b3b3b3",
 ];
+/// The colours of the table's series the picture names no colour for, in turn.
+pub(crate) const LINE_COLOURS: [&str; 4] = ["#937860", "#da8bc3", "#8c8c8c", "#ccb974"];

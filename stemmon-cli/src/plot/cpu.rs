@@ -3,130 +3,37 @@
 //! same stage bands, so a stage that kept four cores busy stands apart from one that
 //! waited.
 
-use super::colour::BAND_COLOURS;
-use super::frame::{corners, nice_step, time_axis, trim_number, Frame, LEFT, RIGHT, WIDTH};
+use super::frame::{corners, trim_number, Frame};
 use super::model::Chart;
-use super::xml::{Px, Writer};
-use std::fmt::Write as _;
-
-/// The panel's height, axis and labels included.
-pub(crate) const PANEL: f64 = 200.0;
-/// Space above the plot area, for the panel's title.
-const HEAD: f64 = 26.0;
-/// Space below it, for the time ticks and their caption.
-const FOOT: f64 = 46.0;
+use super::panel::{axis, draw, Panel, Trace};
+use super::xml::Writer;
 
 /// The colour the CPU area is filled with, also what the Chromium test looks for.
 pub(crate) const CPU_COLOUR: &str = "#8172b3";
 
 /// Draws the panel from `top` (the memory panel's bottom edge) down.
 pub(super) fn panel(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64) {
-    let (plot_top, plot_bottom) = (top + HEAD, top + PANEL - FOOT);
-    let most = chart.most_cores();
-    let step = nice_step(most * 1.1, 4.0);
-    let scale = ((most * 1.1 / step).ceil() * step).max(step);
-    let y = |cores: f64| plot_bottom - cores.clamp(0.0, scale) / scale * (plot_bottom - plot_top);
-    w.open("g", &[("id", &"cpu-panel")]);
-    w.text(
-        "text",
-        &[
-            ("x", &LEFT),
-            ("y", &Px(top + 16.0)),
-            ("font-weight", &"bold"),
-            ("fill", &"#444"),
-        ],
-        "CPU of the process tree, in cores (user + system over wall time)",
-    );
-    for (index, band) in chart.bands.iter().filter(|b| b.depth == 0).enumerate() {
-        let (x0, x1) = (frame.x(band.start), frame.x(band.end));
-        w.open(
-            "rect",
-            &[
-                ("class", &"band"),
-                ("x", &Px(x0)),
-                ("y", &Px(plot_top)),
-                ("width", &Px((x1 - x0).max(1.0))),
-                ("height", &Px(plot_bottom - plot_top)),
-                ("fill", &BAND_COLOURS[index % 2]),
-            ],
-        );
-        w.text("title", &[], &band.path);
-        w.close("rect");
-    }
-    let mut tick = 0.0;
-    while tick <= scale + 1e-9 {
-        w.empty(
-            "line",
-            &[
-                ("x1", &LEFT),
-                ("x2", &Px(WIDTH - RIGHT)),
-                ("y1", &Px(y(tick))),
-                ("y2", &Px(y(tick))),
-                ("stroke", &"#dddddd"),
-            ],
-        );
-        let label = match trim_number(tick).as_str() {
-            "1" => "1 core".to_owned(),
-            n => format!("{n} cores"),
-        };
-        w.text(
-            "text",
-            &[
-                ("class", &"cpu-tick"),
-                ("x", &Px(LEFT - 6.0)),
-                ("y", &Px(y(tick) + 4.0)),
-                ("text-anchor", &"end"),
-            ],
-            &label,
-        );
-        tick += step;
-    }
-    // Each figure flat over the interval it covers: since the previous CPU reading.
-    let corners: Vec<(f64, f64)> = corners(&chart.series.cpu, |c| c)
-        .into_iter()
-        .map(|(t, c)| (frame.x(t), y(c)))
-        .collect();
-    if let (Some(first), Some(last)) = (corners.first(), corners.last()) {
-        let mut area = format!("M{},{} ", Px(first.0), Px(y(0.0)));
-        let mut line = String::new();
-        for (x, y) in &corners {
-            let _ = write!(area, "L{},{} ", Px(*x), Px(*y));
-            let _ = write!(line, "{},{} ", Px(*x), Px(*y));
-        }
-        let _ = write!(area, "L{},{} Z", Px(last.0), Px(y(0.0)));
-        w.empty(
-            "path",
-            &[
-                ("id", &"cpu-area"),
-                ("d", &area),
-                ("fill", &CPU_COLOUR),
-                ("stroke", &"none"),
-            ],
-        );
-        w.empty(
-            "polyline",
-            &[
-                ("id", &"cpu"),
-                ("points", &line.trim_end()),
-                ("fill", &"none"),
-                ("stroke", &"#4b3c8c"),
-                ("stroke-width", &1.5),
-            ],
-        );
-    }
-    time_axis(w, frame, plot_bottom, top + PANEL - 10.0);
-    w.empty(
-        "rect",
-        &[
-            ("x", &LEFT),
-            ("y", &Px(plot_top)),
-            ("width", &Px(WIDTH - LEFT - RIGHT)),
-            ("height", &Px(plot_bottom - plot_top)),
-            ("fill", &"none"),
-            ("stroke", &"#888"),
-        ],
-    );
-    w.close("g");
+    let (step, scale) = axis(chart.most_cores());
+    let label = |tick: f64| match trim_number(tick).as_str() {
+        "1" => "1 core".to_owned(),
+        n => format!("{n} cores"),
+    };
+    let panel = Panel {
+        id: "cpu-panel",
+        title: "CPU of the process tree, in cores (user + system over wall time)",
+        tick_class: "cpu-tick",
+        scale,
+        step,
+        label: &label,
+        // Each figure flat over the interval it covers: since the previous CPU reading.
+        traces: vec![Trace {
+            id: "cpu",
+            corners: corners(&chart.series.cpu, |c| c),
+            stroke: "#4b3c8c",
+            area: Some(("cpu-area".to_owned(), CPU_COLOUR, None)),
+        }],
+    };
+    draw(w, chart, frame, top, &panel);
 }
 
 #[cfg(test)]
@@ -143,7 +50,8 @@ mod tests {
             parent: None,
             children: None,
             bound: None,
-            lines: [None; crate::plot::lines::LINES.len()],
+            lines: Vec::new(),
+            others: Vec::new(),
             cpu,
         }
     }

@@ -58,6 +58,22 @@ pub(crate) fn render(chart: &Chart) -> String {
              system time over wall time): near 0 while it waits, 4 while four cores compute.</p>\n",
         );
     }
+    if !chart.series.panels.is_empty() {
+        let titles: Vec<String> = chart
+            .series
+            .panels
+            .iter()
+            .map(super::panel::title)
+            .collect();
+        page.push_str(&format!(
+            "<p class=\"note\">{}</p>\n",
+            escape(&format!(
+                "The panels under it, one a unit: {}. Each reading is drawn as memory is \
+                 (a point's maximum over its span, the lower one between two readings).",
+                titles.join("; ")
+            ))
+        ));
+    }
     page.push_str("</main>\n");
     page.push_str(&format!(
         "<script id=\"data\" type=\"application/json\">{}</script>\n",
@@ -83,7 +99,8 @@ mod tests {
                 parent: None,
                 children: None,
                 bound: None,
-                lines: [None; crate::plot::lines::LINES.len()],
+                lines: Vec::new(),
+                others: Vec::new(),
                 cpu: None,
             }],
             vec![Band {

@@ -1,9 +1,10 @@
 //! `stemmon plot REPORT -o out.html|out.svg`: tree RSS over the run, split into the
 //! parent and its children, the high-water bound, stage bands with their names, and the
-//! peak marked (the exact one where it is known); the lines of [`lines::LINES`] on the
-//! memory panel where the timeline has them (the live heap of stemmon 0.3, the tree's GPU
-//! memory of 0.4), and a CPU panel (cores over time) under it, on the same time axis and
-//! stage bands.
+//! peak marked (the exact one where it is known); the series of the report crate's table
+//! ([`lines`]) in bytes on the memory panel where the timeline has them (the live heap of
+//! stemmon 0.3, the tree's GPU memory of 0.4), a CPU panel (cores over time) under it,
+//! and a panel for each other unit the table's series and the timeline have (open
+//! descriptors, memory pressure), on the same time axis and stage bands ([`panel`]).
 //!
 //! [`model`] takes what to show from the report once, and says when each series is
 //! drawn; [`svg`] draws it (with [`xml`]'s escaping writer); [`html`] puts that same SVG
@@ -18,6 +19,7 @@ mod html;
 mod lines;
 mod mark;
 mod model;
+mod panel;
 mod point;
 mod series;
 mod svg;

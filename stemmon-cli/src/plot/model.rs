@@ -5,7 +5,7 @@
 //! A report may come from anyone: every time is made finite and non-negative here, sums
 //! saturate, and the work is linear in the report's size (no scan per span).
 
-use super::lines::LINES;
+use super::lines::{on_memory, Line};
 use super::mark::{highest_bound, peak, BoundMark, Peak};
 use super::point::{time, Point};
 use super::series::Series;
@@ -50,7 +50,12 @@ pub(crate) struct Chart {
 impl Chart {
     /// The chart of `report`; `None` when it has nothing to plot (no timeline, no samples).
     pub(crate) fn new(report: &Report) -> Option<Chart> {
-        let points = points(report);
+        Chart::with_lines(report, &super::lines::all())
+    }
+
+    /// The chart of `report` with the series of `lines` (the table's, or a test's).
+    pub(crate) fn with_lines(report: &Report, lines: &[Line]) -> Option<Chart> {
+        let points = points(report, lines);
         if points.is_empty() {
             return None;
         }
@@ -58,7 +63,7 @@ impl Chart {
         let last = points.iter().map(|p| p.end).fold(0.0, f64::max);
         let band_end = bands.iter().map(|b| b.end).fold(0.0, f64::max);
         let duration = time(report.wall_seconds).max(last).max(band_end).max(1e-3);
-        let series = Series::of(&points);
+        let series = Series::of(&points, lines);
         let kind = tree_peak(&report.peaks, &report.high_water, report.peak_process_count);
         let peak = peak(report, kind, &points, &series);
         // A bound no higher than the marked peak adds nothing: the two agree.
@@ -73,7 +78,7 @@ impl Chart {
             Some(argv) => format!("stemmon: {}", cut_middle(&command_line(argv), TITLE)),
             None => format!("stemmon: pid {}", report.pid),
         };
-        let subtitle = subtitle(report, kind, peak.as_ref());
+        let subtitle = subtitle(report, kind, peak.as_ref(), lines);
         Some(Chart {
             title,
             subtitle,
@@ -93,7 +98,7 @@ impl Chart {
             title: "t".into(),
             subtitle: String::new(),
             duration,
-            series: Series::of(&points),
+            series: Series::of(&points, &super::lines::all()),
             points,
             bands,
             peak: None,
@@ -120,7 +125,11 @@ impl Chart {
     pub(crate) fn highest(&self) -> u64 {
         self.points
             .iter()
-            .flat_map(|p| [p.tree, p.bound, p.stacked()].into_iter().chain(p.lines))
+            .flat_map(|p| {
+                [p.tree, p.bound, p.stacked()]
+                    .into_iter()
+                    .chain(p.lines.iter().copied())
+            })
             .flatten()
             .chain(self.peak.as_ref().map(|p| p.bytes))
             .max()
@@ -130,7 +139,7 @@ impl Chart {
 }
 
 /// The caption: wall time, which peak is marked and what it means, the other figures.
-fn subtitle(report: &Report, kind: TreePeak, peak: Option<&Peak>) -> String {
+fn subtitle(report: &Report, kind: TreePeak, peak: Option<&Peak>, lines: &[Line]) -> String {
     let mut subtitle = format!("wall {}", seconds(time(report.wall_seconds)));
     let sampled = report.peaks.peak_tree_rss_bytes;
     match (kind, peak) {
@@ -206,14 +215,14 @@ fn subtitle(report: &Report, kind: TreePeak, peak: Option<&Peak>) -> String {
             bytes(Some(parent))
         );
     }
-    for line in &LINES {
-        let peak = stemmon_report::fields::field(line.peak).and_then(|f| f.of_run(report));
-        if let Some(peak) = peak {
+    for line in lines {
+        let peak = line.series.peak.and_then(stemmon_report::fields::field);
+        if let Some(peak) = peak.and_then(|f| f.of_run(report)) {
             let _ = write!(
                 subtitle,
                 "; peak {} {}",
                 line.name,
-                crate::format::figure(stemmon_report::fields::Unit::Bytes, Some(peak))
+                crate::format::figure(line.unit(), Some(peak))
             );
         }
     }
@@ -226,8 +235,10 @@ fn subtitle(report: &Report, kind: TreePeak, peak: Option<&Peak>) -> String {
     subtitle
 }
 
-/// The report's timeline, or (stemmon 0.1) its raw samples, in order of start.
-fn points(report: &Report) -> Vec<Point> {
+/// The report's timeline with the figures of `lines`, or (stemmon 0.1) its raw samples,
+/// in order of start.
+fn points(report: &Report, lines: &[Line]) -> Vec<Point> {
+    let (memory, others): (Vec<&Line>, Vec<&Line>) = lines.iter().partition(|l| on_memory(l));
     let mut points: Vec<Point> = if !report.timeline.is_empty() {
         report
             .timeline
@@ -239,7 +250,16 @@ fn points(report: &Report) -> Vec<Point> {
                 parent: p.parent_rss_bytes,
                 children: p.children_rss_bytes,
                 bound: p.tree_rss_bound_bytes,
-                lines: std::array::from_fn(|i| (LINES[i].of_point)(p)),
+                // Bytes are whole and at least 0 (`as` saturates a hostile 1e300).
+                lines: memory
+                    .iter()
+                    .map(|l| {
+                        l.of_point(p)
+                            .filter(|v| *v >= 0.0)
+                            .map(|v| v.round() as u64)
+                    })
+                    .collect(),
+                others: others.iter().map(|l| l.of_point(p)).collect(),
                 // Checked finite and at most 1e9 by `input`; clamped for `Chart`'s own tests.
                 cpu: p.cpu_cores.map(|c| time(c).min(1e9)),
             })
@@ -255,7 +275,8 @@ fn points(report: &Report) -> Vec<Point> {
                 parent: s.parent_rss_bytes,
                 children: s.children_rss_bytes,
                 bound: None,
-                lines: [None; LINES.len()],
+                lines: vec![None; memory.len()],
+                others: vec![None; others.len()],
                 cpu: None,
             })
             .collect()

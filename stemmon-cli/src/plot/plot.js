@@ -40,6 +40,14 @@
     }
     return p.end > p.start ? " (max over " + s(p.start) + "–" + s(p.end) + ")" : " (read at " + s(p.start) + ")";
   }
+  // A figure of a unit panel (plot/panel.rs) by its unit's name.
+  function figure(unit, v) {
+    if (unit === "share") return (v * 100).toFixed(1) + "%";
+    if (unit === "count") return String(Math.round(v));
+    if (unit === "seconds") return v.toFixed(2) + " s";
+    if (unit === "cores") return v.toFixed(2) + " cores";
+    return String(v);
+  }
   function over(step) {
     return " (over " + s(step[0]) + "–" + s(step[1]) + ")";
   }
@@ -59,6 +67,12 @@
     }
     const cpu = at(data.series.cpu, t);
     if (cpu) lines.push("CPU " + cpu[2].toFixed(2) + " cores" + over(cpu));
+    for (const panel of data.series.panels || []) {
+      for (const line of panel.lines) {
+        const step = at(line.steps, t);
+        if (step) lines.push(line.name + " " + figure(panel.unit, step[2]) + read(step));
+      }
+    }
     const stages = data.bands.filter((b) => b.start <= t && t <= b.end).map((b) => b.path);
     lines.push("stage " + (stages.length ? stages.join(", ") : "workflow"));
     return lines.join("\n");

@@ -6,8 +6,9 @@
 //! series is drawn as steps, each holding one point's maximum flat over the time it
 //! covers, never as a ramp between two points:
 //!
-//! - **Sampled figures** (tree, parent and children RSS, the [`LINES`]: live heap, the
-//!   tree's GPU memory) are maxima of
+//! - **Sampled figures** (tree, parent and children RSS, the lines of the table
+//!   ([`super::lines`]): live heap, the tree's GPU memory, and those of the panels under
+//!   the memory panel) are maxima of
 //!   instantaneous readings taken within the point's span, the one that gave the maximum
 //!   anywhere in it. A point's maximum is drawn flat over its span, and nowhere else:
 //!   between one point's end and the next one's start nothing was read, and the line
@@ -21,10 +22,11 @@
 //!   the start), the first CPU figure from the first point's start (the first sample,
 //!   which has none, is where CPU is first read).
 
-use super::lines::LINES;
+use super::lines::{on_memory, panel_units, Line};
 use super::point::Point;
 use serde::ser::{SerializeTuple, Serializer};
 use serde::Serialize;
+use stemmon_report::fields::Unit;
 
 /// One step of a drawn series: `value` held flat from `from` to `to` seconds, taken from
 /// `points[point]`. Written to the page's JSON as `[from, to, value, point]`.
@@ -108,14 +110,33 @@ pub(crate) fn interval<T: Copy>(
     out
 }
 
-/// One of the [`LINES`] as drawn: written to the page's JSON as `{id, name, steps}`.
+/// One line of the table as drawn: written to the page's JSON as `{id, name, steps}`.
 #[derive(Clone, Debug, Serialize)]
-pub(crate) struct Drawn {
+pub(crate) struct Drawn<T> {
+    /// Its SVG element's `id`.
     pub(crate) id: &'static str,
+    /// Its name in the legend or panel title and the read-out.
     pub(crate) name: &'static str,
+    /// The colour it is drawn in.
     #[serde(skip)]
     pub(crate) colour: &'static str,
-    pub(crate) steps: Vec<Step<u64>>,
+    /// Its steps (sampled).
+    pub(crate) steps: Vec<Step<T>>,
+}
+
+/// A panel under the memory panel: the lines of the table in one unit other than bytes
+/// that some point has, written to the page's JSON as `{unit, title, lines}`.
+#[derive(Clone, Debug, Serialize)]
+pub(crate) struct Panel {
+    /// The unit's name (`count`, `share`, `seconds`, `cores`): how the read-out shows a
+    /// figure.
+    #[serde(rename = "unit")]
+    pub(crate) unit_name: &'static str,
+    /// The unit.
+    #[serde(skip)]
+    pub(crate) unit: Unit,
+    /// Its lines that some point has, in the table's order.
+    pub(crate) lines: Vec<Drawn<f64>>,
 }
 
 /// Every series as drawn, by the rules of the module docs.
@@ -130,32 +151,65 @@ pub(crate) struct Series {
     pub(crate) stacked: Vec<Step<u64>>,
     /// The high-water bound (an interval figure).
     pub(crate) bound: Vec<Step<u64>>,
-    /// The [`LINES`], in their order (sampled); a line no point has holds no step.
-    pub(crate) lines: Vec<Drawn>,
+    /// The memory panel's lines (the table's in bytes), in its order (sampled); a line
+    /// no point has holds no step.
+    pub(crate) lines: Vec<Drawn<u64>>,
     /// CPU in cores (an interval figure).
     pub(crate) cpu: Vec<Step<f64>>,
+    /// The panels under the memory panel, one a unit that some point has a figure in
+    /// (none for a report without such series: the page's JSON then has no key).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) panels: Vec<Panel>,
 }
 
 impl Series {
-    /// The series of `points`, which are in order of start.
-    pub(crate) fn of(points: &[Point]) -> Series {
+    /// The series of `points`, which are in order of start and hold the figures of
+    /// `lines` (those in bytes in `lines`, the others in `others`, in their order).
+    pub(crate) fn of(points: &[Point], lines: &[Line]) -> Series {
         let cpu_origin = points.first().map_or(0.0, |p| p.start);
+        let (memory, others): (Vec<&Line>, Vec<&Line>) = lines.iter().partition(|l| on_memory(l));
+        let others: Vec<Drawn<f64>> = others
+            .iter()
+            .enumerate()
+            .map(|(i, line)| Drawn {
+                id: line.id,
+                name: line.name,
+                colour: line.colour,
+                steps: sampled(points, |p| p.others.get(i).copied().flatten()),
+            })
+            .collect();
+        let panels = panel_units(lines)
+            .into_iter()
+            .map(|unit| Panel {
+                unit_name: unit.name(),
+                unit,
+                lines: lines
+                    .iter()
+                    .filter(|l| !on_memory(l))
+                    .zip(&others)
+                    .filter(|(line, drawn)| line.unit() == unit && !drawn.steps.is_empty())
+                    .map(|(_, drawn)| drawn.clone())
+                    .collect(),
+            })
+            .filter(|panel| !panel.lines.is_empty())
+            .collect();
         Series {
             tree: sampled(points, |p| p.tree),
             parent: sampled(points, |p| p.stacked().map(|_| p.parent.unwrap_or(0))),
             stacked: sampled(points, Point::stacked),
             bound: interval(points, |p| p.bound, 0.0),
-            lines: LINES
+            lines: memory
                 .iter()
                 .enumerate()
                 .map(|(i, line)| Drawn {
                     id: line.id,
                     name: line.name,
                     colour: line.colour,
-                    steps: sampled(points, |p| p.lines[i]),
+                    steps: sampled(points, |p| p.lines.get(i).copied().flatten()),
                 })
                 .collect(),
             cpu: interval(points, |p| p.cpu, cpu_origin),
+            panels,
         }
     }
 }
@@ -231,7 +285,8 @@ mod tests {
             parent: Some(tree * MIB),
             children: Some(0),
             bound: Some(bound * MIB),
-            lines: [None; LINES.len()],
+            lines: Vec::new(),
+            others: Vec::new(),
             cpu: None,
         };
         let points = vec![
@@ -240,7 +295,7 @@ mod tests {
             point(1.551, 1.551, 30, 30),
             point(1.583, 1.583, 35, 36),
         ];
-        let series = Series::of(&points);
+        let series = Series::of(&points, &crate::plot::lines::all());
         for tree in &series.tree {
             let over: Vec<&Step<u64>> = series
                 .bound

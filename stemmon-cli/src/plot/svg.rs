@@ -2,8 +2,10 @@
 //! stacked, the tree line, the dashed high-water bound, stage bands and lanes with their
 //! names, the peak marked and labelled (a circle at an instant, a bar over an interval);
 //! every series in steps over the times [`super::model`] says it covers; the memory
-//! panel's [`LINES`](super::lines::LINES) where the timeline has them (the live heap,
-//! the tree's GPU memory) and, under it, the CPU panel ([`super::cpu`]).
+//! panel's lines ([`super::lines`], the table's series in bytes) where the timeline has
+//! them (the live heap, the tree's GPU memory) and, under it, the CPU panel
+//! ([`super::cpu`]) and a panel for each other unit the timeline has figures in
+//! ([`super::panel`]).
 //!
 //! Elements are written by [`Writer`](super::xml::Writer), which escapes every attribute
 //! value and text: nothing from a report reaches the SVG raw.
@@ -17,6 +19,7 @@ use super::frame::{
 };
 use super::mark::PeakKind;
 use super::model::Chart;
+use super::panel::PANEL;
 use super::series::Step;
 use super::xml::{Px, Writer};
 use crate::format::seconds;
@@ -84,21 +87,24 @@ pub(crate) fn render(chart: &Chart, standalone: bool) -> String {
             ("stroke", &"#888"),
         ],
     );
+    let mut top = HEIGHT;
     if chart.has_cpu() {
-        super::cpu::panel(&mut w, chart, &frame, HEIGHT);
+        super::cpu::panel(&mut w, chart, &frame, top);
+        top += PANEL;
+    }
+    for panel in &chart.series.panels {
+        super::panel::unit(&mut w, chart, &frame, top, panel);
+        top += PANEL;
     }
     w.close("svg");
     w.out
 }
 
-/// The picture's height: the memory panel, and the CPU panel under it when drawn.
+/// The picture's height: the memory panel, and the CPU panel and the unit panels under
+/// it when drawn.
 pub(crate) fn height(chart: &Chart) -> f64 {
-    HEIGHT
-        + if chart.has_cpu() {
-            super::cpu::PANEL
-        } else {
-            0.0
-        }
+    let under = usize::from(chart.has_cpu()) + chart.series.panels.len();
+    HEIGHT + PANEL * under as f64
 }
 
 fn legend(w: &mut Writer, chart: &Chart) {
@@ -390,7 +396,8 @@ pub(crate) mod tests {
                 parent: Some(2 << 20),
                 children: Some(1 << 20),
                 bound: Some(4 << 20),
-                lines: [Some(1 << 20), Some(2 << 20)],
+                lines: vec![Some(1 << 20), Some(2 << 20)],
+                others: Vec::new(),
                 cpu: Some(2.0),
             }],
             vec![Band {
@@ -424,7 +431,8 @@ pub(crate) mod tests {
             parent: Some(mib * MIB),
             children: Some(0),
             bound: Some(bound_mib * MIB),
-            lines: [Some(heap_mib * MIB), None],
+            lines: vec![Some(heap_mib * MIB), None],
+            others: Vec::new(),
             cpu: None,
         }
     }
