@@ -5,17 +5,24 @@
 //! Runs on the sampler thread (or the finishing one), never inside a stage; OTLP's
 //! requests go out on a thread of their own. A failure is returned as text for the
 //! report's `export_error` and warned once on stderr, once per kind of export.
+//!
+//! The report file is a [`Sink`], [`ReportFile`]: a destination that sends each report
+//! its own way and owns its failures.
 
 #[cfg(feature = "otlp")]
 pub(crate) mod otlp;
 #[cfg(feature = "prometheus")]
 mod prometheus;
+mod report_file;
+pub(crate) mod sink;
 
 use crate::config::Config;
 use crate::error::Error;
 use crate::report::Report;
 #[cfg(feature = "prometheus")]
 use prometheus::Pushgateway;
+pub(crate) use report_file::ReportFile;
+pub(crate) use sink::Sink;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
