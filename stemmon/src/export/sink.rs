@@ -1,21 +1,24 @@
-//! One destination of a monitor's reports: the report file. Each sink sends in its own
+//! One destination of a monitor's reports: the Prometheus textfile, the Pushgateway,
+//! OTLP, the report file. The set is chosen once, at start; each sink sends in its own
 //! way and owns its failures: it returns each one as text and warns on stderr about the
 //! first one only.
 
 use crate::report::Report;
 
-/// A destination of a monitor's reports.
+/// A destination of a monitor's reports, chosen at start.
 pub(crate) trait Sink: Send + std::fmt::Debug {
-    /// What this sink is, in a word: `report file`.
+    /// What this sink is, in a word: `textfile`, `pushgateway`, `otlp`, `report file`.
     #[cfg_attr(not(test), allow(dead_code))]
     fn name(&self) -> &'static str;
 
-    /// Where this sink sends, as its messages show it: a path.
+    /// Where this sink sends, as its messages show it: a path, or a URL with its
+    /// userinfo as `***`.
     fn target(&self) -> String;
 
     /// Sends `report`; `last` says it is the run's final one (the report file is then
-    /// synced to disk). On failure returns what went wrong, having warned on stderr if
-    /// this sink had not warned before.
+    /// synced to disk, OTLP's trace goes too and is waited for, a bounded time). On
+    /// failure returns what went wrong, having warned on stderr if this sink had not
+    /// warned before.
     fn send(&mut self, report: &Report, last: bool) -> Result<(), String>;
 }
 
