@@ -476,6 +476,26 @@ fn no_source_file_is_over_500_lines_before_its_tests() {
     );
 }
 
+/// The exporters sit behind one `Sink` trait, chosen at start: the features pick their
+/// sinks in their own modules (or `export/chosen.rs`), so the module that holds the
+/// exporter is not a switchboard of `#[cfg(...)]` lines. Its module declarations and at
+/// most one more line may name a `cfg`; its tests module may have as many as it needs.
+#[test]
+fn the_sinks_module_has_at_most_three_cfg_lines() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("stemmon/src/export/mod.rs");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let cfg_lines: Vec<&str> = text
+        .lines()
+        .take(lines_before_tests(&text))
+        .filter(|line| line.contains("cfg"))
+        .collect();
+    assert!(
+        cfg_lines.len() <= 3,
+        "{} lines of stemmon/src/export/mod.rs name a cfg before its tests: {cfg_lines:#?}",
+        cfg_lines.len()
+    );
+}
+
 /// The project cites its own book, never a design kept outside the repository: no
 /// citation of a design document by section and no path into a folder beside the checkout, in any source, test, bench,
 /// script or page.

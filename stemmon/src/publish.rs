@@ -6,9 +6,8 @@
 //! `export_error`); the publisher warns about each kind once.
 
 use crate::config::Config;
-use crate::export::Exporter;
+use crate::export::{Exporter, ReportFile, Sink};
 use crate::log;
-use crate::output::Output;
 use crate::recorder::{Line, OpenStage, Recorder};
 use crate::report::Report;
 use crate::sources::SampleReaders;
@@ -38,14 +37,14 @@ impl Moment {
 
 /// Where one monitor's report, metrics and warnings go.
 pub(crate) struct Publisher {
-    /// Where the report goes, resolved once at start (or why it cannot go anywhere).
-    output: Option<Result<Output, String>>,
+    /// Where the report goes, resolved once at start (or why it cannot go anywhere):
+    /// the report file's sink, which warns about its own failures.
+    output: Option<Mutex<ReportFile>>,
     /// Metrics for Prometheus and OTLP (and OTLP's trace).
     exporter: Mutex<Option<Exporter>>,
     /// The failures this publisher produced, for every report it hands out.
     failures: Mutex<Failures>,
     warned_sampling: AtomicBool,
-    warned_output: AtomicBool,
     /// The final report was published: nothing else is written or sent after it (a
     /// sampler left behind in a driver's call wakes up to a finished run). Held while
     /// a report is written, so a late write never lands over the final one.
@@ -57,8 +56,6 @@ pub(crate) struct Publisher {
 #[derive(Debug, Default)]
 struct Failures {
     output: Option<String>,
-    /// How many report writes failed.
-    failed_writes: u64,
     export: Option<String>,
 }
 
@@ -67,14 +64,13 @@ impl Publisher {
     /// directory and removing temporary files that dead writers left beside it).
     pub(crate) fn new(config: &Config, exporter: Option<Exporter>) -> Publisher {
         Publisher {
-            output: config.output.as_deref().map(|path| {
-                Output::resolve(path)
-                    .map_err(|e| format!("could not write the report to {}: {e}", path.display()))
-            }),
+            output: config
+                .output
+                .as_deref()
+                .map(|path| Mutex::new(ReportFile::resolve(path))),
             exporter: Mutex::new(exporter),
             failures: Mutex::new(Failures::default()),
             warned_sampling: AtomicBool::new(false),
-            warned_output: AtomicBool::new(false),
             sealed: Mutex::new(false),
         }
     }
@@ -126,9 +122,18 @@ impl Publisher {
             }
         }
         self.stamp(&mut report);
-        let written = self.write(&report, moment.durable());
-        self.tell(&written, moment);
+        // The report file warns about its failures; the first is every later report's.
+        let written = match &self.output {
+            None => Ok(()),
+            Some(file) => file
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .send(&report, moment.durable()),
+        };
         if let Err(message) = written {
+            self.failures()
+                .output
+                .get_or_insert_with(|| message.clone());
             report.output_error.get_or_insert(message);
         }
         if recorder.config.log_interval.is_some() {
@@ -152,92 +157,8 @@ impl Publisher {
         report.export_error.clone_from(&failures.export);
     }
 
-    /// Keeps a failed write, and says what happened: the first failure once, and at
-    /// the end what became of the final report after failures (it landed, or not: for
-    /// the reason already warned, or a new one).
-    fn tell(&self, written: &Result<(), String>, moment: Moment) {
-        let mut failures = self.failures();
-        let first = failures.output.clone();
-        if written.is_err() {
-            failures.failed_writes += 1;
-        }
-        let failed = failures.failed_writes;
-        if let Err(message) = written {
-            failures.output.get_or_insert_with(|| message.clone());
-        }
-        drop(failures);
-        let s = |n: u64| if n == 1 { "" } else { "s" };
-        match (written, moment == Moment::Final) {
-            (Err(message), false) => warn_once(&self.warned_output, message),
-            (Err(message), true) if first.as_ref() == Some(message) => {
-                crate::warn::warn(&format!(
-                    "the final report was not written either, for the same reason \
-                     ({failed} failed write{} in all)",
-                    s(failed)
-                ));
-            }
-            (Err(message), true) => {
-                crate::warn::warn(&format!("the final report was not written: {message}"));
-            }
-            (Ok(()), true) if failed > 0 => {
-                let path = match &self.output {
-                    Some(Ok(output)) => output.path().display().to_string(),
-                    _ => "its file".to_owned(),
-                };
-                crate::warn::warn(&format!(
-                    "the final report was written to {path}; {failed} earlier write{} failed \
-                     (the first is its output_error)",
-                    s(failed)
-                ));
-            }
-            (Ok(()), _) => {}
-        }
-    }
-
     fn failures(&self) -> std::sync::MutexGuard<'_, Failures> {
         self.failures.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn write(&self, report: &Report, durable: bool) -> Result<(), String> {
-        let output = match &self.output {
-            None => return Ok(()),
-            Some(Err(message)) => return Err(message.clone()),
-            Some(Ok(output)) => output,
-        };
-        let failed = |error: std::io::Error| {
-            format!(
-                "could not write the report to {}: {error}",
-                output.path().display()
-            )
-        };
-        let pretty = serde_json::to_vec_pretty(report).map_err(|e| failed(e.into()))?;
-        match output.write(&pretty, durable) {
-            // Out of space: the replacement needs room for both copies at once, so a
-            // report over half of what is free could never land. The same report
-            // without indentation is about a third smaller.
-            Err(error) if is_out_of_space(&error) => {
-                let compact = serde_json::to_vec(report).map_err(|e| failed(e.into()))?;
-                output.write(&compact, durable).map_err(failed)
-            }
-            written => written.map_err(failed),
-        }
-    }
-}
-
-/// Whether `error` says the disk (or the user's quota) is full.
-fn is_out_of_space(error: &std::io::Error) -> bool {
-    error.kind() == std::io::ErrorKind::StorageFull || error.raw_os_error() == Some(libc_edquot())
-}
-
-/// `EDQUOT`: the quota's "disk full".
-fn libc_edquot() -> i32 {
-    #[cfg(unix)]
-    {
-        libc::EDQUOT
-    }
-    #[cfg(not(unix))]
-    {
-        -1
     }
 }
 

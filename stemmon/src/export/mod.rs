@@ -1,21 +1,30 @@
-//! Sends a report's metrics where a cluster's monitoring gathers them: a Prometheus
-//! textfile for node_exporter, a Pushgateway (the book's `prometheus.md`), an OpenTelemetry collector over
-//! OTLP (the book's `otlp.md`), or several.
+//! Where a monitor's reports go besides its live lines, each destination a [`Sink`]:
+//! the report file ([`ReportFile`]), and the metrics where a cluster's monitoring gathers
+//! them: a Prometheus textfile for node_exporter, a Pushgateway (the book's
+//! `prometheus.md`), an OpenTelemetry collector over OTLP (the book's `otlp.md`), or
+//! several.
 //!
-//! Runs on the sampler thread (or the finishing one), never inside a stage; OTLP's
-//! requests go out on a thread of their own. A failure is returned as text for the
-//! report's `export_error` and warned once on stderr, once per kind of export.
+//! The metrics' sinks are chosen once, at start ([`Exporter::from_config`]); the
+//! features' choices are made in `chosen.rs`. They run on the sampler thread (or the
+//! finishing one), never inside a stage; OTLP's requests go out on a thread of their
+//! own. Each sink owns its failures: one is returned as text for the report's
+//! `export_error` (`output_error` for the report file) and warned once on stderr, once
+//! per sink.
 
 #[cfg(feature = "otlp")]
 pub(crate) mod otlp;
 #[cfg(feature = "prometheus")]
 mod prometheus;
 
+mod chosen;
+mod report_file;
+pub(crate) mod sink;
+
 use crate::config::Config;
 use crate::error::Error;
 use crate::report::Report;
-#[cfg(feature = "prometheus")]
-use prometheus::Pushgateway;
+pub(crate) use report_file::ReportFile;
+pub(crate) use sink::Sink;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -34,20 +43,11 @@ pub(crate) const TEXTFILE_VAR: &str = "STEMMON_PROMETHEUS_TEXTFILE_DIR";
 /// Overrides `.pushgateway(url)` for every monitor of the process.
 pub(crate) const PUSHGATEWAY_VAR: &str = "STEMMON_PUSHGATEWAY_URL";
 
-/// The metrics exporter of one monitor.
+/// The metrics exporter of one monitor: its sinks, chosen at start, in the order they
+/// send (the textfile, the Pushgateway, OTLP).
 #[derive(Debug)]
 pub(crate) struct Exporter {
-    host: String,
-    labels: BTreeMap<String, String>,
-    /// The `.prom` file of this job's identity, which this process replaces.
-    #[cfg(feature = "prometheus")]
-    textfile: Option<PathBuf>,
-    #[cfg(feature = "prometheus")]
-    pushgateway: Option<Pushgateway>,
-    #[cfg(feature = "otlp")]
-    otlp: Option<otlp::Exporter>,
-    warned: bool,
-    warned_otlp: bool,
+    sinks: Vec<Box<dyn Sink>>,
 }
 
 impl Exporter {
@@ -104,127 +104,33 @@ impl Exporter {
                 reason,
             })?;
         }
-        #[cfg(not(feature = "prometheus"))]
-        let (dir, url) = without_prometheus(dir, url, config, warn)?;
-        #[cfg(feature = "otlp")]
-        let otlp = otlp::Exporter::from_parts(config, &env, warn)?;
-        #[cfg(feature = "otlp")]
-        let none = dir.is_none() && url.is_none() && otlp.is_none();
-        #[cfg(not(feature = "otlp"))]
-        let none = dir.is_none() && url.is_none();
-        if none {
+        let (dir, url) = chosen::prometheus_asked(dir, url, config, warn)?;
+        let otlp = chosen::otlp(config, &env, warn)?;
+        let mut sinks = chosen::prometheus(dir, url, host, labels);
+        sinks.extend(otlp);
+        if sinks.is_empty() {
             return Ok(None);
         }
-        Ok(Some(Exporter {
-            #[cfg(feature = "prometheus")]
-            textfile: dir.map(|dir| prometheus::textfile_path(&dir, host, labels)),
-            #[cfg(feature = "prometheus")]
-            pushgateway: url.map(|url| Pushgateway::new(&url, host, labels)),
-            #[cfg(feature = "otlp")]
-            otlp,
-            host: host.to_owned(),
-            labels: labels.clone(),
-            warned: false,
-            warned_otlp: false,
-        }))
+        Ok(Some(Exporter { sinks }))
     }
 
-    /// Writes the textfile, pushes to the Pushgateway and hands the OTLP metrics to their
-    /// thread, whichever are configured; with `last` (the end of the run), OTLP's final
-    /// metrics and trace are waited for, a bounded time. On failure returns what went
-    /// wrong (every failure, joined by `; `), warning on stderr the first time only for
-    /// Prometheus and for OTLP each.
-    #[cfg_attr(
-        not(any(feature = "prometheus", feature = "otlp")),
-        allow(unused_mut, unused_variables)
-    )]
+    /// Sends `report` to every sink: writes the textfile, pushes to the Pushgateway and
+    /// hands the OTLP metrics to their thread, whichever are configured; with `last`
+    /// (the end of the run), OTLP's final metrics and trace are waited for, a bounded
+    /// time. On failure returns what went wrong (every failure, joined by `; `); each
+    /// sink warns on stderr about its first failure only.
     pub(crate) fn export(&mut self, report: &Report, last: bool) -> Result<(), String> {
-        let mut errors: Vec<String> = Vec::new();
-        #[cfg(not(feature = "prometheus"))]
-        let _ = (&self.host, &self.labels, &mut self.warned);
-        #[cfg(feature = "prometheus")]
-        if self.textfile.is_some() || self.pushgateway.is_some() {
-            let text = prometheus::encode(report, &self.host, &self.labels);
-            let mut failed = Vec::new();
-            if let Some(path) = &self.textfile {
-                failed.extend(prometheus::write_textfile(path, &text).err());
-            }
-            if let Some(gateway) = &self.pushgateway {
-                failed.extend(gateway.push(&text).err());
-            }
-            if !failed.is_empty() && !std::mem::replace(&mut self.warned, true) {
-                warn(&failed.join("; "));
-            }
-            errors.extend(failed);
-        }
-        #[cfg(feature = "otlp")]
-        if let Some(otlp) = &self.otlp {
-            if let Err(error) = otlp.export(report, last) {
-                if !std::mem::replace(&mut self.warned_otlp, true) {
-                    warn(&error);
-                }
-                errors.push(error);
-            }
-        }
-        #[cfg(not(feature = "otlp"))]
-        let _ = (last, &mut self.warned_otlp);
+        let errors: Vec<String> = self
+            .sinks
+            .iter_mut()
+            .filter_map(|sink| sink.send(report, last).err())
+            .collect();
         if errors.is_empty() {
             Ok(())
         } else {
             Err(errors.join("; "))
         }
     }
-
-    /// The textfile this exporter replaces, if any.
-    #[cfg(feature = "prometheus")]
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn textfile(&self) -> Option<&std::path::Path> {
-        self.textfile.as_deref()
-    }
-
-    /// The Pushgateway URL (with the grouping key) this exporter pushes to, if any.
-    #[cfg(feature = "prometheus")]
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(crate) fn push_url(&self) -> Option<&str> {
-        self.pushgateway.as_ref().map(Pushgateway::shown)
-    }
-}
-
-/// Without the `prometheus` feature: a textfile or Pushgateway asked for by the builder
-/// fails the start, one asked for by a variable is ignored with a warning.
-#[cfg(not(feature = "prometheus"))]
-fn without_prometheus(
-    dir: Option<PathBuf>,
-    url: Option<String>,
-    config: &Config,
-    warn: &mut dyn FnMut(&str),
-) -> Result<(Option<PathBuf>, Option<String>), Error> {
-    const WHY: &str = "this stemmon was built without its `prometheus` feature";
-    for (asked, setting, var, by_builder) in [
-        (
-            dir.is_some(),
-            "prometheus_textfile",
-            TEXTFILE_VAR,
-            config.prometheus_textfile.is_some(),
-        ),
-        (
-            url.is_some(),
-            "pushgateway",
-            PUSHGATEWAY_VAR,
-            config.pushgateway.is_some(),
-        ),
-    ] {
-        if asked && by_builder {
-            return Err(Error::InvalidConfig {
-                setting,
-                reason: WHY.into(),
-            });
-        }
-        if asked {
-            warn(&format!("ignoring {var}: {WHY}"));
-        }
-    }
-    Ok((None, None))
 }
 
 /// The userinfo of `url` (before the last `@` of its authority), if it has one.
@@ -259,16 +165,13 @@ const PUSHGATEWAY_URL: UrlRules = UrlRules {
     tls_feature: "pushgateway-tls",
 };
 
-/// Whether `https://` URLs can be sent to: ureq has rustls (either TLS feature).
-const TLS: bool = cfg!(any(feature = "pushgateway-tls", feature = "otlp-tls"));
-
 /// An `http://host[:port][/prefix]` URL (or `https://` with a TLS feature), without a
 /// query or fragment.
 pub(crate) fn check_url(url: &str, rules: UrlRules) -> Result<(), String> {
     let rest = if let Some(rest) = url.strip_prefix("http://") {
         rest
     } else if let Some(rest) = url.strip_prefix("https://") {
-        if !TLS {
+        if !chosen::TLS {
             return Err(format!(
                 "{url:?} is https, which needs stemmon's `{}` feature",
                 rules.tls_feature
@@ -320,6 +223,15 @@ mod tests {
         (result, warnings)
     }
 
+    /// The name and the target of each sink of `exporter`, in order.
+    fn sinks(exporter: &Exporter) -> Vec<(&'static str, String)> {
+        exporter
+            .sinks
+            .iter()
+            .map(|sink| (sink.name(), sink.target()))
+            .collect()
+    }
+
     #[test]
     fn nothing_configured_means_no_exporter() {
         assert!(build(&Config::default(), &[]).0.unwrap().is_none());
@@ -340,14 +252,19 @@ mod tests {
             ],
         );
         let exporter = exporter.unwrap().unwrap();
-        let file = exporter.textfile().unwrap();
+        let sinks = sinks(&exporter);
+        assert_eq!(
+            sinks.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
+            ["textfile", "pushgateway"]
+        );
+        let file = PathBuf::from(&sinks[0].1);
         assert_eq!(file.parent().unwrap(), std::path::Path::new("from-env"));
         assert_eq!(
             file.file_name().unwrap().to_str().unwrap(),
             "stemmon-h1-rank=3.prom"
         );
         assert_eq!(
-            exporter.push_url().unwrap(),
+            sinks[1].1,
             "http://env:9091/metrics/job/stemmon/host/h1/rank/3"
         );
         assert!(warnings.is_empty());
@@ -388,7 +305,7 @@ mod tests {
     }
 
     #[test]
-    fn an_unwritable_textfile_is_an_error_once_warned_and_leaves_no_temporary() {
+    fn an_unwritable_textfile_is_an_error_at_every_export_and_leaves_no_temporary() {
         let dir = std::env::temp_dir().join(format!("stemmon-export-unit-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         // A directory where the file should be: the rename fails.
@@ -397,15 +314,43 @@ mod tests {
             ..Config::default()
         };
         let mut exporter = build(&config, &[]).0.unwrap().unwrap();
-        std::fs::create_dir(exporter.textfile().unwrap()).unwrap();
+        std::fs::create_dir(&sinks(&exporter)[0].1).unwrap();
         let error = exporter.export(&Report::default(), false).unwrap_err();
         assert!(error.starts_with("could not write "), "{error}");
-        assert!(exporter.warned);
+        let again = exporter.export(&Report::default(), true).unwrap_err();
+        assert_eq!(again, error);
         let names: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn every_sinks_failure_is_in_the_error_in_order() {
+        let dir = std::env::temp_dir().join(format!("stemmon-export-both-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Nothing listens there once the listener is gone: the push is refused.
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let config = Config {
+            prometheus_textfile: Some(dir.clone()),
+            pushgateway: Some(format!("http://127.0.0.1:{port}")),
+            ..Config::default()
+        };
+        let mut exporter = build(&config, &[]).0.unwrap().unwrap();
+        std::fs::create_dir(&sinks(&exporter)[0].1).unwrap();
+        let error = exporter.export(&Report::default(), false).unwrap_err();
+        let (textfile, push) = error.split_once("; ").unwrap();
+        assert!(textfile.starts_with("could not write "), "{error}");
+        assert!(
+            push.starts_with(&format!("could not push to http://127.0.0.1:{port}/")),
+            "{error}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -17,6 +17,7 @@ mod trace;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::export::sink::{Sink, Warned};
 use crate::report::Report;
 use delivery::{Client, Delivery, Request};
 pub(crate) use env::{Disable, Settings, Signal};
@@ -258,6 +259,7 @@ pub(crate) struct Exporter {
     /// The running program's own command, name and path, where the report lacks them.
     program: Program,
     delivery: Delivery,
+    warned: Warned,
 }
 
 impl Exporter {
@@ -309,6 +311,7 @@ impl Exporter {
             settings,
             program,
             delivery,
+            warned: Warned::default(),
         }))
     }
 
@@ -324,6 +327,37 @@ impl Exporter {
             self.delivery.send(requests)
         }
     }
+}
+
+impl Sink for Exporter {
+    fn name(&self) -> &'static str {
+        "otlp"
+    }
+
+    fn target(&self) -> String {
+        let shown: Vec<&str> = [&self.settings.metrics, &self.settings.traces]
+            .into_iter()
+            .flatten()
+            .map(|target| target.endpoint.shown())
+            .collect();
+        shown.join(" ")
+    }
+
+    fn send(&mut self, report: &Report, last: bool) -> Result<(), String> {
+        let sent = self.export(report, last);
+        self.warned.once(sent)
+    }
+}
+
+/// The OTLP sink that `config` and the environment ask for, if any (see
+/// [`Exporter::from_parts`]).
+pub(crate) fn sink(
+    config: &Config,
+    env: &dyn Fn(&str) -> Option<String>,
+    warn: &mut dyn FnMut(&str),
+) -> Result<Option<Box<dyn Sink>>, Error> {
+    let exporter = Exporter::from_parts(config, env, warn)?;
+    Ok(exporter.map(|exporter| Box::new(exporter) as Box<dyn Sink>))
 }
 
 /// `STEMMON_OTLP_COMMAND_ARGS`, parsed by the settings table: `None` unset; a bad value

@@ -3,6 +3,7 @@
 //! to a Pushgateway.
 
 use crate::export::capital;
+use crate::export::sink::{Sink, Warned};
 use crate::report::Report;
 use base64::Engine as _;
 use prometheus_client::collector::Collector;
@@ -316,13 +317,18 @@ pub(crate) fn grouping_url(base: &str, host: &str, labels: &BTreeMap<String, Str
     url
 }
 
-/// A Pushgateway endpoint: the grouping URL and a client with short timeouts.
+/// A Pushgateway endpoint, a sink: the grouping URL and a client with short timeouts.
 #[derive(Debug)]
 pub(crate) struct Pushgateway {
     url: String,
     /// The URL as every message shows it: its userinfo (`user:password@`) as `***`.
     shown: String,
     agent: ureq::Agent,
+    /// The `host` label of every series.
+    host: String,
+    /// The identity's labels, on every series.
+    labels: BTreeMap<String, String>,
+    warned: Warned,
 }
 
 impl Pushgateway {
@@ -342,6 +348,9 @@ impl Pushgateway {
             shown: crate::export::redact(&url),
             url,
             agent,
+            host: host.to_owned(),
+            labels: labels.clone(),
+            warned: Warned::default(),
         }
     }
 
@@ -393,6 +402,75 @@ pub(crate) fn textfile_path(dir: &Path, host: &str, labels: &BTreeMap<String, St
         target.starts_with("stemmon-") && target.ends_with(".prom")
     });
     dir.join(textfile_name(host, labels))
+}
+
+impl Sink for Pushgateway {
+    fn name(&self) -> &'static str {
+        "pushgateway"
+    }
+
+    fn target(&self) -> String {
+        self.shown().to_owned()
+    }
+
+    fn send(&mut self, report: &Report, _last: bool) -> Result<(), String> {
+        let pushed = self.push(&encode(report, &self.host, &self.labels));
+        self.warned.once(pushed)
+    }
+}
+
+/// The textfile for node_exporter, a sink: the metrics of each report in the `.prom`
+/// file of this job's identity, which this process replaces.
+#[derive(Debug)]
+pub(crate) struct Textfile {
+    /// `dir` joined with [`textfile_name`].
+    path: PathBuf,
+    /// The `host` label of every series.
+    host: String,
+    /// The identity's labels, on every series.
+    labels: BTreeMap<String, String>,
+    warned: Warned,
+}
+
+impl Textfile {
+    /// The textfile of `host` and `labels` in `dir` (see [`textfile_path`]).
+    pub(crate) fn new(dir: &Path, host: &str, labels: &BTreeMap<String, String>) -> Textfile {
+        Textfile {
+            path: textfile_path(dir, host, labels),
+            host: host.to_owned(),
+            labels: labels.clone(),
+            warned: Warned::default(),
+        }
+    }
+}
+
+impl Sink for Textfile {
+    fn name(&self) -> &'static str {
+        "textfile"
+    }
+
+    fn target(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn send(&mut self, report: &Report, _last: bool) -> Result<(), String> {
+        let written = write_textfile(&self.path, &encode(report, &self.host, &self.labels));
+        self.warned.once(written)
+    }
+}
+
+/// The sinks of the textfile in `dir` and of the Pushgateway at `url`, whichever is
+/// given, in that order.
+pub(crate) fn sinks(
+    dir: Option<PathBuf>,
+    url: Option<String>,
+    host: &str,
+    labels: &BTreeMap<String, String>,
+) -> Vec<Box<dyn Sink>> {
+    let textfile = dir.map(|dir| Box::new(Textfile::new(&dir, host, labels)) as Box<dyn Sink>);
+    let pushgateway =
+        url.map(|url| Box::new(Pushgateway::new(&url, host, labels)) as Box<dyn Sink>);
+    textfile.into_iter().chain(pushgateway).collect()
 }
 
 #[cfg(test)]
@@ -568,6 +646,52 @@ mod tests {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b"_.-=".contains(&b)));
         }
+    }
+}
+
+#[cfg(test)]
+mod sinks {
+    use super::*;
+
+    #[test]
+    fn a_textfile_that_cannot_be_written_fails_each_send_and_is_warned_about_once() {
+        let dir =
+            std::env::temp_dir().join(format!("stemmon-textfile-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let labels = BTreeMap::from([("rank".to_owned(), "3".to_owned())]);
+        let mut sink = Textfile::new(&dir, "h1", &labels);
+        assert_eq!(sink.name(), "textfile");
+        assert_eq!(
+            sink.target(),
+            dir.join("stemmon-h1-rank=3.prom").display().to_string()
+        );
+        // A directory where the file should be: the rename fails.
+        std::fs::create_dir(&sink.path).unwrap();
+        assert!(!sink.warned.warned());
+        let error = sink.send(&Report::default(), false).unwrap_err();
+        assert!(error.starts_with("could not write "), "{error}");
+        assert!(sink.warned.warned());
+        assert_eq!(sink.send(&Report::default(), true).unwrap_err(), error);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_sinks_are_the_textfile_then_the_pushgateway_whichever_is_given() {
+        let labels = BTreeMap::new();
+        let names = |dir: Option<&str>, url: Option<&str>| -> Vec<&'static str> {
+            let dir = dir.map(|dir| std::env::temp_dir().join(dir));
+            sinks(dir, url.map(str::to_owned), "h", &labels)
+                .iter()
+                .map(|sink| sink.name())
+                .collect()
+        };
+        assert!(names(None, None).is_empty());
+        assert_eq!(names(Some("stemmon-sinks-unit"), None), ["textfile"]);
+        assert_eq!(names(None, Some("http://gw:9091")), ["pushgateway"]);
+        assert_eq!(
+            names(Some("stemmon-sinks-unit"), Some("http://gw:9091")),
+            ["textfile", "pushgateway"]
+        );
     }
 }
 
