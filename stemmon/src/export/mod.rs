@@ -29,8 +29,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// `text` with its first letter upper case: a field's meaning opening a help line or a
-/// description.
-#[cfg_attr(not(any(feature = "otlp", feature = "prometheus")), allow(dead_code))]
+/// description. Used by the Prometheus and OTLP modules: a build with neither feature
+/// has no use for it.
+#[allow(dead_code)]
 fn capital(text: &str) -> String {
     let mut chars = text.chars();
     chars
