@@ -698,23 +698,29 @@ mod tests {
             // A packaged crate has no book.
             return crate::env::cannot_run("the docs table", "no docs/src/otlp.md here");
         };
-        let table = docs
-            .split("<!-- otlp-table")
-            .nth(1)
-            .expect("the docs' OTLP table");
-        // name -> (kind, unit), from the rows of the table.
+        // name -> (kind, unit), from the rows of the table of otlp.md and of each
+        // measurement's page (a measurement's metrics are on its own page).
         let mut rows = std::collections::BTreeMap::new();
-        for line in table.lines().skip(3) {
-            if !line.starts_with('|') {
-                break;
+        let pages = stemmon_report::fields::MEASURES.iter().map(|m| {
+            let path = format!("{}/../docs/src/{}", env!("CARGO_MANIFEST_DIR"), m.page);
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+        });
+        for text in std::iter::once(docs).chain(pages) {
+            let Some(table) = text.split("<!-- otlp-table").nth(1) else {
+                continue;
+            };
+            for line in table.lines().skip(3) {
+                if !line.starts_with('|') {
+                    break;
+                }
+                let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+                let name = cells[1].trim_matches('`').to_owned();
+                let unit = cells[3].trim_matches('`').to_owned();
+                assert!(
+                    rows.insert(name, (cells[2].to_owned(), unit)).is_none(),
+                    "{line}"
+                );
             }
-            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
-            let name = cells[1].trim_matches('`').to_owned();
-            let unit = cells[3].trim_matches('`').to_owned();
-            assert!(
-                rows.insert(name, (cells[2].to_owned(), unit)).is_none(),
-                "{line}"
-            );
         }
         let mut sent = std::collections::BTreeSet::new();
         for entry in metrics::metrics() {
