@@ -50,7 +50,10 @@ impl Measurement for Pressure {
 
     fn open(&mut self) {
         match MemoryPressure::open() {
-            Ok(file) => {
+            Ok(mut file) => {
+                // The baseline: the first sample counts the stalls since the monitor
+                // began, not since the kernel did (the total is cumulative).
+                self.last = file.some_micros().ok().map(|total| (total, Instant::now()));
                 self.file = Some(file);
                 self.opened = true;
             }
