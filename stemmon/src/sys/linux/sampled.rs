@@ -130,12 +130,12 @@ mod tests {
 
     #[test]
     fn the_memory_pressure_grows_only() {
-        // A kernel without PSI has no file: nothing to read here, and the measurement
-        // says so in the report.
-        let Ok(mut pressure) = MemoryPressure::open() else {
-            assert!(!std::path::Path::new("/proc/pressure/memory").exists());
-            return;
-        };
+        // A kernel without PSI has no file: the measurement says so in the report, and
+        // this test cannot run (under CI, it fails).
+        if !std::path::Path::new("/proc/pressure/memory").exists() {
+            return crate::env::cannot_run("the memory pressure", "the kernel has no PSI");
+        }
+        let mut pressure = MemoryPressure::open().unwrap();
         let first = pressure.some_micros().unwrap();
         let second = pressure.some_micros().unwrap();
         assert!(second >= first);
