@@ -170,71 +170,49 @@ const CORE_SERIES: &[Series] = &[Series::new("heap_live_bytes", "live heap", Uni
     .peak("peak_heap_bytes")
     .read(|p| p.heap_live_bytes.map(|v| v as f64))];
 
-const FIELD_COUNT: usize = {
-    let mut count = table::CORE.len();
-    let mut at = 0;
-    while at < MEASURES.len() {
-        count += MEASURES[at].fields.len();
-        at += 1;
-    }
-    count
-};
+/// The core's entries of a table followed by each measurement's `$part`, as one array
+/// made at compile time: `$all` of `$count` entries.
+macro_rules! joined {
+    ($count:ident, $all:ident: [$ty:ty] = $core:expr, $part:ident) => {
+        const $count: usize = {
+            let mut count = $core.len();
+            let mut at = 0;
+            while at < MEASURES.len() {
+                count += MEASURES[at].$part.len();
+                at += 1;
+            }
+            count
+        };
 
-const ALL_FIELDS: [Field; FIELD_COUNT] = {
-    let mut all = [table::CORE[0]; FIELD_COUNT];
-    let mut next = 0;
-    while next < table::CORE.len() {
-        all[next] = table::CORE[next];
-        next += 1;
-    }
-    let mut measure = 0;
-    while measure < MEASURES.len() {
-        let fields = MEASURES[measure].fields;
-        let mut at = 0;
-        while at < fields.len() {
-            all[next] = fields[at];
-            next += 1;
-            at += 1;
-        }
-        measure += 1;
-    }
-    all
-};
+        const $all: [$ty; $count] = {
+            let mut all = [$core[0]; $count];
+            let mut next = 0;
+            while next < $core.len() {
+                all[next] = $core[next];
+                next += 1;
+            }
+            let mut measure = 0;
+            while measure < MEASURES.len() {
+                let part = MEASURES[measure].$part;
+                let mut at = 0;
+                while at < part.len() {
+                    all[next] = part[at];
+                    next += 1;
+                    at += 1;
+                }
+                measure += 1;
+            }
+            all
+        };
+    };
+}
+
+joined!(FIELD_COUNT, ALL_FIELDS: [Field] = table::CORE, fields);
+joined!(SERIES_COUNT, ALL_SERIES: [Series] = CORE_SERIES, series);
 
 /// Every figure of a record: the core's, then each measurement's, in the order the docs
 /// and the tables give them.
 pub const FIELDS: &[Field] = &ALL_FIELDS;
-
-const SERIES_COUNT: usize = {
-    let mut count = CORE_SERIES.len();
-    let mut at = 0;
-    while at < MEASURES.len() {
-        count += MEASURES[at].series.len();
-        at += 1;
-    }
-    count
-};
-
-const ALL_SERIES: [Series; SERIES_COUNT] = {
-    let mut all = [CORE_SERIES[0]; SERIES_COUNT];
-    let mut next = 0;
-    while next < CORE_SERIES.len() {
-        all[next] = CORE_SERIES[next];
-        next += 1;
-    }
-    let mut measure = 0;
-    while measure < MEASURES.len() {
-        let series = MEASURES[measure].series;
-        let mut at = 0;
-        while at < series.len() {
-            all[next] = series[at];
-            next += 1;
-            at += 1;
-        }
-        measure += 1;
-    }
-    all
-};
 
 /// Every series of a timeline point beyond the tree's memory and CPU: the live heap,
 /// then each measurement's.
