@@ -34,19 +34,8 @@ fn a_runs_memory_pressure_is_within_the_kernels_and_reaches_every_surface() {
     let report = dir.path().join("run.json");
     // Which file the run reads is known from its report; both are read around it.
     let before = (kernel_total("system"), cgroup_total());
-    let output = stemmon()
-        .args([
-            "run",
-            "--sample-interval",
-            "0.02",
-            "--log-interval",
-            "0.2",
-            "-o",
-        ])
-        .arg(&report)
-        .args(["--", "sh", "-c", "sleep 1"])
-        .output()
-        .unwrap();
+    // It ends once the report being written holds a share of an interval.
+    let output = common::run_watched(&report, "until_report memory_pressure_some_share 0", &[]);
     let after = (kernel_total("system"), cgroup_total());
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();

@@ -45,6 +45,44 @@ pub fn run_sh(report: &Path, script: &str) -> Option<i32> {
     run_quiet(report, "0.05", &["sh", "-c", script])
 }
 
+/// A shell function for a script run by [`run_watched`]: `until_report KEY AT_LEAST`
+/// waits until the report being written (`$REPORT`) holds `"KEY": N` with N at least
+/// AT_LEAST (the event a test waits for, not a time), for at most 60 s (then fails).
+/// Its processes run with descriptors 3 to 9 closed, so that a script's own open
+/// descriptors are not counted again in them.
+pub const UNTIL_REPORT: &str = r#"until_report() {
+  i=0
+  while [ $i -lt 1200 ]; do
+    awk -v key="\"$1\": *[0-9.e+-]+" -v t="$2" '{ while (match($0, key)) { v = substr($0, RSTART, RLENGTH); sub(/^[^:]*: */, "", v); if (!seen || v + 0 > m) m = v + 0; seen = 1; $0 = substr($0, RSTART + RLENGTH) } } END { exit !(seen && m >= t) }' "$REPORT" 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&- 2>/dev/null && return 0
+    sleep 0.05 3<&- 4<&- 5<&- 6<&- 7<&- 8<&- 9<&-
+    i=$((i + 1))
+  done
+  echo "until_report: no $1 of at least $2 in $REPORT" >&2
+  exit 3
+}
+"#;
+
+/// `stemmon run` of `sh -c` [`UNTIL_REPORT`] then `script`, with samples every 20 ms,
+/// a live line every 0.2 s, the report at `report` (also `$REPORT`) and `env` set: its
+/// output.
+pub fn run_watched(report: &Path, script: &str, env: &[(&str, &OsStr)]) -> std::process::Output {
+    stemmon()
+        .args([
+            "run",
+            "--sample-interval",
+            "0.02",
+            "--log-interval",
+            "0.2",
+            "-o",
+        ])
+        .arg(report)
+        .args(["--", "sh", "-c", &format!("{UNTIL_REPORT}{script}")])
+        .env("REPORT", report)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
+
 /// The largest `args[arg]` of the Chrome trace's counter `name`, in
 /// `stemmon export --format chrome` of the report at `report` (0 when it has none).
 pub fn chrome_counter_max(report: &Path, name: &str, arg: &str) -> f64 {
