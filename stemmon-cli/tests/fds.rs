@@ -72,7 +72,11 @@ fn a_trees_open_descriptors_reach_every_surface() {
         .filter_map(|p| p["peak_fds"].as_u64())
         .collect();
     let holding = per_process.iter().filter(|&&n| n >= truth / 3).count();
-    assert!(holding >= 3, "{per_process:?}, a child's count {}", truth / 3);
+    assert!(
+        holding >= 3,
+        "{per_process:?}, a child's count {}",
+        truth / 3
+    );
     assert!(per_process.iter().all(|&n| n >= 3), "{per_process:?}");
     // The live line.
     assert!(

@@ -52,6 +52,27 @@ pub(super) struct Trace<'a> {
 }
 
 /// The step and the top of an axis from 0 over figures up to `most`, about four ticks.
+/// The outermost stages' bands, from `top` to `bottom`, each titled with its path: under
+/// the memory panel's lines and under every panel's.
+pub(super) fn outer_bands(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64, bottom: f64) {
+    for (index, band) in chart.bands.iter().filter(|b| b.depth == 0).enumerate() {
+        let (x0, x1) = (frame.x(band.start), frame.x(band.end));
+        w.open(
+            "rect",
+            &[
+                ("class", &"band"),
+                ("x", &Px(x0)),
+                ("y", &Px(top)),
+                ("width", &Px((x1 - x0).max(1.0))),
+                ("height", &Px(bottom - top)),
+                ("fill", &BAND_COLOURS[index % 2]),
+            ],
+        );
+        w.text("title", &[], &band.path);
+        w.close("rect");
+    }
+}
+
 pub(super) fn axis(most: f64) -> (f64, f64) {
     let step = nice_step(most * 1.1, 4.0);
     (step, ((most * 1.1 / step).ceil() * step).max(step))
@@ -73,22 +94,7 @@ pub(super) fn draw(w: &mut Writer, chart: &Chart, frame: &Frame, top: f64, panel
         ],
         panel.title,
     );
-    for (index, band) in chart.bands.iter().filter(|b| b.depth == 0).enumerate() {
-        let (x0, x1) = (frame.x(band.start), frame.x(band.end));
-        w.open(
-            "rect",
-            &[
-                ("class", &"band"),
-                ("x", &Px(x0)),
-                ("y", &Px(plot_top)),
-                ("width", &Px((x1 - x0).max(1.0))),
-                ("height", &Px(plot_bottom - plot_top)),
-                ("fill", &BAND_COLOURS[index % 2]),
-            ],
-        );
-        w.text("title", &[], &band.path);
-        w.close("rect");
-    }
+    outer_bands(w, chart, frame, plot_top, plot_bottom);
     let mut tick = 0.0;
     while tick <= scale + 1e-9 {
         w.empty(

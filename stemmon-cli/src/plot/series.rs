@@ -162,6 +162,16 @@ pub(crate) struct Series {
     pub(crate) panels: Vec<Panel>,
 }
 
+/// `line` as drawn with `steps`.
+fn drawn<T>(line: &Line, steps: Vec<Step<T>>) -> Drawn<T> {
+    Drawn {
+        id: line.id,
+        name: line.name,
+        colour: line.colour,
+        steps,
+    }
+}
+
 impl Series {
     /// The series of `points`, which are in order of start and hold the figures of
     /// `lines` (those in bytes in `lines`, the others in `others`, in their order).
@@ -171,11 +181,11 @@ impl Series {
         let others: Vec<Drawn<f64>> = others
             .iter()
             .enumerate()
-            .map(|(i, line)| Drawn {
-                id: line.id,
-                name: line.name,
-                colour: line.colour,
-                steps: sampled(points, |p| p.others.get(i).copied().flatten()),
+            .map(|(i, line)| {
+                drawn(
+                    line,
+                    sampled(points, |p| p.others.get(i).copied().flatten()),
+                )
             })
             .collect();
         let panels = panel_units(lines)
@@ -201,11 +211,8 @@ impl Series {
             lines: memory
                 .iter()
                 .enumerate()
-                .map(|(i, line)| Drawn {
-                    id: line.id,
-                    name: line.name,
-                    colour: line.colour,
-                    steps: sampled(points, |p| p.lines.get(i).copied().flatten()),
+                .map(|(i, line)| {
+                    drawn(line, sampled(points, |p| p.lines.get(i).copied().flatten()))
                 })
                 .collect(),
             cpu: interval(points, |p| p.cpu, cpu_origin),

@@ -11,8 +11,7 @@
 //! value and text: nothing from a report reaches the SVG raw.
 
 use super::colour::{
-    BAND_COLOURS, BOUND_COLOUR, CHILDREN_COLOUR, LANE_COLOURS, PARENT_COLOUR, PEAK_COLOUR,
-    TREE_COLOUR,
+    BOUND_COLOUR, CHILDREN_COLOUR, LANE_COLOURS, PARENT_COLOUR, PEAK_COLOUR, TREE_COLOUR,
 };
 use super::frame::{
     corners, time_axis, trim_number, Frame, BOTTOM, HEIGHT, LANE, LEFT, RIGHT, TOP, WIDTH,
@@ -192,22 +191,7 @@ fn legend(w: &mut Writer, chart: &Chart) {
 /// Full-height bands for the outermost stages, then a lane per depth with the names.
 fn bands(w: &mut Writer, chart: &Chart, frame: &Frame) {
     let plot_bottom = HEIGHT - BOTTOM;
-    for (index, band) in chart.bands.iter().filter(|b| b.depth == 0).enumerate() {
-        let (x0, x1) = (frame.x(band.start), frame.x(band.end));
-        w.open(
-            "rect",
-            &[
-                ("class", &"band"),
-                ("x", &Px(x0)),
-                ("y", &Px(frame.top)),
-                ("width", &Px((x1 - x0).max(1.0))),
-                ("height", &Px(plot_bottom - frame.top)),
-                ("fill", &BAND_COLOURS[index % 2]),
-            ],
-        );
-        w.text("title", &[], &band.path);
-        w.close("rect");
-    }
+    super::panel::outer_bands(w, chart, frame, frame.top, plot_bottom);
     let mut colour_of: std::collections::HashMap<&str, usize> = Default::default();
     for band in &chart.bands {
         let (x0, x1) = (frame.x(band.start), frame.x(band.end));
