@@ -23,7 +23,7 @@ mod measure;
 pub mod measures;
 mod table;
 
-pub(crate) use measure::{figure_keys, section};
+pub(crate) use measure::{figure_keys, section, section_keys};
 pub use measure::{metrics, Measure, Process, Series, FIELDS, MEASURES, SERIES};
 
 /// Where a figure comes from.

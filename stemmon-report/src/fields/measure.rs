@@ -238,6 +238,15 @@ pub(crate) fn figure_keys() -> impl Iterator<Item = &'static str> {
     })
 }
 
+/// The keys of the sections a report keeps among its figures: each measurement's, and a
+/// merge's.
+pub(crate) fn section_keys() -> impl Iterator<Item = &'static str> {
+    MEASURES
+        .iter()
+        .filter_map(|m| m.section.map(|(key, _)| key))
+        .chain(["merge"])
+}
+
 /// The sections a report keeps among its figures, each with the keys of it left unread:
 /// each measurement's (the GPU's) and a merge's. A merge's spreads per stage and per
 /// process are for a person reading its JSON (they grow with its stages, and as values
