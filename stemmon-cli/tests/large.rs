@@ -19,15 +19,13 @@ const STAGES: usize = 100_000;
 /// The most spans the runtime keeps (its `MAX_SPANS`).
 const SPANS: usize = 10_000;
 
-/// The stage keys of the sources beyond the tree and its marks, by their start.
-const OTHER_SOURCES: [&str; 6] = [
-    "peak_cgroup",
-    "oom_kills",
-    "cpu_",
-    "io_",
-    "major_faults",
-    "heap",
-];
+/// Whether the stage key `key` is a figure of a source beyond the calls, the tree and
+/// its marks, as the field table says (the cgroup, the heap, CPU and I/O, every
+/// measurement's).
+fn other_source(key: &str) -> bool {
+    use stemmon_report::fields::{field, Source};
+    field(key).is_some_and(|f| !matches!(f.source, Source::Calls | Source::Tree | Source::Marks))
+}
 
 /// What each reader gets: an unoptimized build on a loaded 2-core machine is slow, but a
 /// walk over the stages that is not linear takes far longer.
@@ -89,9 +87,7 @@ fn large(seed: &Value, rank: u32, path: &Path) -> u64 {
             let keys = stage.as_object_mut().unwrap();
             // The figures of the sources beyond the tree and its marks are left out, and
             // what was not read (`null`): about 450 bytes a stage, as a report of 0.2.
-            keys.retain(|key, value| {
-                !value.is_null() && !OTHER_SOURCES.iter().any(|s| key.starts_with(s))
-            });
+            keys.retain(|key, value| !value.is_null() && !other_source(key));
             for (key, value) in keys.iter_mut() {
                 if key.ends_with("_bytes") && value.is_u64() {
                     *value = json!((value.as_u64().unwrap() as f64 * factor) as u64);
