@@ -90,6 +90,22 @@ fn a_run_prints_one_flushed_line_per_event() {
             assert_eq!(extra.pop(), Some("marks"), "{line}");
             assert!(line.contains("see reset marks"), "{line}");
         }
+        // Then, in 0.5, each measurement's series shown live (`fds`, `psi`, `gpu`), in
+        // the field table's order, where the newest point has it.
+        let live: Vec<&str> = stemmon_report::fields::SERIES
+            .iter()
+            .filter_map(|s| s.live)
+            .collect();
+        let measured = extra
+            .iter()
+            .position(|name| live.contains(name))
+            .unwrap_or(extra.len());
+        let shown = extra.split_off(measured);
+        let mut order = live.iter();
+        assert!(
+            shown.iter().all(|name| order.any(|l| l == name)),
+            "{line}: {shown:?} not in the table's order {live:?}"
+        );
         assert!(
             [&[][..], &["heap"], &["cpu"], &["heap", "cpu"]].contains(&&extra[..]),
             "{line}"
