@@ -61,6 +61,17 @@ const CPU_IO_KEYS: [&str; 7] = [
     "major_faults",
 ];
 
+/// The figures of the measurements read at samples, in the report and in every stage
+/// (`null` until a sample reads them): the open descriptors', and the memory
+/// pressure's where the kernel has PSI (its section then says why not).
+fn measured_keys() -> Vec<&'static str> {
+    let mut keys = vec!["peak_tree_fds"];
+    if Path::new("/proc/pressure/memory").exists() {
+        keys.extend(["memory_pressure_some_share", "memory_pressure_some_seconds"]);
+    }
+    keys
+}
+
 #[test]
 fn the_report_file_has_exactly_the_specified_keys() {
     let dir = temp_dir("keys");
@@ -119,12 +130,16 @@ fn the_report_file_has_exactly_the_specified_keys() {
         "spawn_floor_bytes",
         // The GPU source's section (feature `gpu`, on by default): here without a driver.
         "gpu",
+        // 0.5: the open descriptors' section, and the memory pressure's.
+        "fds",
+        "pressure",
     ];
     let expected = sorted(
         report_keys
             .iter()
             .chain(HIGH_WATER_KEYS.iter())
             .chain(CPU_IO_KEYS.iter())
+            .chain(measured_keys().iter())
             .map(|k| k.to_string())
             .chain(peak_keys()),
     );
@@ -158,6 +173,7 @@ fn the_report_file_has_exactly_the_specified_keys() {
             .iter()
             .chain(HIGH_WATER_KEYS.iter())
             .chain(CPU_IO_KEYS.iter())
+            .chain(measured_keys().iter())
             .map(|k| k.to_string())
             .chain(peak_keys()),
     );

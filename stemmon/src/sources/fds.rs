@@ -13,9 +13,17 @@ use stemmon_report::fields::measures::fds::MEASURE;
 /// tenth of a second (they change slowly, and each is a system call per process).
 const EVERY: Duration = Duration::from_millis(100);
 
-/// Makes the measurement: always on, as the tree's memory is.
+/// Makes the measurement: always on, as the tree's memory is. Whether this platform
+/// gives the counts is known now, from this process's own (one `stat`), so that a
+/// report has the figures (`null` until a sample reads them) or says why not, however
+/// short the run.
 pub(crate) fn open(_config: &Config) -> Option<Box<dyn Measurement>> {
-    Some(Box::new(Fds::default()))
+    let probe = crate::sys::open_fds(std::process::id(), &mut String::new());
+    Some(Box::new(Fds {
+        platform: probe.as_ref().err().map(|e| format!("no open descriptors here: {e}")),
+        changed: true,
+        ..Fds::default()
+    }))
 }
 
 /// The tree's open descriptors.
@@ -29,7 +37,9 @@ struct Fds {
     /// Processes whose count was unreadable at the last reading, and the most so far.
     unread: u32,
     most_unread: u32,
-    /// Whether any count was read: without one, the figure is not measured here.
+    /// Why this platform gives no counts, found at start; `None` where it gives them.
+    platform: Option<String>,
+    /// Whether any count was read.
     read_any: bool,
     /// The section changed since the engine last took it.
     changed: bool,
@@ -42,11 +52,11 @@ impl Measurement for Fds {
     }
 
     fn active(&self) -> bool {
-        self.read_any
+        self.platform.is_none()
     }
 
     fn sample(&mut self, tree: &TreeReading) -> Reading<'_> {
-        let due = self.read_at.is_none_or(|at| at.elapsed() >= EVERY);
+        let due = self.active() && self.read_at.is_none_or(|at| at.elapsed() >= EVERY);
         if due {
             self.read_at = Some(Instant::now());
             self.processes.clear();
@@ -61,7 +71,7 @@ impl Measurement for Fds {
                 }
             }
             let any = !self.processes.is_empty();
-            self.changed |= any != self.read_any || unread > self.most_unread;
+            self.changed |= (any && !self.read_any) || unread > self.most_unread;
             self.read_any |= any;
             self.unread = unread;
             self.most_unread = self.most_unread.max(unread);
@@ -80,8 +90,8 @@ impl Measurement for Fds {
         if !std::mem::replace(&mut self.changed, false) {
             return None;
         }
-        let missing = if !self.read_any {
-            Some("no process's open descriptors could be read here".to_owned())
+        let missing = if let Some(why) = &self.platform {
+            Some(why.clone())
         } else {
             (self.most_unread > 0).then(|| {
                 format!(

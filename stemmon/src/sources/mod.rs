@@ -96,9 +96,10 @@ macro_rules! measurements {
     ($($name:ident),* $(,)?) => {
         $(mod $name;)*
 
-        /// The measurements of a monitor of `config`, in the report's order. Nothing is
-        /// opened here, on the program's thread: the sampler thread opens each
-        /// ([`Measurement::open`]).
+        /// The measurements of a monitor of `config`, in the report's order, made on the
+        /// program's thread: no driver is opened here (the sampler thread opens NVML,
+        /// [`Measurement::open`]); a measurement of kernel files may open or probe them,
+        /// so that whether it measures is known from the start.
         pub(crate) fn open(config: &Config) -> Vec<Box<dyn Measurement>> {
             let _ = config;
             let all = std::iter::empty::<Box<dyn Measurement>>();

@@ -10,13 +10,24 @@ use crate::sys::MemoryPressure;
 use std::time::Instant;
 use stemmon_report::fields::measures::pressure::MEASURE;
 
-/// Makes the measurement: always on where the kernel gives the figures.
+/// Makes the measurement: always on where the kernel gives the figures. The file is
+/// opened now (a file of `/proc` or of the cgroup, no driver), so that whether it
+/// measures is known from the start, and its total now is the run's baseline: the
+/// figures count the stalls since the monitor began, not since the kernel did.
 pub(crate) fn open(_config: &Config) -> Option<Box<dyn Measurement>> {
+    let (mut file, missing) = match MemoryPressure::open() {
+        Ok(file) => (Some(file), None),
+        Err(error) => (None, Some(format!("no pressure stall information here: {error}"))),
+    };
+    let last = file
+        .as_mut()
+        .and_then(|f| f.some_micros().ok())
+        .map(|total| (total, Instant::now()));
     Some(Box::new(Pressure {
-        file: None,
-        opened: false,
-        missing: None,
-        last: None,
+        opened: file.is_some(),
+        file,
+        missing,
+        last,
         figures: [None; 2],
         series: [None; 1],
         changed: true,
@@ -46,22 +57,6 @@ impl Measurement for Pressure {
 
     fn active(&self) -> bool {
         self.opened
-    }
-
-    fn open(&mut self) {
-        match MemoryPressure::open() {
-            Ok(mut file) => {
-                // The baseline: the first sample counts the stalls since the monitor
-                // began, not since the kernel did (the total is cumulative).
-                self.last = file.some_micros().ok().map(|total| (total, Instant::now()));
-                self.file = Some(file);
-                self.opened = true;
-            }
-            Err(error) => {
-                self.missing = Some(format!("no pressure stall information here: {error}"));
-            }
-        }
-        self.changed = true;
     }
 
     fn sample(&mut self, _tree: &TreeReading) -> Reading<'_> {
