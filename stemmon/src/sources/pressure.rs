@@ -10,6 +10,10 @@ use crate::sys::MemoryPressure;
 use std::time::Instant;
 use stemmon_report::fields::measures::pressure::MEASURE;
 
+/// The file is read again once this old: a sample at 1 ms reads it at most every tenth
+/// of a second.
+const EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Makes the measurement: always on where the kernel gives the figures. The file is
 /// opened now (a file of `/proc` or of the cgroup, no driver), so that whether it
 /// measures is known from the start, and its total now is the run's baseline: the
@@ -60,9 +64,13 @@ impl Measurement for Pressure {
     }
 
     fn sample(&mut self, _tree: &TreeReading) -> Reading<'_> {
+        // Only a reading adds stall time to the stages open at it; the timeline keeps the
+        // last reading's share between readings, as a gauge.
         self.figures = [None; 2];
-        self.series = [None; 1];
-        if let Some(file) = self.file.as_mut() {
+        // Read at most every tenth of a second: the kernel formats the file anew at each
+        // read, and a stall's total loses nothing between reads.
+        let due = self.last.is_none_or(|(_, at)| at.elapsed() >= EVERY);
+        if let Some(file) = self.file.as_mut().filter(|_| due) {
             match file.some_micros() {
                 Ok(total) => {
                     let now = Instant::now();
@@ -77,6 +85,7 @@ impl Measurement for Pressure {
                 }
                 Err(error) => {
                     self.missing = Some(format!("the pressure file stopped reading: {error}"));
+                    self.series = [None; 1];
                     self.file = None;
                     self.changed = true;
                 }
