@@ -55,7 +55,7 @@ impl SelfReader for FakeSelf {
 }
 
 /// A [`TreeReader`] whose one reading is given.
-struct FakeTree(TreeReading);
+pub(super) struct FakeTree(pub(super) TreeReading);
 
 impl TreeReader for FakeTree {
     fn name(&self) -> &'static str {

@@ -266,9 +266,6 @@ impl State {
             }
         }
         self.extra.sampled(taken);
-        for &(pid, key, value) in taken.processes() {
-            self.processes.figure(pid, key, value);
-        }
         // Records that closed during this interval, or saw only a reused reading, get
         // the interval this sample closes; others only widen their pending bound.
         closed.clear();
@@ -329,6 +326,10 @@ impl State {
         };
         let cpu_cores = self.cpu.sampled(&reading, elapsed);
         self.processes.sampled(&reading, elapsed);
+        // After the processes this sample saw first, so that their first figures count.
+        for &(pid, key, value) in taken.processes() {
+            self.processes.figure(pid, key, value);
+        }
         self.samples.push(kept, &reading, bound, cpu_cores, taken);
         self.boundary.sampled(reading, started, done);
     }
@@ -474,5 +475,41 @@ mod tests {
         let report = rig.recorder.snapshot();
         assert_eq!(report.sampling_error.as_deref(), Some(error.as_str()));
         assert_eq!((report.sampling_attempts, report.samples), (1, 0));
+    }
+
+    #[test]
+    fn a_process_has_a_measurements_figure_from_the_first_sample_that_saw_it() {
+        struct Counted([(u32, f64); 1]);
+        impl Measurement for Counted {
+            fn declared(&self) -> &'static crate::sources::Measure {
+                &stemmon_report::fields::measures::fds::MEASURE
+            }
+            fn active(&self) -> bool {
+                true
+            }
+            fn sample(&mut self, _tree: &TreeReading) -> crate::sources::Reading<'_> {
+                crate::sources::Reading {
+                    processes: &self.0,
+                    ..crate::sources::Reading::default()
+                }
+            }
+        }
+        let rig = Rig::new();
+        let mut reading = tree(10);
+        reading.own_usage = Some(crate::memory::Usage::default());
+        reading.descendants = vec![crate::memory::Descendant {
+            pid: 7,
+            rss: 1 << 20,
+            peak: 1 << 20,
+            ..crate::memory::Descendant::default()
+        }];
+        let mut sources: Vec<Box<dyn Measurement>> = vec![Box::new(Counted([(7, 12.0)]))];
+        rig.recorder.set_sources(&sources);
+        let mut reader = super::super::fake::FakeTree(reading);
+        rig.recorder.take_sample(&mut reader, &mut sources).unwrap();
+        let report = rig.recorder.snapshot();
+        let child = report.processes.iter().find(|p| p.pid == 7);
+        let figure = child.and_then(|p| p.figures.number("peak_fds"));
+        assert_eq!(figure, Some(12.0), "{:?}", report.processes);
     }
 }

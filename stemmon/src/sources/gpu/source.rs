@@ -203,6 +203,9 @@ impl Measurement for Gpu {
         self.figures = [None; 2];
         self.series = [None; 1];
         self.processes.clear();
+        if matches!(self.backend, Backend::Pending(_) | Backend::Off) {
+            return Reading::default();
+        }
         self.pids.clear();
         self.started.clear();
         for process in tree.root_process.iter().chain(&tree.descendants) {
