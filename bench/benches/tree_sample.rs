@@ -9,7 +9,9 @@
 //! ([`Floor`]: the `pread`s and writes alone, through descriptors kept open, `stat`
 //! and `io` included); stemmon's budget is 1.3× the floor at both sizes. And the whole
 //! sample as a running monitor counts it (`sampling_seconds / sampling_attempts`: the
-//! reading, the sources and the fold into the open stages), beside the same floor.
+//! reading, the sources and the fold into the open stages), beside the same floor; and
+//! that sample beside the same monitor's without the measurements read at samples (the
+//! open descriptors, memory pressure, the GPU), in the same rounds: what they add.
 
 use criterion::Criterion;
 use std::collections::HashMap;
@@ -65,22 +67,61 @@ fn interleaved(seconds: f64, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, 
     (median(&mut times_a), median(&mut times_b))
 }
 
+/// One whole-sample round's figures: a running monitor's mean sample (ns), with the
+/// measurements read at samples and without them.
+#[derive(Clone, Copy, Debug)]
+struct Round {
+    with: f64,
+    without: f64,
+    floor: f64,
+}
+
+/// A running monitor of the tree at `root`, sampling every 10 ms for `round` inside one
+/// stage, with or without the measurements read at samples; returns its mean sample
+/// (`sampling_seconds / sampling_attempts`, ns) and its samples.
+fn monitored(root: u32, round: Duration, measurements: bool) -> (f64, u64) {
+    let output = stemmon_bench::out_dir().join("whole_sample_report.json");
+    let builder = stemmon::Monitor::builder()
+        .root_process(root)
+        .sample_interval(Duration::from_millis(10))
+        .log_interval(None)
+        .output(&output);
+    let builder = if measurements {
+        builder
+    } else {
+        builder.without_measurements()
+    };
+    let monitor = builder.start().expect("the monitor starts");
+    {
+        let _stage = monitor.stage("work").expect("a stage opens");
+        std::thread::sleep(round);
+    }
+    let report = monitor.finish();
+    assert!(
+        report.sampling_error.is_none(),
+        "{:?}",
+        report.sampling_error
+    );
+    let mean = report.sampling_seconds * 1e9 / report.sampling_attempts.max(1) as f64;
+    (mean, report.sampling_attempts)
+}
+
 /// The whole sample as a running monitor of the tree at `root` counts it, beside the
 /// floor, in `rounds` rounds. Each round times the floor for `round`, then runs a monitor
 /// sampling every 10 ms for `round` (so that each sample reads every process's `stat`
-/// and `io`, as the floor does), then the floor again; the floor is timed at the same
-/// cadence (a sample 10 ms after the last finds colder caches than one in a tight loop)
-/// and, like `sampling_seconds / sampling_attempts`, as a mean. A round's ratio is the
-/// monitor's mean over the mean of the two floors around it, so that a load that shifts
-/// between rounds moves both; returns the median ratio's monitor and floor figures
-/// (ns), the median ratio, and the samples counted.
+/// and `io`, as the floor does) with the measurements read at samples and one without
+/// them (in turn first), then the floor again; the floor is timed at the same cadence
+/// (a sample 10 ms after the last finds colder caches than one in a tight loop) and,
+/// like `sampling_seconds / sampling_attempts`, as a mean. A round's ratios are the
+/// monitors' means over the mean of the two floors around it, and the one monitor's
+/// over the other's, so that a load that shifts between rounds moves both sides;
+/// returns each ratio's median round and the samples counted.
 fn whole_sample(
     root: u32,
     floor: &mut Floor,
     rounds: usize,
     round: Duration,
-) -> (f64, f64, f64, u64) {
-    let output = stemmon_bench::out_dir().join("whole_sample_report.json");
+) -> (Round, Round, u64) {
     let mut floor_mean = || {
         let (mut total, mut count) = (0.0, 0u32);
         let started = Instant::now();
@@ -94,33 +135,31 @@ fn whole_sample(
         total / f64::from(count.max(1))
     };
     let (mut figures, mut samples) = (Vec::new(), 0);
-    for _ in 0..rounds {
+    for index in 0..rounds {
         let before = floor_mean();
-        let monitor = stemmon::Monitor::builder()
-            .root_process(root)
-            .sample_interval(Duration::from_millis(10))
-            .log_interval(None)
-            .output(&output)
-            .start()
-            .expect("the monitor starts");
-        {
-            let _stage = monitor.stage("work").expect("a stage opens");
-            std::thread::sleep(round);
-        }
-        let report = monitor.finish();
-        assert!(
-            report.sampling_error.is_none(),
-            "{:?}",
-            report.sampling_error
-        );
-        samples += report.sampling_attempts;
-        let ours = report.sampling_seconds * 1e9 / report.sampling_attempts.max(1) as f64;
-        let theirs = (before + floor_mean()) / 2.0;
-        figures.push((ours / theirs, ours, theirs));
+        let ((with, a), (without, b)) = if index % 2 == 0 {
+            let with = monitored(root, round, true);
+            (with, monitored(root, round, false))
+        } else {
+            let without = monitored(root, round, false);
+            (monitored(root, round, true), without)
+        };
+        samples += a + b;
+        let floor = (before + floor_mean()) / 2.0;
+        figures.push(Round {
+            with,
+            without,
+            floor,
+        });
     }
-    figures.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (ratio, ours, theirs) = figures[figures.len() / 2];
-    (ours, theirs, ratio, samples)
+    let median = |key: fn(&Round) -> f64| {
+        let mut sorted = figures.clone();
+        sorted.sort_by(|a, b| key(a).total_cmp(&key(b)));
+        sorted[sorted.len() / 2]
+    };
+    let over_floor = median(|r| r.with / r.floor);
+    let measurements = median(|r| r.with / r.without);
+    (over_floor, measurements, samples)
 }
 
 fn main() {
@@ -190,10 +229,17 @@ fn main() {
             "tree_{size}: stemmon {stemmon_ns:.0} ns, floor {floor_ns:.0} ns interleaved: {:.2}x",
             stemmon_ns / floor_ns
         );
-        let (whole_ns, whole_floor_ns, whole_ratio, whole_samples) =
+        let (whole, measured, whole_samples) =
             whole_sample(root, &mut floor, 15, Duration::from_millis(400));
+        let (whole_ratio, measured_ratio) =
+            (whole.with / whole.floor, measured.with / measured.without);
         eprintln!(
-            "tree_{size}: whole sample of a running monitor {whole_ns:.0} ns ({whole_samples} samples), floor {whole_floor_ns:.0} ns: {whole_ratio:.2}x (median of rounds)",
+            "tree_{size}: whole sample of a running monitor {:.0} ns ({whole_samples} samples), floor {:.0} ns: {whole_ratio:.2}x (median of rounds)",
+            whole.with, whole.floor,
+        );
+        eprintln!(
+            "tree_{size}: whole sample with the measurements {:.0} ns, without {:.0} ns: {measured_ratio:.3}x (median of rounds)",
+            measured.with, measured.without,
         );
 
         let psutil = match stemmon_bench::run_psutil(root, 4.0) {
@@ -214,7 +260,8 @@ fn main() {
             "floor_processes": floor_processes,
             "floor_children_files": floor_tasks,
             "interleaved": {"stemmon_ns": stemmon_ns, "floor_ns": floor_ns},
-            "whole_sample": {"monitor_ns": whole_ns, "floor_ns": whole_floor_ns, "ratio": whole_ratio, "samples": whole_samples},
+            "whole_sample": {"monitor_ns": whole.with, "floor_ns": whole.floor, "ratio": whole_ratio, "samples": whole_samples},
+            "measurements": {"with_ns": measured.with, "without_ns": measured.without, "ratio": measured_ratio},
             "psutil": psutil,
         });
         stemmon_bench::write_result(&format!("tree_{size}"), &result)

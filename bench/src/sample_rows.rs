@@ -96,7 +96,7 @@ pub(super) fn tree_floor(rows: &mut Vec<Row>) {
 
 /// Bench 3, the whole sample: a running monitor's `sampling_seconds / sampling_attempts`
 /// (its reading, the sources and the fold into the open stages) beside the floor, in
-/// alternating rounds; at most 1.3× of it.
+/// alternating rounds; at most 1.3× of it. Then what the measurements add to it.
 pub(super) fn whole_sample(rows: &mut Vec<Row>) {
     const BUDGET: f64 = 1.3;
     for size in [10, 100] {
@@ -121,7 +121,30 @@ pub(super) fn whole_sample(rows: &mut Vec<Row>) {
             budget,
             BUDGET,
         ));
+        measurements(rows, size, data.as_ref());
     }
+}
+
+/// The measurements read at samples (open descriptors, memory pressure, the GPU): the
+/// whole sample with them beside the same monitor's without them, in the same rounds
+/// (the median round of their ratio); at most 5% more, the noise of one round.
+fn measurements(rows: &mut Vec<Row>, size: u32, data: Option<&serde_json::Value>) {
+    const BUDGET: f64 = 1.05;
+    let figure = format!("whole sample with the measurements vs without, {size} descendants");
+    let budget = format!("≤ {BUDGET}× without");
+    let figure_of = |key: &str| data?.pointer(&format!("/measurements/{key}"))?.as_f64();
+    let (Some(with), Some(without)) = (figure_of("with_ns"), figure_of("without_ns")) else {
+        rows.push(missing(&figure, &budget));
+        return;
+    };
+    rows.push(within(
+        figure,
+        with,
+        "the same monitor without them, in the same rounds".to_owned(),
+        without,
+        budget,
+        BUDGET,
+    ));
 }
 
 /// The GPU reading beside the same NVML calls made bare (the book's `gpu.md`), same library, same

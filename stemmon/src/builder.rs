@@ -222,6 +222,15 @@ impl MonitorBuilder {
         self
     }
 
+    /// Makes none of the measurements read at samples (GPU, open descriptors, memory
+    /// pressure): the benches time a sample without them beside one with them.
+    #[cfg(feature = "testing")]
+    #[doc(hidden)]
+    pub fn without_measurements(mut self) -> Self {
+        self.config.measurements = false;
+        self
+    }
+
     /// Reads NVML in a helper process, started as `program args...`, instead of in this
     /// process: a driver that crashes then takes only the helper down, and the report
     /// says so. The program must call [`serve_gpu_helper`](crate::serve_gpu_helper)

@@ -51,6 +51,9 @@ pub(crate) struct Config {
     pub(crate) gpu: bool,
     /// NVML is read in a helper process this command starts, not in this process.
     pub(crate) gpu_helper: Option<HelperCommand>,
+    /// The measurements read at samples (GPU, descriptors, pressure) are made: off only
+    /// in the benches, which time a sample without them beside one with them.
+    pub(crate) measurements: bool,
 }
 
 /// A command that starts a helper process (see `MonitorBuilder::gpu_helper`).
@@ -86,6 +89,7 @@ impl Default for Config {
             spawn_floor: None,
             adopted_orphans: false,
             gpu: true,
+            measurements: true,
             gpu_helper: None,
         }
     }

@@ -27,7 +27,8 @@ pub(crate) struct Reading<'a> {
     pub(crate) figures: &'a [Option<f64>],
     /// One value per series of its [`Measure::series`], in order.
     pub(crate) series: &'a [Option<f64>],
-    /// The processes it has a figure for (its [`Measure::process`]).
+    /// The processes it has a figure for (its [`Measure::process`]), where it read them
+    /// anew: a process's figure is the highest seen, and only a new reading raises it.
     pub(crate) processes: &'a [(u32, f64)],
 }
 
@@ -101,7 +102,9 @@ macro_rules! measurements {
         /// [`Measurement::open`]); a measurement of kernel files may open or probe them,
         /// so that whether it measures is known from the start.
         pub(crate) fn open(config: &Config) -> Vec<Box<dyn Measurement>> {
-            let _ = config;
+            if !config.measurements {
+                return Vec::new();
+            }
             let all = std::iter::empty::<Box<dyn Measurement>>();
             #[cfg(feature = "gpu")]
             let all = all.chain([
