@@ -401,7 +401,7 @@ fn compare_cpu_judges_user_plus_system_seconds_against_the_time_threshold() {
     assert_eq!(outcome.code, Some(0), "{}", outcome.stdout);
     assert!(outcome
         .stdout
-        .starts_with("CPU compared: the tree's CPU seconds"));
+        .starts_with("time compared: the tree's CPU seconds"));
     assert_eq!(
         table_row(&outcome.stdout, "load_big")[4..7],
         ["3.000s", "3.300s", "+10.0 %"]

@@ -85,7 +85,10 @@ fn a_cpu_bound_command_reads_its_cpu_processes_and_exit_code_everywhere() {
     let text = String::from_utf8(out.stdout).unwrap();
     // NEW failed (`exit 3`), so the gate fails closed, and says so; CPU itself is 0 %.
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.starts_with("CPU compared:"), "{text}");
+    assert!(
+        text.starts_with("time compared: the tree's CPU seconds"),
+        "{text}"
+    );
     assert!(text.contains("NEW is incomplete: the run failed"), "{text}");
 
     // plot: the CPU panel; export: the CPU counter.

@@ -6,7 +6,6 @@ use super::{Args, Outcome, Row, Side, Verdict, MAX_REASONS};
 use crate::format::{bytes, change, clean, percent, seconds};
 use crate::table::{Give, Table};
 use std::fmt::Write as _;
-use stemmon_report::fields::Source;
 
 /// The cells of a row after its name: times, then each figure, then the verdict.
 pub(super) fn cells(row: &Row, figures: &[Figure], args: &Args) -> Vec<String> {
@@ -54,13 +53,8 @@ pub(super) fn compared_line(outcome: &Outcome) -> String {
         .iter()
         .map(|f| format!("{} (`{}`)", f.meaning, f.key))
         .collect();
-    // The figures' unit says what they are: `memory`, `count`, `pressure`; CPU time
-    // is `CPU`, not time.
-    let what = match outcome.figures.first() {
-        Some(f) if f.source == Source::Cpu => "CPU",
-        Some(f) => f.unit.noun(),
-        None => "memory",
-    };
+    // The figures' unit says what they are: `memory`, `count`, `time`, `pressure`.
+    let what = outcome.figures.first().map_or("memory", |f| f.unit.noun());
     let mut line = format!("{what} compared: {}", which.join(" and "));
     if let Some(note) = &outcome.figures_note {
         let _ = write!(line, "; {note}");
