@@ -230,7 +230,7 @@ fn main() {
             stemmon_ns / floor_ns
         );
         let (whole, measured, whole_samples) =
-            whole_sample(root, &mut floor, 15, Duration::from_millis(400));
+            whole_sample(root, &mut floor, 25, Duration::from_millis(400));
         let (whole_ratio, measured_ratio) =
             (whole.with / whole.floor, measured.with / measured.without);
         eprintln!(
