@@ -19,6 +19,27 @@ macro_rules! figure {
     };
 }
 
+/// A figure at the same path on a stage and on the run (`peaks`, `high_water`, `cpu_io`).
+macro_rules! both {
+    ($section:ident . $name:ident, bytes) => {
+        (
+            |s: &$crate::StageReport| $crate::fields::bytes(s.$section.$name),
+            |r: &$crate::Report| $crate::fields::bytes(r.$section.$name),
+            Some(|s: &mut $crate::StageReport, v: Option<f64>| {
+                s.$section.$name = $crate::fields::whole(v)
+            }),
+        )
+    };
+    ($section:ident . $name:ident, seconds) => {
+        (
+            |s: &$crate::StageReport| s.$section.$name,
+            |r: &$crate::Report| r.$section.$name,
+            Some(|s: &mut $crate::StageReport, v: Option<f64>| s.$section.$name = v),
+        )
+    };
+}
+
+mod declare;
 mod measure;
 pub mod measures;
 mod table;
@@ -230,6 +251,9 @@ pub struct Field {
     stage: fn(&StageReport) -> Option<f64>,
     run: fn(&Report) -> Option<f64>,
     set: Option<fn(&mut StageReport, Option<f64>)>,
+    /// Writes the run's figure where the report has a typed field for it (a core
+    /// measurement's); a measurement beyond the core keeps it among the figures.
+    set_run: Option<fn(&mut Report, Option<f64>)>,
 }
 
 impl std::fmt::Debug for Field {
@@ -258,6 +282,24 @@ impl Field {
         }
     }
 
+    /// Sets the whole run's figure in `report`: its typed field where its declaration
+    /// gives it a writer (a core measurement's), else among the report's figures (a
+    /// measurement's beyond the core).
+    pub fn set_run(&self, report: &mut Report, value: Option<f64>) {
+        match self.set_run {
+            Some(set) => set(report, value),
+            None => report.figures.set_number(self.key, value),
+        }
+    }
+
+    /// This field with its run's figure written by `set` (a typed field of the report).
+    pub(crate) const fn on_run(self, set: fn(&mut Report, Option<f64>)) -> Field {
+        Field {
+            set_run: Some(set),
+            ..self
+        }
+    }
+
     /// Whether it is a report key (not computed from others).
     pub fn is_key(&self) -> bool {
         self.set.is_some()
@@ -283,12 +325,12 @@ pub fn field(key: &str) -> Option<&'static Field> {
 }
 
 /// A byte count as the table's figures hold it.
-fn bytes(value: Option<u64>) -> Option<f64> {
+pub(crate) fn bytes(value: Option<u64>) -> Option<f64> {
     value.map(|v| v as f64)
 }
 
 /// A figure back as a whole count (none below 0).
-fn whole(value: Option<f64>) -> Option<u64> {
+pub(crate) fn whole(value: Option<f64>) -> Option<u64> {
     value.filter(|v| *v >= 0.0).map(|v| v.round() as u64)
 }
 
@@ -318,6 +360,38 @@ mod tests {
             let json = serde_json::to_value(&stage).unwrap();
             assert_eq!(json[field.key].as_f64(), Some(value), "{}", field.key);
         }
+    }
+
+    #[test]
+    fn a_core_measurements_figures_series_and_section_are_the_reports_typed_keys() {
+        let cgroup = &measures::cgroup::MEASURE;
+        assert!(cgroup.core && cgroup.interval);
+        assert!(
+            MEASURES.iter().all(|m| m.name != cgroup.name),
+            "not joined again"
+        );
+        let mut report = Report::default();
+        for (n, field) in cgroup.fields.iter().enumerate() {
+            let in_table = FIELDS.iter().filter(|f| f.key == field.key).count();
+            assert_eq!(in_table, 1, "{} is the core table's, once", field.key);
+            let value = 1000.0 + n as f64;
+            field.set_run(&mut report, Some(value));
+            assert_eq!(field.of_run(&report), Some(value), "{}", field.key);
+            assert_eq!(report.figures.number(field.key), None, "{}", field.key);
+        }
+        let mut point = crate::TimelinePoint::default();
+        cgroup.series[0].set(&mut point, Some(5.0));
+        assert_eq!(point.cgroup_memory_bytes, Some(5));
+        assert_eq!(cgroup.series[0].of_point(&point), Some(5.0));
+        assert_eq!(point.figures.number("cgroup_memory_bytes"), None);
+        let section = serde_json::json!({"path": "/sys/fs/cgroup/job", "version": 2});
+        cgroup.set_section(&mut report, &section);
+        assert_eq!(report.cgroup.as_ref().map(|c| c.version), Some(2));
+        assert!(report.figures.value("cgroup").is_none());
+        // A measurement beyond the core keeps its figures among the report's.
+        let fds = &measures::fds::MEASURE;
+        fds.fields[0].set_run(&mut report, Some(7.0));
+        assert_eq!(report.figures.number(fds.fields[0].key), Some(7.0));
     }
 
     #[test]

@@ -114,14 +114,14 @@ impl Monitor {
         // What each source says before it is opened (a GPU turned off, not opened yet).
         recorder.take_sections(&mut sources);
         context::install(&recorder)?;
-        // The first sample reads the tree alone: the sources (NVML) are opened and read
-        // on the sampler thread only, never on the program's.
+        // The first sample reads the tree and the measurements of kernel files (the
+        // cgroup, descriptors, pressure); a driver's (NVML) is opened and read on the
+        // sampler thread only, never on the program's: unopened, it reads nothing.
         let mut reader = SampleReaders {
             tree: reader,
-            sources: Vec::new(),
+            sources,
         };
         publisher.sample(&recorder, &mut reader);
-        reader.sources = sources;
         let (events, received) = mpsc::channel();
         let (hand_back, handed) = mpsc::channel();
         recorder.connect(events.clone());

@@ -3,7 +3,7 @@
 //! put together at compile time: the core's figures, then each measurement's.
 
 use super::{measures, table, Field, Metric, Unit};
-use crate::{ProcessReport, TimelinePoint};
+use crate::{ProcessReport, Report, TimelinePoint};
 
 /// A measurement of the report: everything the readers of a report (`show`, `compare`,
 /// `merge`, `plot`, the exporters, the live line) need to know of it. The runtime reads
@@ -26,6 +26,15 @@ pub struct Measure {
     pub section: Option<(&'static str, &'static [&'static str])>,
     /// The group `compare --metric` judges its figures as.
     pub metric: Option<Metric>,
+    /// Whether its figures cover the time since the previous sample (a charge's peak
+    /// since then, the kills since then): a record that closed in that time gets them
+    /// too, where that time was its own. Else they are the state at the sample, for the
+    /// records open at it.
+    pub interval: bool,
+    /// A measurement of the core: its fields and series are the core table's typed
+    /// ones, in [`FIELDS`] and the report's own keys, not among [`MEASURES`].
+    pub core: bool,
+    section_set: Option<fn(&mut Report, &serde_json::Value)>,
 }
 
 impl Measure {
@@ -44,6 +53,42 @@ impl Measure {
             process: None,
             section: None,
             metric: None,
+            interval: false,
+            core: false,
+            section_set: None,
+        }
+    }
+
+    /// A measurement of the core, whose section is the report's typed field that `set`
+    /// writes (from the section's JSON).
+    pub(super) const fn of_core(
+        self,
+        section: &'static str,
+        set: fn(&mut Report, &serde_json::Value),
+    ) -> Measure {
+        Measure {
+            core: true,
+            section: Some((section, &[])),
+            section_set: Some(set),
+            ..self
+        }
+    }
+
+    /// Whose figures cover the time since the previous sample.
+    pub const fn interval(self) -> Measure {
+        Measure {
+            interval: true,
+            ..self
+        }
+    }
+
+    /// Writes its section `value` into `report`: the typed field of a core
+    /// measurement's, else among the report's figures under its key.
+    pub fn set_section(&self, report: &mut Report, value: &serde_json::Value) {
+        match (self.section_set, self.section) {
+            (Some(set), _) => set(report, value),
+            (None, Some((key, _))) => report.figures.set_value(key, value.clone()),
+            (None, None) => {}
         }
     }
 
@@ -88,6 +133,7 @@ pub struct Series {
     /// The field whose whole-run figure is its peak (`peak_tree_gpu_bytes`).
     pub peak: Option<&'static str>,
     point: fn(&TimelinePoint) -> Option<f64>,
+    write: Option<fn(&mut TimelinePoint, Option<f64>)>,
 }
 
 impl std::fmt::Debug for Series {
@@ -108,6 +154,7 @@ impl Series {
             live: None,
             peak: None,
             point: |_| None,
+            write: None,
         }
     }
 
@@ -130,6 +177,22 @@ impl Series {
     /// Read by `point` (the typed series of the core: the live heap).
     pub(super) const fn read(self, point: fn(&TimelinePoint) -> Option<f64>) -> Series {
         Series { point, ..self }
+    }
+
+    /// Written by `write` (the typed series of a core measurement: the cgroup's charge).
+    pub(super) const fn write(self, write: fn(&mut TimelinePoint, Option<f64>)) -> Series {
+        Series {
+            write: Some(write),
+            ..self
+        }
+    }
+
+    /// Sets its value at `point`: a typed field, or among the point's figures.
+    pub fn set(&self, point: &mut TimelinePoint, value: Option<f64>) {
+        match self.write {
+            Some(write) => write(point, value),
+            None => point.figures.set_number(self.key, value),
+        }
     }
 
     /// Its value at `point`.

@@ -1,5 +1,9 @@
-//! The measurements beyond the core, one file each: what each adds to a report. A new
-//! one is a file here and its name in the list below.
+//! The measurements, one file each: what each adds to a report. A new one is a file
+//! here and its name in the list below. The core's measurements (the job's cgroup) have
+//! their figures in the core table and typed fields of the report, and are not in the
+//! list.
+
+pub mod cgroup;
 
 /// Declares each measurement's module and the list of them, in the report's order.
 macro_rules! measures {

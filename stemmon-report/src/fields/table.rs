@@ -1,68 +1,8 @@
 //! The table itself: one declaration per figure of a record.
 
-use super::{bytes, whole, Access, Export, Field, Fold, Metric, Source, Unit};
-use crate::{Report, StageReport};
-
-/// A figure at the same path on a stage and on the run (`peaks`, `high_water`, `cpu_io`).
-macro_rules! both {
-    ($section:ident . $name:ident, bytes) => {
-        (
-            |s: &StageReport| bytes(s.$section.$name),
-            |r: &Report| bytes(r.$section.$name),
-            Some(|s: &mut StageReport, v: Option<f64>| s.$section.$name = whole(v)),
-        )
-    };
-    ($section:ident . $name:ident, seconds) => {
-        (
-            |s: &StageReport| s.$section.$name,
-            |r: &Report| r.$section.$name,
-            Some(|s: &mut StageReport, v: Option<f64>| s.$section.$name = v),
-        )
-    };
-}
-
-#[allow(clippy::too_many_arguments)] // One declaration: every column of the table.
-pub(super) const fn declare(
-    key: &'static str,
-    source: Source,
-    unit: Unit,
-    fold: Fold,
-    words: (&'static str, &'static str),
-    metrics: &'static [Metric],
-    export: Option<Export>,
-    access: Access,
-) -> Field {
-    Field {
-        key,
-        source,
-        unit,
-        fold,
-        label: words.0,
-        meaning: words.1,
-        metrics,
-        export,
-        column: false,
-        stage: access.0,
-        run: access.1,
-        set: access.2,
-    }
-}
-
-pub(super) const fn gauge(name: &'static str, otlp: &'static str) -> Option<Export> {
-    Some(Export {
-        name,
-        otlp,
-        counter: false,
-    })
-}
-
-pub(super) const fn counter(name: &'static str, otlp: &'static str) -> Option<Export> {
-    Some(Export {
-        name,
-        otlp,
-        counter: true,
-    })
-}
+use super::declare::{counter, declare, gauge};
+use super::measures::cgroup;
+use super::{bytes, whole, Field, Fold, Metric, Source, Unit};
 
 fn cpu_seconds(cpu_user: Option<f64>, cpu_system: Option<f64>) -> Option<f64> {
     match (cpu_user, cpu_system) {
@@ -262,40 +202,9 @@ pub(super) const CORE: &[Field] = &[
         None,
         both!(high_water.peak_reaped_child_rss_bytes, bytes),
     ),
-    declare(
-        "peak_cgroup_memory_bytes",
-        Source::Cgroup,
-        Bytes,
-        Max,
-        ("cgroup", "the highest charge of the job's cgroup"),
-        &[],
-        gauge("peak_cgroup_memory_bytes", "peak_cgroup_memory"),
-        both!(high_water.peak_cgroup_memory_bytes, bytes),
-    )
-    .in_column(),
-    declare(
-        "peak_cgroup_anon_bytes",
-        Source::Cgroup,
-        Bytes,
-        Max,
-        (
-            "cgroup anon",
-            "the cgroup's anonymous memory, no file cache",
-        ),
-        &[],
-        None,
-        both!(high_water.peak_cgroup_anon_bytes, bytes),
-    ),
-    declare(
-        "oom_kills",
-        Source::Cgroup,
-        Count,
-        Sum,
-        ("OOM kills", "OOM kills in the job's cgroup"),
-        &[],
-        counter("oom_kills", "oom_kills"),
-        both!(high_water.oom_kills, bytes),
-    ),
+    cgroup::PEAK_MEMORY,
+    cgroup::PEAK_ANON,
+    cgroup::OOM_KILLS,
     declare(
         "heap_allocations",
         Source::Heap,

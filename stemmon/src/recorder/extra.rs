@@ -6,9 +6,9 @@
 
 use crate::memory::TreeReading;
 use crate::report::{ProcessReport, Report, StageReport, TimelinePoint};
-use crate::sources::{Field, Measurement};
+use crate::sources::{Field, Measure, Measurement};
 use std::collections::BTreeMap;
-use stemmon_report::fields::Fold;
+use stemmon_report::fields::{Fold, Series};
 
 /// One record figure a measurement fills.
 #[derive(Clone, Copy, Debug)]
@@ -17,6 +17,8 @@ struct Key {
     /// Its measurement measures something: the figure is in the report. One opened on
     /// the sampler thread (NVML) becomes active at its first reading there.
     active: bool,
+    /// Its measurement's figures cover the time since the previous sample.
+    interval: bool,
 }
 
 /// What the measurements declared, and the run's figures and sections.
@@ -25,8 +27,8 @@ pub(crate) struct Extra {
     keys: Vec<Key>,
     /// The run's figures, one slot per key.
     total: Vec<Option<f64>>,
-    /// The measurements' sections, by key (`gpu`).
-    sections: BTreeMap<&'static str, serde_json::Value>,
+    /// The measurements' sections, by key (`gpu`), each with its measurement.
+    sections: BTreeMap<&'static str, (&'static Measure, serde_json::Value)>,
 }
 
 /// One sample's readings of every measurement, kept between samples to reuse its lists.
@@ -37,10 +39,12 @@ pub(crate) struct Taken {
     /// Whether each key's measurement measured something at this sample, in order.
     active: Vec<bool>,
     /// The timeline point's series.
-    series: Vec<(&'static str, Option<f64>)>,
+    series: Vec<(&'static Series, Option<f64>)>,
     /// The processes' figures: pid, key, value.
     processes: Vec<(u32, &'static str, f64)>,
-    sections: Vec<(&'static str, serde_json::Value)>,
+    sections: Vec<(&'static Measure, serde_json::Value)>,
+    /// Lines for the log (an OOM kill).
+    notes: Vec<String>,
 }
 
 impl Extra {
@@ -50,11 +54,12 @@ impl Extra {
             .iter()
             .flat_map(|measurement| {
                 let active = measurement.active();
-                measurement
-                    .declared()
-                    .fields
-                    .iter()
-                    .map(move |field| Key { field, active })
+                let declared = measurement.declared();
+                declared.fields.iter().map(move |field| Key {
+                    field,
+                    active,
+                    interval: declared.interval,
+                })
             })
             .collect();
         Extra {
@@ -64,13 +69,29 @@ impl Extra {
         }
     }
 
-    /// Folds one sample's figures into a record's slots (made at its first sample).
+    /// Folds one sample's figures into the slots of a record open at it (made at its
+    /// first sample).
     pub(crate) fn fold_into(&self, slots: &mut Vec<Option<f64>>, taken: &Taken) {
+        self.fold_some(slots, taken, false);
+    }
+
+    /// Folds into the slots of a record that closed since the previous sample, in a time
+    /// that was its own, the figures that cover that time.
+    pub(crate) fn fold_interval_into(&self, slots: &mut Vec<Option<f64>>, taken: &Taken) {
+        self.fold_some(slots, taken, true);
+    }
+
+    /// Folds every figure, or with `interval_only` those that cover the time since the
+    /// previous sample.
+    fn fold_some(&self, slots: &mut Vec<Option<f64>>, taken: &Taken, interval_only: bool) {
         if self.keys.is_empty() {
             return;
         }
         slots.resize(self.keys.len(), None);
         for ((slot, value), key) in slots.iter_mut().zip(&taken.figures).zip(&self.keys) {
+            if interval_only && !key.interval {
+                continue;
+            }
             *slot = match (key.field.fold, *slot, *value) {
                 (Fold::Sum, Some(a), Some(b)) => Some(a + b),
                 (Fold::Max, Some(a), Some(b)) => Some(a.max(b)),
@@ -87,14 +108,16 @@ impl Extra {
         let mut total = std::mem::take(&mut self.total);
         self.fold_into(&mut total, taken);
         self.total = total;
-        for (key, value) in taken.sections.drain(..) {
-            self.sections.insert(key, value);
+        for (measure, value) in taken.sections.drain(..) {
+            self.section(measure, value);
         }
     }
 
     /// Keeps a measurement's section as it is now.
-    pub(crate) fn section(&mut self, key: &'static str, value: serde_json::Value) {
-        self.sections.insert(key, value);
+    pub(crate) fn section(&mut self, measure: &'static Measure, value: serde_json::Value) {
+        if let Some((key, _)) = measure.section {
+            self.sections.insert(key, (measure, value));
+        }
     }
 
     /// Writes a record's figures into its stage.
@@ -107,10 +130,10 @@ impl Extra {
     /// Writes the run's figures and the sections into the report.
     pub(crate) fn run(&self, report: &mut Report) {
         for (key, value) in self.keys.iter().zip(&self.total).filter(|(k, _)| k.active) {
-            report.figures.set_number(key.field.key, *value);
+            key.field.set_run(report, *value);
         }
-        for (key, value) in &self.sections {
-            report.figures.set_value(key, value.clone());
+        for (measure, value) in self.sections.values() {
+            measure.set_section(report, value);
         }
     }
 }
@@ -122,6 +145,7 @@ impl Taken {
         self.active.clear();
         self.series.clear();
         self.processes.clear();
+        self.notes.clear();
         for measurement in measurements.iter_mut() {
             let declared = measurement.declared();
             // Whether it measures is known once it has read (NVML opens on this thread).
@@ -132,13 +156,9 @@ impl Taken {
             self.figures.resize(at + figures, None);
             let active_at = self.active.len();
             self.active.extend(std::iter::repeat_n(false, figures));
-            self.series.extend(
-                declared
-                    .series
-                    .iter()
-                    .map(|s| s.key)
-                    .zip(reading.series.iter().copied()),
-            );
+            self.series
+                .extend(declared.series.iter().zip(reading.series.iter().copied()));
+            self.notes.extend(reading.note.map(str::to_owned));
             if let Some(process) = declared.process {
                 self.processes.extend(
                     reading
@@ -149,22 +169,26 @@ impl Taken {
             }
             let active = measurement.active();
             self.active[active_at..].fill(active);
-            if let Some(section) = declared
-                .section
-                .and_then(|(key, _)| measurement.section().map(|value| (key, value)))
-            {
-                self.sections.push(section);
+            if declared.section.is_some() {
+                if let Some(value) = measurement.section() {
+                    self.sections.push((declared, value));
+                }
             }
         }
     }
 
     /// The timeline point's series into `point`.
     pub(crate) fn series_into(&self, point: &mut TimelinePoint) {
-        for &(key, value) in &self.series {
+        for &(series, value) in &self.series {
             if value.is_some() {
-                point.figures.set_number(key, value);
+                series.set(point, value);
             }
         }
+    }
+
+    /// The lines this sample's readings give the log.
+    pub(crate) fn take_notes(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.notes)
     }
 
     /// The processes' figures: pid, key, value.

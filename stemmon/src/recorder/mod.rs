@@ -268,11 +268,12 @@ impl Recorder {
     pub(crate) fn take_sections(&self, sources: &mut [Box<dyn crate::sources::Measurement>]) {
         let sections: Vec<_> = sources
             .iter_mut()
-            .filter_map(|s| Some((s.declared().section?.0, s.section()?)))
+            .filter(|s| s.declared().section.is_some())
+            .filter_map(|s| Some((s.declared(), s.section()?)))
             .collect();
         let mut state = self.lock();
-        for (key, value) in sections {
-            state.extra.section(key, value);
+        for (measure, value) in sections {
+            state.extra.section(measure, value);
         }
     }
 

@@ -118,7 +118,7 @@ impl Stats {
         }
     }
 
-    /// Counts the interval that a full sample closes: marks, reaped peaks, the cgroup.
+    /// Counts the interval that a full sample closes: marks and reaped peaks.
     /// The boundary intervals it closed since the last sample are widened by the marks
     /// of the descendants that had started by their end (see [`Stats::close_interval`]):
     /// a child started after a boundary never sums with the parent's peak before it.
@@ -138,12 +138,7 @@ impl Stats {
             &mut h.peak_tree_rss_bound_bytes,
             reading.tree_rss_bound.max(widened),
         );
-        raise(&mut h.peak_cgroup_memory_bytes, reading.cgroup_peak);
-        raise(&mut h.peak_cgroup_anon_bytes, reading.cgroup_anon);
         self.unseen += reading.unseen;
-        if let Some(kills) = reading.oom_kills {
-            h.oom_kills = Some(h.oom_kills.unwrap_or(0) + kills);
-        }
         self.awaiting_interval = false;
         self.keep_bounds();
     }

@@ -12,7 +12,7 @@ use super::thread::POLL;
 use super::timeline::Timeline;
 use super::{seconds, Line, OpenStage, Recorder, State};
 use crate::memory::{TreeReader, TreeReading};
-use crate::report::{CgroupReport, SampleReport};
+use crate::report::SampleReport;
 use crate::sources::Measurement;
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -64,8 +64,6 @@ pub(crate) struct Samples {
     max: usize,
     /// The whole run, bounded.
     pub(crate) timeline: Timeline,
-    /// The job's cgroup as last read.
-    pub(crate) cgroup: Option<CgroupReport>,
     /// How the sampling itself went.
     pub(crate) health: Health,
     /// Lent to the sample being taken.
@@ -80,7 +78,6 @@ impl Samples {
             recent: VecDeque::with_capacity(max.min(4096)),
             max,
             timeline: Timeline::new(),
-            cgroup: None,
             health: Health::default(),
             scratch: Scratch::default(),
         }
@@ -101,9 +98,6 @@ impl Samples {
             let gap = elapsed - latest.sample.elapsed_seconds;
             self.health.max_gap_seconds = self.health.max_gap_seconds.max(gap);
         }
-        if reading.cgroup.is_some() && self.cgroup != reading.cgroup {
-            self.cgroup.clone_from(&reading.cgroup);
-        }
         if self.max > 0 {
             if self.recent.len() == self.max {
                 self.recent.pop_front();
@@ -113,7 +107,6 @@ impl Samples {
         }
         self.timeline.push({
             let mut built = super::timeline::point_of(reading, elapsed, bound, 1);
-            built.cgroup_memory_bytes = reading.cgroup_peak;
             built.process_count = reading.process_count;
             built.cpu_cores = cpu_cores;
             taken.series_into(&mut built);
@@ -155,7 +148,6 @@ impl Recorder {
                 return Err(message);
             }
         };
-        let kills = reading.oom_kills.unwrap_or(0);
         let stage = self.owner_record(&state.records);
         let times = Times {
             started,
@@ -165,15 +157,14 @@ impl Recorder {
         state.apply_sample(reading, &mut scratch, stage, times);
         self.sweep_heap(&mut state, done);
         self.publish_cpu(state.cpu.now());
+        // Empty but for a sample that has a line to log: taking it costs nothing.
+        let notes = scratch.taken.take_notes();
         state.samples.scratch = scratch;
         self.boundary_at.0.store(done, Ordering::Relaxed);
         self.count_sample(&mut state, begun);
         drop(state);
-        if kills > 0 {
-            self.log_event(
-                Line::Text(format!("OOM kill in the job's cgroup ({kills})")),
-                OpenStage::OwnerNow,
-            );
+        for note in notes {
+            self.log_event(Line::Text(note), OpenStage::OwnerNow);
         }
         Ok(())
     }
@@ -279,11 +270,13 @@ impl State {
         closed.sort_unstable();
         closed.dedup();
         for &record in closed.iter() {
-            let stats = &mut self.records.get_mut(record).stats;
+            let record = self.records.get_mut(record);
+            let stats = &mut record.stats;
             // Its exit reading closed its last interval: the rest of this one (the
             // parent's mark since, the descendants started since) is a later stage's.
             // Unless the sample read the mark before that exit reading did: then the
-            // interval it closes ran while the record was open.
+            // interval it closes ran while the record was open, and so do the figures
+            // of the measurements that cover the time since the previous sample.
             let read_first = reading
                 .parent_mark_epoch
                 .is_some_and(|epoch| epoch < stats.interval_epoch);
@@ -291,6 +284,7 @@ impl State {
                 stats.close_interval(&reading, self.boot_origin);
             } else {
                 stats.apply_sample_interval(&reading, self.boot_origin);
+                self.extra.fold_interval_into(&mut record.extra, taken);
             }
         }
         for record in self.boundary.take_pending() {
@@ -511,5 +505,49 @@ mod tests {
         let child = report.processes.iter().find(|p| p.pid == 7);
         let figure = child.and_then(|p| p.figures.number("peak_fds"));
         assert_eq!(figure, Some(12.0), "{:?}", report.processes);
+    }
+
+    #[test]
+    fn a_cgroup_figure_counts_for_a_stage_that_closed_in_the_interval_it_covers() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        let config = crate::config::Config::default();
+        let mut sources: Vec<Box<dyn Measurement>> =
+            crate::sources::cgroup::open(&config).into_iter().collect();
+        rig.recorder.set_sources(&sources);
+        rig.set_self(10 << 20, None);
+        let open = rig.recorder.enter(&main, "open".into());
+        rig.advance_micros(100);
+        // Under a millisecond after the entry's reading: it reuses it, and the interval
+        // the next sample closes is its own.
+        let short = rig.recorder.enter(&main, "short".into());
+        rig.advance_micros(100);
+        rig.recorder.exit(&main, short);
+        let mut reading = tree(10);
+        reading.cgroup_peak = Some(500 << 20);
+        reading.cgroup_anon = Some(300 << 20);
+        reading.oom_kills = Some(1);
+        let mut reader = super::super::fake::FakeTree(reading);
+        rig.recorder.take_sample(&mut reader, &mut sources).unwrap();
+        let report = rig.recorder.snapshot();
+        for (path, high_water) in [
+            (
+                "open/short",
+                &report.stage("open/short").unwrap().high_water,
+            ),
+            ("open", &report.stage("open").unwrap().high_water),
+            ("the run", &report.high_water),
+        ] {
+            assert_eq!(
+                high_water.peak_cgroup_memory_bytes,
+                Some(500 << 20),
+                "{path}"
+            );
+            assert_eq!(high_water.peak_cgroup_anon_bytes, Some(300 << 20), "{path}");
+            assert_eq!(high_water.oom_kills, Some(1), "{path}");
+        }
+        let point = report.timeline.last().expect("a point");
+        assert_eq!(point.cgroup_memory_bytes, Some(500 << 20));
+        rig.recorder.exit(&main, open);
     }
 }

@@ -187,7 +187,6 @@ impl Recorder {
                     None => unseen.to_owned(),
                 });
             }
-            built.cgroup = state.samples.cgroup.clone();
             built.peak_rss_stage = peak_rss_stage;
             built.peak_rss_elapsed_seconds = total.peak_rss_elapsed_seconds;
             built.threads = threads;

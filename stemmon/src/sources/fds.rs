@@ -86,6 +86,7 @@ impl Measurement for Fds {
             series: &self.series,
             // A process's figure is the highest seen: only a new reading can raise it.
             processes: if due { &self.processes } else { &[] },
+            note: None,
         }
     }
 

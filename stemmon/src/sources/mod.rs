@@ -7,16 +7,19 @@
 //! `compare`, `merge`, `plot`, the live line and the exporters take them from the same
 //! declaration.
 //!
-//! The tree's memory, the kernel's marks, the cgroup, the heap and CPU are read at
-//! stage boundaries as well as at samples, on the calls' own threads: they keep their
-//! engine in `recorder`, their platform readers in `sys`, and their fields in the core
-//! of the same table. A measurement read at samples only is a file here, its name in
-//! the list of [`open`], and its declaration.
+//! The job's cgroup is a measurement of the core: the tree's reader reads it with the
+//! tree, and its declaration's fields are typed ones of the report, in the core table.
+//! The tree's memory, the kernel's marks, the heap and CPU are read at stage boundaries
+//! as well as at samples, on the calls' own threads: they keep their engine in
+//! `recorder`, their platform readers in `sys`, and their fields in the core of the
+//! same table. A measurement read at samples only is a file here, its name in the list
+//! of [`open`], and its declaration.
 
 use crate::config::Config;
 use crate::memory::{TreeReader, TreeReading};
 pub(crate) use stemmon_report::fields::{Field, Measure};
 
+pub(crate) mod cgroup;
 #[cfg(feature = "gpu")]
 pub(crate) mod gpu;
 
@@ -30,6 +33,8 @@ pub(crate) struct Reading<'a> {
     /// The processes it has a figure for (its [`Measure::process`]), where it read them
     /// anew: a process's figure is the highest seen, and only a new reading raises it.
     pub(crate) processes: &'a [(u32, f64)],
+    /// A line for the log, where the reading saw something worth one (an OOM kill).
+    pub(crate) note: Option<&'a str>,
 }
 
 /// A measurement read at every full sample, on the sampler thread (see the module docs).
@@ -102,10 +107,12 @@ macro_rules! measurements {
         /// [`Measurement::open`]); a measurement of kernel files may open or probe them,
         /// so that whether it measures is known from the start.
         pub(crate) fn open(config: &Config) -> Vec<Box<dyn Measurement>> {
+            // The core's measurements first: they are the report's own typed figures.
+            let core = cgroup::open(config);
             if !config.measurements {
-                return Vec::new();
+                return core.into_iter().collect();
             }
-            let all = std::iter::empty::<Box<dyn Measurement>>();
+            let all = core.into_iter();
             #[cfg(feature = "gpu")]
             let all = all.chain([
                 Box::new(gpu::source::Gpu::new(gpu::plan(config))) as Box<dyn Measurement>

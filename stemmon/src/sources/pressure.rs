@@ -95,6 +95,7 @@ impl Measurement for Pressure {
             figures: &self.figures,
             series: &self.series,
             processes: &[],
+            note: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! Open file descriptors of the process tree: the most held at once, per stage, per
 //! process and over time.
 
-use crate::fields::table::{declare, gauge};
+use crate::fields::declare::{declare, gauge};
 use crate::fields::{Field, Fold, Measure, Metric, Process, Series, Source, Unit};
 
 /// `compare --metric fds`.

@@ -1,7 +1,7 @@
 //! NVIDIA GPUs through NVML: the GPU memory of the tree's processes and of the busiest
 //! device, per stage, per process and over time, and the `gpu` section.
 
-use crate::fields::table::{declare, gauge};
+use crate::fields::declare::{declare, gauge};
 use crate::fields::{Field, Fold, Measure, Metric, Process, Series, Source, Unit};
 
 /// `compare --metric gpu`.

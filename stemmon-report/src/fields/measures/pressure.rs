@@ -1,7 +1,7 @@
 //! Memory pressure (Linux PSI): the time in which some of the run's tasks stalled on
 //! memory, per stage and run, and the highest share of a sample interval it took.
 
-use crate::fields::table::{counter, declare, gauge};
+use crate::fields::declare::{counter, declare, gauge};
 use crate::fields::{Field, Fold, Measure, Metric, Series, Source, Unit};
 
 /// `compare --metric pressure`.

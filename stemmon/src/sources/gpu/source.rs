@@ -261,6 +261,7 @@ impl Measurement for Gpu {
             figures: &self.figures,
             series: &self.series,
             processes: &self.processes,
+            note: None,
         }
     }
 
