@@ -408,13 +408,28 @@ fn every_measurement_has_a_page_that_names_its_keys() {
             .chain(measure.series.iter().map(|s| s.key))
             .chain(measure.process.iter().map(|p| p.key))
             .chain(measure.section.iter().map(|(key, _)| *key));
-        for key in keys {
-            assert!(
-                page.contains(&format!("`{key}`")) || page.contains(&format!(".{key}`")),
-                "{} does not name `{key}`",
-                measure.page
-            );
-        }
+        names_every_key(&page, measure.page, keys);
+    }
+    // The core's measurements (the cgroup) are on the reference page, in the core table.
+    for measure in stemmon_report::fields::measures::CORE {
+        let page = read(&workspace().join("docs/src").join(measure.page));
+        let keys = measure
+            .fields
+            .iter()
+            .map(|f| f.key)
+            .chain(measure.series.iter().map(|s| s.key))
+            .chain(measure.section.iter().map(|(key, _)| *key));
+        names_every_key(&page, measure.page, keys);
+    }
+}
+
+/// Asserts that `page` (the file `name`) names every one of `keys`.
+fn names_every_key<'a>(page: &str, name: &str, keys: impl Iterator<Item = &'a str>) {
+    for key in keys {
+        assert!(
+            page.contains(&format!("`{key}`")) || page.contains(&format!(".{key}`")),
+            "{name} does not name `{key}`"
+        );
     }
 }
 

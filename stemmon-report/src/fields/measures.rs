@@ -5,6 +5,10 @@
 
 pub mod cgroup;
 
+/// The core's measurements: their figures are in the core table and typed fields of
+/// the report, documented on the reference page.
+pub const CORE: &[&super::Measure] = &[&cgroup::MEASURE];
+
 /// Declares each measurement's module and the list of them, in the report's order.
 macro_rules! measures {
     ($($name:ident),* $(,)?) => {
