@@ -112,14 +112,13 @@ fn sources_under(dir: &str) -> Vec<(String, String)> {
                 .is_some_and(|n| n != "tests.rs" && n != "fake.rs")
         {
             let text = std::fs::read_to_string(&path).unwrap();
-            let code = text
-                .split("#[cfg(test)]")
-                .next()
-                .unwrap()
-                .split("#[cfg(all(test")
-                .next()
-                .unwrap()
-                .to_owned();
+            // Up to its tests module: a `#[cfg(test)]` item above it (a test rig's
+            // module) does not end the code.
+            let code: String = text
+                .lines()
+                .take(lines_before_tests(&text))
+                .flat_map(|line| [line, "\n"])
+                .collect();
             let name = path
                 .strip_prefix(env!("CARGO_MANIFEST_DIR"))
                 .unwrap_or(&path);
@@ -493,6 +492,51 @@ fn the_sinks_module_has_at_most_three_cfg_lines() {
         cfg_lines.len() <= 3,
         "{} lines of stemmon/src/export/mod.rs name a cfg before its tests: {cfg_lines:#?}",
         cfg_lines.len()
+    );
+}
+
+/// The engine's interface is readable in one file: every `pub(crate)` function of
+/// `recorder/` is in the table of `recorder/mod.rs`'s docs, under its own file, and
+/// every function the table names is one.
+#[test]
+fn the_engines_interface_is_the_table_in_its_module_docs() {
+    let docs = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("stemmon/src/recorder/mod.rs"),
+    )
+    .unwrap();
+    // Each row: `| what | functions | file |`, the functions in backticks.
+    let mut listed = BTreeSet::new();
+    for row in docs.lines().filter_map(|l| l.strip_prefix("//! | ")) {
+        let cells: Vec<&str> = row.split(" | ").collect();
+        let (Some(functions), Some(file)) = (cells.get(1), cells.get(2)) else {
+            continue;
+        };
+        let file = file.trim_end_matches(" |").trim_matches('`');
+        for name in functions.split('`').skip(1).step_by(2) {
+            let name = name.rsplit("::").next().unwrap();
+            listed.insert((file.to_owned(), name.to_owned()));
+        }
+    }
+    assert!(listed.len() > 10, "no interface table in recorder/mod.rs");
+    let mut found = BTreeSet::new();
+    for (path, code) in sources_under("recorder") {
+        let file = path.rsplit("recorder/").next().unwrap().to_owned();
+        for line in code.lines() {
+            if let Some(rest) = line.trim_start().strip_prefix("pub(crate) fn ") {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                found.insert((file.clone(), name));
+            }
+        }
+    }
+    let unlisted: Vec<_> = found.difference(&listed).collect();
+    let missing: Vec<_> = listed.difference(&found).collect();
+    assert!(
+        unlisted.is_empty() && missing.is_empty(),
+        "pub(crate) in recorder/ but not in mod.rs's interface table: {unlisted:?}; \
+         in the table but no pub(crate) fn there: {missing:?}"
     );
 }
 

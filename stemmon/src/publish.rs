@@ -137,7 +137,7 @@ impl Publisher {
             report.output_error.get_or_insert(message);
         }
         if recorder.config.log_interval.is_some() {
-            let now = recorder.owner_stage(&recorder.lock().records);
+            let now = recorder.owner_stage_now();
             for (event, stage) in events {
                 log::print_line(
                     &event.text(&report),

@@ -291,14 +291,14 @@ impl Recorder {
     /// The calls open on every thread now, async calls timed from their start; poll
     /// frames count as open, untimed.
     #[cfg(test)]
-    pub(crate) fn open_calls(&self) -> Vec<OpenFrame> {
+    pub(super) fn open_calls(&self) -> Vec<OpenFrame> {
         let mut open = Vec::new();
         self.open_calls_into(&mut open);
         open
     }
 
     /// [`Recorder::open_calls`] into `open`, emptied first: a sample reuses its lists.
-    pub(crate) fn open_calls_into(&self, open: &mut Vec<OpenFrame>) {
+    pub(super) fn open_calls_into(&self, open: &mut Vec<OpenFrame>) {
         // Threads, then each slot: the order a snapshot takes them in.
         let threads = self.lock_threads();
         open_calls_of(&ThreadSlot::lock_all(&threads), open);
@@ -306,7 +306,7 @@ impl Recorder {
 }
 
 /// The calls open on the threads `held`, into `open`, emptied first.
-pub(crate) fn open_calls_of(held: &[OwnedGuard<'_, ThreadState>], open: &mut Vec<OpenFrame>) {
+pub(super) fn open_calls_of(held: &[OwnedGuard<'_, ThreadState>], open: &mut Vec<OpenFrame>) {
     open.clear();
     for thread in held {
         open.extend(thread.stack.iter().map(|frame| OpenFrame {
@@ -323,7 +323,7 @@ pub(crate) fn open_calls_of(held: &[OwnedGuard<'_, ThreadState>], open: &mut Vec
 impl ThreadState {
     /// Whether a call of `record` (or a poll of it) is on this thread's stack now.
     #[inline]
-    pub(crate) fn has_open(&self, record: u32) -> bool {
+    pub(super) fn has_open(&self, record: u32) -> bool {
         self.stack.iter().any(|frame| frame.record == record)
     }
 }
@@ -331,7 +331,7 @@ impl ThreadState {
 impl ThreadSlot {
     /// Whether a call of `record` (or a poll of it) is on this thread's stack now.
     #[cfg(test)]
-    pub(crate) fn has_open(&self, record: u32) -> bool {
+    pub(super) fn has_open(&self, record: u32) -> bool {
         self.lock().has_open(record)
     }
 }

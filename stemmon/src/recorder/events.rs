@@ -40,7 +40,7 @@ impl OpenStage {
     /// The stage open now on the thread of `slot_id` whose stack is `stack`, or where
     /// its calls nest: nothing on the monitor's own thread, the owner's stage elsewhere.
     #[inline]
-    pub(crate) fn on_thread(stack: &[super::thread::Frame], slot_id: u32) -> OpenStage {
+    pub(super) fn on_thread(stack: &[super::thread::Frame], slot_id: u32) -> OpenStage {
         match stack.last() {
             Some(top) => OpenStage::Record(top.record),
             None if slot_id == 0 => OpenStage::Workflow,

@@ -49,7 +49,7 @@ pub(crate) struct Taken {
 
 impl Extra {
     /// The fields `measurements` declare.
-    pub(crate) fn of(measurements: &[Box<dyn Measurement>]) -> Extra {
+    pub(super) fn of(measurements: &[Box<dyn Measurement>]) -> Extra {
         let keys: Vec<Key> = measurements
             .iter()
             .flat_map(|measurement| {
@@ -71,13 +71,13 @@ impl Extra {
 
     /// Folds one sample's figures into the slots of a record open at it (made at its
     /// first sample).
-    pub(crate) fn fold_into(&self, slots: &mut Vec<Option<f64>>, taken: &Taken) {
+    pub(super) fn fold_into(&self, slots: &mut Vec<Option<f64>>, taken: &Taken) {
         self.fold_some(slots, taken, false);
     }
 
     /// Folds into the slots of a record that closed since the previous sample, in a time
     /// that was its own, the figures that cover that time.
-    pub(crate) fn fold_interval_into(&self, slots: &mut Vec<Option<f64>>, taken: &Taken) {
+    pub(super) fn fold_interval_into(&self, slots: &mut Vec<Option<f64>>, taken: &Taken) {
         self.fold_some(slots, taken, true);
     }
 
@@ -101,7 +101,7 @@ impl Extra {
     }
 
     /// Takes in one sample's readings: the run's figures and the sections.
-    pub(crate) fn sampled(&mut self, taken: &mut Taken) {
+    pub(super) fn sampled(&mut self, taken: &mut Taken) {
         for (key, &active) in self.keys.iter_mut().zip(&taken.active) {
             key.active = active;
         }
@@ -114,21 +114,21 @@ impl Extra {
     }
 
     /// Keeps a measurement's section as it is now.
-    pub(crate) fn section(&mut self, measure: &'static Measure, value: serde_json::Value) {
+    pub(super) fn section(&mut self, measure: &'static Measure, value: serde_json::Value) {
         if let Some((key, _)) = measure.section {
             self.sections.insert(key, (measure, value));
         }
     }
 
     /// Writes a record's figures into its stage.
-    pub(crate) fn stage(&self, slots: &[Option<f64>], stage: &mut StageReport) {
+    pub(super) fn stage(&self, slots: &[Option<f64>], stage: &mut StageReport) {
         for (index, key) in self.keys.iter().enumerate().filter(|(_, k)| k.active) {
             key.field.set(stage, slots.get(index).copied().flatten());
         }
     }
 
     /// Writes the run's figures and the sections into the report.
-    pub(crate) fn run(&self, report: &mut Report) {
+    pub(super) fn run(&self, report: &mut Report) {
         for (key, value) in self.keys.iter().zip(&self.total).filter(|(k, _)| k.active) {
             key.field.set_run(report, *value);
         }
@@ -140,7 +140,7 @@ impl Extra {
 
 impl Taken {
     /// Reads every measurement for the tree `tree` just read.
-    pub(crate) fn take(&mut self, measurements: &mut [Box<dyn Measurement>], tree: &TreeReading) {
+    pub(super) fn take(&mut self, measurements: &mut [Box<dyn Measurement>], tree: &TreeReading) {
         self.figures.clear();
         self.active.clear();
         self.series.clear();
@@ -178,7 +178,7 @@ impl Taken {
     }
 
     /// The timeline point's series into `point`.
-    pub(crate) fn series_into(&self, point: &mut TimelinePoint) {
+    pub(super) fn series_into(&self, point: &mut TimelinePoint) {
         for &(series, value) in &self.series {
             if value.is_some() {
                 series.set(point, value);
@@ -187,18 +187,18 @@ impl Taken {
     }
 
     /// The lines this sample's readings give the log.
-    pub(crate) fn take_notes(&mut self) -> Vec<String> {
+    pub(super) fn take_notes(&mut self) -> Vec<String> {
         std::mem::take(&mut self.notes)
     }
 
     /// The processes' figures: pid, key, value.
-    pub(crate) fn processes(&self) -> &[(u32, &'static str, f64)] {
+    pub(super) fn processes(&self) -> &[(u32, &'static str, f64)] {
         &self.processes
     }
 }
 
 /// Keeps the higher of each figure of `later` in `earlier` (timeline points merged).
-pub(crate) fn merge_figures(earlier: &mut TimelinePoint, later: &TimelinePoint) {
+pub(super) fn merge_figures(earlier: &mut TimelinePoint, later: &TimelinePoint) {
     for key in later.figures.keys() {
         let high = match (earlier.figures.number(key), later.figures.number(key)) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -209,7 +209,7 @@ pub(crate) fn merge_figures(earlier: &mut TimelinePoint, later: &TimelinePoint) 
 }
 
 /// A process's figures, the highest of each seen, into its line of the report.
-pub(crate) fn process_figures(figures: &[(&'static str, f64)], line: &mut ProcessReport) {
+pub(super) fn process_figures(figures: &[(&'static str, f64)], line: &mut ProcessReport) {
     for &(key, value) in figures {
         line.figures.set_number(key, Some(value));
     }

@@ -229,7 +229,7 @@ pub(crate) struct HeapSweep {
 
 impl HeapSweep {
     /// Called on the monitor's own thread at its start: what came before is no one's.
-    pub(crate) fn new() -> HeapSweep {
+    pub(super) fn new() -> HeapSweep {
         let owner = slots::this_thread().map(|(index, _)| index);
         let mut sweep = HeapSweep {
             owner,

@@ -12,6 +12,23 @@
 //! The engine does no I/O of its own: the boundary reader and the tree reader are
 //! given to it, and reports, metrics and warnings leave through
 //! [`Publisher`](crate::publish::Publisher). A failure is kept here as data.
+//!
+//! # The engine's interface
+//!
+//! What the rest of the crate calls: the only `pub(crate)` functions of `recorder/`
+//! (a layout test holds this list to them). Everything else is each component's own.
+//!
+//! | what | functions | file |
+//! | --- | --- | --- |
+//! | the run | `Recorder::new`, `register_thread`, `thread_exited`, `set_sources`, `take_sections`, `end`, `end_with`, `is_ended`, `owner_stage_now` | `mod.rs` |
+//! | a call | `enter`, `exit`, `set_error`, `set_run_message` | `stack.rs` |
+//! | an async call | `open_async`, `open_and_poll`, `push_poll`, `pop_poll`, `close_async`, `close_if_open_here` | `calls.rs` |
+//! | a `tracing` span | `register_span`, `find_span`, `note_made_span`, `open_made_span` | `span_calls.rs` |
+//! | a sample | `take_sample` | `sample.rs` |
+//! | a child reaped | `child_exited` | `cpu.rs` |
+//! | the log | `connect`, `log_event`; `Line::text`, `Line::heap`, `OpenStage::path` | `events.rs` |
+//! | a report | `snapshot`, `snapshot_with` | `snapshot.rs` |
+//! | a stage's name | `short_type_name` | `records.rs` |
 
 mod boundary;
 mod calls;
@@ -169,7 +186,7 @@ pub(crate) struct Recorder {
 }
 
 /// Nanoseconds as seconds.
-pub(crate) fn seconds(nanos: u64) -> f64 {
+fn seconds(nanos: u64) -> f64 {
     nanos as f64 / 1e9
 }
 
@@ -234,7 +251,7 @@ impl Recorder {
         }
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         // Nothing panics while holding the lock; if it ever did, the data is still usable.
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -250,7 +267,7 @@ impl Recorder {
     }
 
     /// Seconds from the start to `ticks`.
-    pub(crate) fn elapsed(&self, ticks: u64) -> f64 {
+    fn elapsed(&self, ticks: u64) -> f64 {
         seconds(self.clock.delta_as_nanos(self.origin, ticks))
     }
 
@@ -290,7 +307,7 @@ impl Recorder {
     }
 
     /// Merges every thread's counters (summaries and the end).
-    pub(crate) fn merge_all(&self) {
+    fn merge_all(&self) {
         let threads = self.lock_threads().clone();
         let mut held = ThreadSlot::lock_all(&threads);
         let mut state = self.lock();
@@ -308,8 +325,13 @@ impl Recorder {
         }
     }
 
+    /// The stage path open on the monitor's own thread now, or `"workflow"`.
+    pub(crate) fn owner_stage_now(&self) -> String {
+        self.owner_stage(&self.lock().records)
+    }
+
     /// The stage path open on the monitor's own thread, or `"workflow"`.
-    pub(crate) fn owner_stage(&self, records: &Records) -> String {
+    fn owner_stage(&self, records: &Records) -> String {
         match self.owner_record(records) {
             Some(record) => records.path(record),
             None => "workflow".to_owned(),
@@ -317,7 +339,7 @@ impl Recorder {
     }
 
     /// The record open on the monitor's own thread (`None`: the workflow).
-    pub(crate) fn owner_record(&self, records: &Records) -> Option<u32> {
+    fn owner_record(&self, records: &Records) -> Option<u32> {
         match self.owner_top.0.load(Ordering::Relaxed).checked_sub(1) {
             Some(record) if (record as usize) < records.list.len() => Some(record),
             _ => None,

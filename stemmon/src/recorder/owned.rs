@@ -72,7 +72,7 @@ impl<T> std::fmt::Debug for Owned<T> {
 
 impl<T> Owned<T> {
     /// `value`, owned by the calling thread.
-    pub(crate) fn new(value: T) -> Owned<T> {
+    pub(super) fn new(value: T) -> Owned<T> {
         Owned {
             value: UnsafeCell::new(value),
             owner: this_thread(),
@@ -85,7 +85,7 @@ impl<T> Owned<T> {
     /// The value, for as long as the guard lives: without a lock on the owner thread
     /// when nobody else wants it, else behind the mutex.
     #[inline]
-    pub(crate) fn lock(&self) -> OwnedGuard<'_, T> {
+    pub(super) fn lock(&self) -> OwnedGuard<'_, T> {
         if self.owner == this_thread() {
             // A second guard on the owner thread would alias the first (a mutex would
             // deadlock); nothing in the recorder takes one inside another.
@@ -120,7 +120,7 @@ impl<T> Owned<T> {
     /// The value, taken from a thread that is not the owner, and from now on through
     /// the mutex on the owner's side too: for a value other threads take often, which
     /// would otherwise cost a barrier each time.
-    pub(crate) fn lock_for_good(&self) -> OwnedGuard<'_, T> {
+    pub(super) fn lock_for_good(&self) -> OwnedGuard<'_, T> {
         if self.owner == this_thread() {
             return self.lock();
         }
@@ -131,7 +131,7 @@ impl<T> Owned<T> {
     /// through its mutex, taken in the order of `all` (every caller takes them in the
     /// same order); the caller's own value too, which then needs no barrier: its owner
     /// is here, not using it.
-    pub(crate) fn lock_all<'a>(all: &[&'a Owned<T>]) -> Vec<OwnedGuard<'a, T>> {
+    pub(super) fn lock_all<'a>(all: &[&'a Owned<T>]) -> Vec<OwnedGuard<'a, T>> {
         let me = this_thread();
         let claims: Vec<_> = all
             .iter()

@@ -47,7 +47,7 @@ pub(crate) struct Processes {
 
 impl Processes {
     /// Takes in the processes a full sample at `elapsed` seconds read.
-    pub(crate) fn sampled(&mut self, reading: &TreeReading, elapsed: f64) {
+    pub(super) fn sampled(&mut self, reading: &TreeReading, elapsed: f64) {
         // Without CPU figures (another platform's reader) there is no process list.
         let cpu = reading.own_usage.is_some();
         if !cpu {
@@ -61,7 +61,7 @@ impl Processes {
     /// Takes in one process seen at `elapsed` seconds. Its peak is its own readings'
     /// highest (its RSS, its marks); the kernel's figure at its exit, which merges the
     /// peaks of the children it waited for, is kept apart, never taken as its own.
-    pub(crate) fn saw(&mut self, process: &Descendant, elapsed: f64) {
+    pub(super) fn saw(&mut self, process: &Descendant, elapsed: f64) {
         let cpu = process
             .own_cpu_micros
             .unwrap_or_else(|| process.usage.cpu_micros());
@@ -116,7 +116,7 @@ impl Processes {
     }
 
     /// Keeps the highest `value` of a source's figure `key` for `pid`, if it is seen.
-    pub(crate) fn figure(&mut self, pid: u32, key: &'static str, value: f64) {
+    pub(super) fn figure(&mut self, pid: u32, key: &'static str, value: f64) {
         if let Some(seen) = self.seen.get_mut(&pid) {
             match seen.figures.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, high)) => *high = (*high).max(value),
@@ -126,14 +126,14 @@ impl Processes {
     }
 
     /// Records the exit code of `pid`, reaped by this process (`stemmon run`).
-    pub(crate) fn exited(&mut self, pid: u32, exit_code: i32) {
+    pub(super) fn exited(&mut self, pid: u32, exit_code: i32) {
         if let Some(seen) = self.seen.get_mut(&pid) {
             seen.exit_code = Some(exit_code);
         }
     }
 
     /// The report's list: the [`MAX_LISTED`] highest peaks, highest first.
-    pub(crate) fn report(&self) -> Vec<ProcessReport> {
+    pub(super) fn report(&self) -> Vec<ProcessReport> {
         let mut list: Vec<ProcessReport> = self
             .seen
             .iter()

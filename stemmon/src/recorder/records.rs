@@ -77,7 +77,7 @@ fn raise(peak: &mut Option<u64>, value: Option<u64>) -> bool {
 impl Stats {
     /// The marks as the report gives them: where a process ended unseen, the sum is
     /// no bound, only at least the peak.
-    pub(crate) fn high_water_report(&self) -> HighWater {
+    pub(super) fn high_water_report(&self) -> HighWater {
         let mut built = self.high_water.clone();
         if self.unseen > 0 {
             built.peak_tree_rss_at_least_bytes = built.peak_tree_rss_bound_bytes.take();
@@ -86,7 +86,7 @@ impl Stats {
     }
 
     /// Counts a full tree sample; returns whether it raised the tree RSS peak.
-    pub(crate) fn apply_sample(&mut self, reading: &TreeReading, boot_origin: Option<f64>) -> bool {
+    pub(super) fn apply_sample(&mut self, reading: &TreeReading, boot_origin: Option<f64>) -> bool {
         self.samples += 1;
         self.partial_rss_samples += u64::from(!reading.rss_complete);
         self.peak_process_count = self.peak_process_count.max(reading.process_count);
@@ -122,7 +122,7 @@ impl Stats {
     /// The boundary intervals it closed since the last sample are widened by the marks
     /// of the descendants that had started by their end (see [`Stats::close_interval`]):
     /// a child started after a boundary never sums with the parent's peak before it.
-    pub(crate) fn apply_sample_interval(
+    pub(super) fn apply_sample_interval(
         &mut self,
         reading: &TreeReading,
         boot_origin: Option<f64>,
@@ -149,7 +149,7 @@ impl Stats {
     /// every descendant counts). A start in the same clock tick as the end is told by
     /// its pid, where the end read the last one given out; else it counts. A reading
     /// without marks leaves the bound as it is.
-    pub(crate) fn close_interval(&mut self, reading: &TreeReading, boot_origin: Option<f64>) {
+    pub(super) fn close_interval(&mut self, reading: &TreeReading, boot_origin: Option<f64>) {
         // Whether the unseen ended before the record closed is not known: they count.
         self.unseen += reading.unseen;
         let widened = self.widened(reading, boot_origin);
@@ -160,7 +160,7 @@ impl Stats {
     /// The boundary intervals since the last full sample (their parent marks and
     /// reaped peaks, `pending_local`, taken) plus the marks of the descendants that had
     /// started before the last of them ended: `None` without a pending interval or marks.
-    pub(crate) fn widened(
+    pub(super) fn widened(
         &mut self,
         reading: &TreeReading,
         boot_origin: Option<f64>,
@@ -173,7 +173,7 @@ impl Stats {
 
     /// What [`Stats::widened`] gives, leaving the pending intervals as they are: each
     /// figure with the descendants started before its own interval ended.
-    pub(crate) fn pending_figure(
+    pub(super) fn pending_figure(
         &self,
         reading: &TreeReading,
         boot_origin: Option<f64>,
@@ -194,7 +194,7 @@ impl Stats {
 
     /// The marks of `reading`'s descendants that had started before the end of this
     /// record's pending intervals (see [`Stats::close_interval`]).
-    pub(crate) fn children_before(
+    pub(super) fn children_before(
         &self,
         reading: &TreeReading,
         boot_origin: Option<f64>,
@@ -226,7 +226,7 @@ impl Stats {
 
     /// Counts the interval a fresh boundary reading closed; returns whether the record
     /// now waits for the next sample to widen its bound (it did not before).
-    pub(crate) fn apply_interval(&mut self, interval: &BoundaryInterval) -> bool {
+    pub(super) fn apply_interval(&mut self, interval: &BoundaryInterval) -> bool {
         let Some(hwm) = interval.parent_hwm else {
             return false;
         };
@@ -272,7 +272,7 @@ impl Stats {
 
     /// Counts a stage-boundary reading: the parent read now, the descendants as last
     /// sampled. Not a sample; returns whether it raised the tree RSS peak.
-    pub(crate) fn apply_boundary(&mut self, reading: &TreeReading) -> bool {
+    pub(super) fn apply_boundary(&mut self, reading: &TreeReading) -> bool {
         self.peak_process_count = self.peak_process_count.max(reading.process_count);
         let p = &mut self.peaks;
         raise(&mut p.peak_parent_rss_bytes, reading.parent_rss);
@@ -295,7 +295,7 @@ pub(crate) struct Total {
 
 impl Total {
     /// Notes that the tree RSS peak rose at `elapsed`, in `record` (`None`: the workflow).
-    pub(crate) fn peaked(&mut self, record: Option<u32>, elapsed: f64) {
+    pub(super) fn peaked(&mut self, record: Option<u32>, elapsed: f64) {
         self.peak_rss_record = record;
         self.peak_rss_elapsed_seconds = Some(elapsed);
     }
@@ -333,7 +333,7 @@ pub(crate) struct Record {
 
 impl Record {
     /// Adds one completed call of `seconds`.
-    pub(crate) fn complete(&mut self, seconds: f64) {
+    pub(super) fn complete(&mut self, seconds: f64) {
         self.completed += 1;
         self.wall_seconds += seconds;
         self.min_wall_seconds = self.min_wall_seconds.min(seconds);
@@ -350,7 +350,7 @@ pub(crate) struct Records {
 
 impl Records {
     /// The id of `name` under `parent`, made if new (`start` is its first entry).
-    pub(crate) fn find_or_add(&mut self, parent: Option<u32>, name: &StageName, start: f64) -> u32 {
+    pub(super) fn find_or_add(&mut self, parent: Option<u32>, name: &StageName, start: f64) -> u32 {
         if let Some(id) = self.index.get(&(parent, name.clone())) {
             return *id;
         }
@@ -377,18 +377,18 @@ impl Records {
         id
     }
 
-    pub(crate) fn get_mut(&mut self, id: u32) -> &mut Record {
+    pub(super) fn get_mut(&mut self, id: u32) -> &mut Record {
         &mut self.list[id as usize]
     }
 
-    pub(crate) fn get(&self, id: u32) -> &Record {
+    pub(super) fn get(&self, id: u32) -> &Record {
         &self.list[id as usize]
     }
 
     /// The path of record `id` (`"fit/inner"`), built from its ancestors' names: for
     /// one path now and then (log lines, the sampled stage); a snapshot builds them all
     /// with [`extend_path`].
-    pub(crate) fn path(&self, id: u32) -> String {
+    pub(super) fn path(&self, id: u32) -> String {
         let mut chain = Vec::new();
         let mut next = Some(id);
         let mut len = 0;
@@ -410,7 +410,7 @@ impl Records {
 }
 
 /// The path of a stage named `name` under the stage at `parent` (`None`: top level).
-pub(crate) fn extend_path(parent: Option<&str>, name: &str) -> String {
+pub(super) fn extend_path(parent: Option<&str>, name: &str) -> String {
     match parent {
         Some(parent) => {
             let mut path = String::with_capacity(parent.len() + 1 + name.len());

@@ -22,7 +22,7 @@ impl Spans {
     /// An empty list with room for [`MAX_SPANS`], reserved once: a call that keeps its
     /// span never grows (and copies) the list under the shared lock. The pages are
     /// touched only as spans are kept.
-    pub(crate) fn new() -> Spans {
+    pub(super) fn new() -> Spans {
         Spans {
             list: Vec::with_capacity(MAX_SPANS),
             short: 0,

@@ -210,7 +210,7 @@ impl Recorder {
     }
 
     /// Moves `thread`'s counters into the shared records.
-    pub(crate) fn merge(&self, state: &mut State, thread: &mut ThreadState) {
+    pub(super) fn merge(&self, state: &mut State, thread: &mut ThreadState) {
         let reading = state.boundary.tree();
         let reused = state.boundary.latest_epoch();
         let State {

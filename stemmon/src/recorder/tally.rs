@@ -84,7 +84,7 @@ impl HeapStats {
     }
 
     /// The stage's report fields (`null` without `stemmon::Alloc`).
-    pub(crate) fn report(&self) -> StageHeap {
+    pub(super) fn report(&self) -> StageHeap {
         if !slots::installed() {
             return StageHeap::default();
         }
@@ -121,7 +121,7 @@ impl CallCpu {
 
     /// Adds `other`'s figures.
     #[inline]
-    pub(crate) fn add(&mut self, other: &CallCpu) {
+    pub(super) fn add(&mut self, other: &CallCpu) {
         self.tree = self.tree.plus(other.tree);
         self.thread_micros = self.thread_micros.wrapping_add(other.thread_micros);
         self.thread_read |= other.thread_read;

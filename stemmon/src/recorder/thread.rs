@@ -40,7 +40,7 @@ const BUCKETS: usize = 32;
 /// The bucket of a name, from its text (the same text, the same bucket, wherever it
 /// lives): its length and last byte.
 #[inline]
-pub(crate) fn bucket(name: &str) -> u8 {
+pub(super) fn bucket(name: &str) -> u8 {
     let last = u32::from(name.as_bytes().last().copied().unwrap_or(0));
     ((name.len() as u32 ^ last.wrapping_mul(7)) as usize % BUCKETS) as u8
 }
@@ -127,7 +127,7 @@ pub(crate) struct ThreadState {
 impl ThreadState {
     /// The record of `name` under `parent`, if this thread has met the path.
     #[inline(always)]
-    pub(crate) fn find(&mut self, parent: u32, name: &StageName) -> Option<u32> {
+    pub(super) fn find(&mut self, parent: u32, name: &StageName) -> Option<u32> {
         if let StageName::Borrowed(text) = name {
             let key = (parent, text.as_ptr() as usize, text.len());
             if let Some((last_key, id)) = self.last {
@@ -154,7 +154,7 @@ impl ThreadState {
     }
 
     /// Remembers that `name` under `parent` is `record`.
-    pub(crate) fn learn(&mut self, parent: u32, name: &StageName, record: u32) {
+    pub(super) fn learn(&mut self, parent: u32, name: &StageName, record: u32) {
         match name {
             StageName::Borrowed(text) => {
                 let key = (parent, text.as_ptr() as usize, text.len());
@@ -174,7 +174,7 @@ impl ThreadState {
 
     /// Whether `record` is named `name`.
     #[inline]
-    pub(crate) fn is_named(&self, record: u32, name: &str) -> bool {
+    pub(super) fn is_named(&self, record: u32, name: &str) -> bool {
         match self.names.get(record as usize) {
             Some(Some(known)) => std::ptr::eq(known.as_ref(), name) || known == name,
             _ => false,
@@ -183,7 +183,7 @@ impl ThreadState {
 
     /// [`ThreadState::open_named_in`] of `name` in its own bucket.
     #[cfg(test)]
-    pub(crate) fn open_named(&self, name: &str) -> Option<usize> {
+    pub(super) fn open_named(&self, name: &str) -> Option<usize> {
         self.open_named_in(name, bucket(name))
     }
 
@@ -193,7 +193,7 @@ impl ThreadState {
     /// While recursion folds, the stack holds distinct names, so this stays as shallow
     /// as the program's nesting of distinct stages.
     #[inline]
-    pub(crate) fn open_named_in(&self, name: &str, bucket: u8) -> Option<usize> {
+    pub(super) fn open_named_in(&self, name: &str, bucket: u8) -> Option<usize> {
         if self.open_buckets[bucket as usize] == 0 {
             return None;
         }
@@ -213,7 +213,7 @@ impl ThreadState {
 
     /// Pushes a frame and returns its sequence number.
     #[inline]
-    pub(crate) fn push(&mut self, record: u32, entered: u64) -> u32 {
+    pub(super) fn push(&mut self, record: u32, entered: u64) -> u32 {
         self.next_seq = self.next_seq.wrapping_add(1);
         let (name, bucket) = match self.names.get(record as usize) {
             Some(Some(name)) if entered != POLL => {
@@ -247,7 +247,7 @@ impl ThreadState {
     /// a `'static` name up again. A name built at run time is the record's own copy's
     /// (the frame keeps its address, which must outlive the call).
     #[inline]
-    pub(crate) fn push_call(
+    pub(super) fn push_call(
         &mut self,
         record: u32,
         entered: u64,
@@ -269,7 +269,7 @@ impl ThreadState {
 
     /// Opens an async call of `record` at `now` kept by this thread, slot `id`.
     #[inline]
-    pub(crate) fn open_call(&mut self, record: u32, now: u64, id: u32) -> OpenCall {
+    pub(super) fn open_call(&mut self, record: u32, now: u64, id: u32) -> OpenCall {
         self.next_call += 1;
         let call = OpenCall {
             record,
@@ -283,7 +283,7 @@ impl ThreadState {
 
     /// Forgets the open async call `seq`; false if it is not open here.
     #[inline]
-    pub(crate) fn close_call(&mut self, seq: u64) -> bool {
+    pub(super) fn close_call(&mut self, seq: u64) -> bool {
         match self.open_async.iter().rposition(|call| call.seq == seq) {
             Some(index) => {
                 take_at(&mut self.open_async, index);
@@ -294,13 +294,13 @@ impl ThreadState {
     }
 
     /// The async calls open now that this thread keeps.
-    pub(crate) fn open_calls(&self) -> impl Iterator<Item = &OpenCall> {
+    pub(super) fn open_calls(&self) -> impl Iterator<Item = &OpenCall> {
         self.open_async.iter()
     }
 
     /// Takes the frame at `index` off the stack.
     #[inline]
-    pub(crate) fn remove_frame(&mut self, index: usize) -> Frame {
+    pub(super) fn remove_frame(&mut self, index: usize) -> Frame {
         let frame = take_at(&mut self.stack, index);
         if let Some(count) = self.open_buckets.get_mut(frame.bucket as usize) {
             *count = count.saturating_sub(1);
@@ -310,7 +310,7 @@ impl ThreadState {
 
     /// The frame `seq` (the top one, unless guards were dropped out of order).
     #[inline]
-    pub(crate) fn position(&self, seq: u32) -> Option<usize> {
+    pub(super) fn position(&self, seq: u32) -> Option<usize> {
         match self.stack.last() {
             Some(top) if top.seq == seq => Some(self.stack.len() - 1),
             _ => self.stack.iter().rposition(|frame| frame.seq == seq),
@@ -319,7 +319,7 @@ impl ThreadState {
 
     /// Whether this thread has closed a call of `record` through the slow path.
     #[inline]
-    pub(crate) fn has_completed(&self, record: u32) -> bool {
+    pub(super) fn has_completed(&self, record: u32) -> bool {
         self.completed
             .get(record as usize)
             .copied()
@@ -327,7 +327,7 @@ impl ThreadState {
     }
 
     /// Notes that a call of `record` closed through the slow path.
-    pub(crate) fn mark_completed(&mut self, record: u32) {
+    pub(super) fn mark_completed(&mut self, record: u32) {
         let index = record as usize;
         if self.completed.len() <= index {
             self.completed.resize(index + 1, false);
@@ -337,7 +337,7 @@ impl ThreadState {
 
     /// Records the error of the open call `seq`, its type and `Display` text beside the
     /// stack (a frame stays `Copy`) until the call closes.
-    pub(crate) fn set_error(
+    pub(super) fn set_error(
         &mut self,
         seq: u32,
         type_name: &'static str,
@@ -351,14 +351,14 @@ impl ThreadState {
     }
 
     /// The error recorded for the call `seq`, taken: its type and `Display` text.
-    pub(crate) fn take_error(&mut self, seq: u32) -> Option<(&'static str, Option<Box<str>>)> {
+    pub(super) fn take_error(&mut self, seq: u32) -> Option<(&'static str, Option<Box<str>>)> {
         let at = self.errors.iter().position(|(open, _, _)| *open == seq)?;
         let (_, type_name, message) = self.errors.remove(at);
         Some((type_name, message))
     }
 
     #[inline(always)]
-    pub(crate) fn delta(&mut self, record: u32) -> &mut Delta {
+    pub(super) fn delta(&mut self, record: u32) -> &mut Delta {
         let index = record as usize;
         if index >= self.deltas.len() || !self.deltas[index].dirty {
             self.dirty_delta(record);
@@ -383,7 +383,7 @@ impl ThreadState {
 
     /// Takes the counters to merge, leaving them clean; `first` tells whether this
     /// thread merges calls into the record for the first time.
-    pub(crate) fn drain(&mut self, mut each: impl FnMut(u32, Delta, bool)) {
+    pub(super) fn drain(&mut self, mut each: impl FnMut(u32, Delta, bool)) {
         let dirty = std::mem::take(&mut self.dirty);
         for &id in &dirty {
             let delta = std::mem::replace(&mut self.deltas[id as usize], Delta::CLEAN);
@@ -403,7 +403,7 @@ impl ThreadState {
 /// Takes the item at `index` (in `list`) out of `list`: the last one, nearly always,
 /// popped inline (`Vec::remove` is out of line: it was 12 % of an active call).
 #[inline]
-pub(crate) fn take_at<T>(list: &mut Vec<T>, index: usize) -> T {
+pub(super) fn take_at<T>(list: &mut Vec<T>, index: usize) -> T {
     if index + 1 == list.len() {
         list.pop().expect("the index is in the list")
     } else {
@@ -426,7 +426,7 @@ pub(crate) struct ThreadSlot {
 }
 
 impl ThreadSlot {
-    pub(crate) fn new(id: u32, name: Option<String>) -> ThreadSlot {
+    pub(super) fn new(id: u32, name: Option<String>) -> ThreadSlot {
         ThreadSlot {
             id,
             name,
@@ -439,20 +439,20 @@ impl ThreadSlot {
     /// there without a lock (the sampler and summaries, a few times a second, make it
     /// step aside) and through a mutex anywhere else.
     #[inline]
-    pub(crate) fn lock(&self) -> OwnedGuard<'_, ThreadState> {
+    pub(super) fn lock(&self) -> OwnedGuard<'_, ThreadState> {
         self.state.lock()
     }
 
     /// The state, taken from another thread, and through the mutex on the thread
     /// itself from now on: for a thread whose async calls other threads close (a
     /// tokio worker), which would otherwise cost a barrier at every such close.
-    pub(crate) fn lock_for_good(&self) -> OwnedGuard<'_, ThreadState> {
+    pub(super) fn lock_for_good(&self) -> OwnedGuard<'_, ThreadState> {
         self.state.lock_for_good()
     }
 
     /// The states of `slots`, in order, with one barrier for all (a sample's or a
     /// snapshot's pass over every thread).
-    pub(crate) fn lock_all(
+    pub(super) fn lock_all(
         slots: &[std::sync::Arc<ThreadSlot>],
     ) -> Vec<OwnedGuard<'_, ThreadState>> {
         let states: Vec<&Owned<ThreadState>> = slots.iter().map(|slot| &slot.state).collect();

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 /// The point of `reading`, taken `elapsed` seconds into the run, with `bound` as the
 /// tree's bound; it stands for `samples` samples (0: a boundary's reading raising the
 /// newest point).
-pub(crate) fn point_of(
+pub(super) fn point_of(
     reading: &TreeReading,
     elapsed: f64,
     bound: Option<u64>,
@@ -59,7 +59,7 @@ pub(crate) struct Timeline {
 
 impl Timeline {
     /// An empty series.
-    pub(crate) fn new() -> Timeline {
+    pub(super) fn new() -> Timeline {
         Timeline {
             merged: Vec::with_capacity(MAX_POINTS),
             rest: VecDeque::with_capacity(MAX_POINTS + 1),
@@ -68,7 +68,7 @@ impl Timeline {
     }
 
     /// How many points the series holds.
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.merged.len() + self.rest.len()
     }
 
@@ -76,7 +76,7 @@ impl Timeline {
     /// several). It is folded into the last point while that point stands for fewer
     /// samples than the current stride; past [`MAX_POINTS`] points the two oldest
     /// unmerged points become one.
-    pub(crate) fn push(&mut self, point: TimelinePoint) {
+    pub(super) fn push(&mut self, point: TimelinePoint) {
         let stride = self.stride.max(1);
         match self.rest.back_mut() {
             Some(last) if last.samples < stride => merge_into(last, point),
@@ -90,14 +90,14 @@ impl Timeline {
     /// Raises the newest point's maxima to `reading`'s (a reading between samples, as
     /// a stage boundary's, with `samples` 0): no point is added, so the series stays
     /// bounded, and a figure between samples still shows.
-    pub(crate) fn raise_last(&mut self, reading: TimelinePoint) {
+    pub(super) fn raise_last(&mut self, reading: TimelinePoint) {
         if let Some(last) = self.rest.back_mut().or(self.merged.last_mut()) {
             merge_into(last, reading);
         }
     }
 
     /// The points, oldest first.
-    pub(crate) fn points(&self) -> Vec<TimelinePoint> {
+    pub(super) fn points(&self) -> Vec<TimelinePoint> {
         self.merged
             .iter()
             .chain(&self.rest)
