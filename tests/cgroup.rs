@@ -124,11 +124,43 @@ impl Drop for LimitedCgroup {
 
 #[test]
 fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
-    let _serial = serial();
     let test = "an_oom_kill_in_a_limited_v1_cgroup_is_recorded";
+    let Some(report) = oom_killed(test, Duration::from_millis(50), true) else {
+        return;
+    };
+    let hog = report.stage("hog").unwrap();
+    assert_eq!(hog.high_water.oom_kills, Some(1), "{hog:?}");
+    assert!(
+        hog.high_water
+            .peak_cgroup_memory_bytes
+            .expect("the stage's cgroup peak")
+            >= 60 * MIB,
+        "{hog:?}"
+    );
+}
+
+/// With no sample between the start and `finish` (an hour's interval), the kill and the
+/// charge it came at are the last sample's to count: the run has them.
+#[test]
+fn an_oom_kill_before_finish_is_counted_by_the_last_sample() {
+    let test = "an_oom_kill_before_finish_is_counted_by_the_last_sample";
+    let Some(report) = oom_killed(test, Duration::from_secs(3600), false) else {
+        return;
+    };
+    assert_eq!(report.samples, 2, "the first sample and the last only");
+    let peak = report.high_water.peak_cgroup_memory_bytes;
+    assert!(peak.expect("the run's cgroup peak") >= 60 * MIB, "{peak:?}");
+}
+
+/// Runs a 200 MiB spike in a cgroup v1 limited to 64 MiB, in a stage `hog`, under a
+/// monitor sampling every `interval` (waiting, with `wait`, for two samples before the
+/// stage closes), and checks what every report of it holds: the cgroup read back, one
+/// kill in the run. `None` (said loudly) where this machine cannot make the cgroup.
+fn oom_killed(test: &str, interval: Duration, wait: bool) -> Option<stemmon::Report> {
+    let _serial = serial();
     let Some(parent) = v1_memory_dir() else {
         cannot_run(test, "no cgroup v1 memory controller here");
-        return;
+        return None;
     };
     let dir = parent.join(format!("stemmon-test-{}", std::process::id()));
     if let Err(e) = std::fs::create_dir(&dir) {
@@ -136,7 +168,7 @@ fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
             test,
             &format!("cannot make a cgroup ({e}); this needs root"),
         );
-        return;
+        return None;
     }
     let cgroup = LimitedCgroup(dir.clone());
     std::fs::write(dir.join("memory.limit_in_bytes"), (64 * MIB).to_string()).unwrap();
@@ -156,7 +188,7 @@ fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
     assert_eq!(lines.next().unwrap().unwrap(), "in");
     let monitor = Monitor::builder()
         .log_interval(None)
-        .sample_interval(Duration::from_millis(50))
+        .sample_interval(interval)
         .root_process(shell.id())
         .start()
         .unwrap();
@@ -164,8 +196,10 @@ fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
         let _hog = monitor.stage("hog").unwrap();
         writeln!(stdin, "go").unwrap();
         assert_eq!(lines.next().unwrap().unwrap(), "done");
-        // Let a sample see the kill.
-        stemmon_suite::wait_for_samples(&monitor, 2);
+        if wait {
+            // Let a sample see the kill.
+            stemmon_suite::wait_for_samples(&monitor, 2);
+        }
     }
     let report = monitor.finish();
     drop(stdin);
@@ -179,16 +213,8 @@ fn an_oom_kill_in_a_limited_v1_cgroup_is_recorded() {
         read_back.memory_peak_bytes.expect("the cgroup's peak") >= 60 * MIB,
         "{read_back:?}"
     );
-    let hog = report.stage("hog").unwrap();
-    assert_eq!(hog.high_water.oom_kills, Some(1), "{hog:?}");
     assert_eq!(report.high_water.oom_kills, Some(1));
-    assert!(
-        hog.high_water
-            .peak_cgroup_memory_bytes
-            .expect("the stage's cgroup peak")
-            >= 60 * MIB,
-        "{hog:?}"
-    );
     drop(cgroup);
     assert!(!dir.exists(), "the test cgroup is removed");
+    Some(report)
 }

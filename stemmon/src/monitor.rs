@@ -267,10 +267,12 @@ impl Monitor {
         }
         .unwrap_or_else(|| SampleReaders {
             tree: self.spare.tree_reader(),
-            sources: Vec::new(),
+            // The sampler's are held in a driver's call: the core's anew.
+            sources: crate::sources::core(&self.recorder.config),
         });
-        // The last sample reads the tree alone; a helper process ends after it.
-        let sources = std::mem::take(&mut reader.sources);
+        // The last sample reads the tree and the measurements of kernel files (the GPU,
+        // closed on the sampler thread, reads nothing); a helper process ends after it,
+        // with `reader`.
         let report = finish_run(
             &self.recorder,
             &self.publisher,
@@ -278,7 +280,7 @@ impl Monitor {
             error,
             exit_code,
         );
-        drop(sources);
+        drop(reader);
         context::uninstall(&self.recorder);
         drop(endings);
         report
@@ -338,7 +340,7 @@ pub(crate) fn finalize_process_monitor(error: Option<&'static str>) {
         // from its last sample, so the final interval keeps its reaped peaks.
         let mut reader = SampleReaders {
             tree: spare.tree_reader(),
-            sources: Vec::new(),
+            sources: crate::sources::core(&recorder.config),
         };
         finish_run(
             &recorder,

@@ -95,6 +95,13 @@ pub(crate) fn note_helper_end(pid: u32) -> bool {
     }
 }
 
+/// The core's measurements (the cgroup's, read with the tree): the first of [`open`]'s,
+/// so that a sample with these alone (the last one, where the sampler thread did not
+/// hand its own back) folds each figure into its own key.
+pub(crate) fn core(config: &Config) -> Vec<Box<dyn Measurement>> {
+    cgroup::open(config).into_iter().collect()
+}
+
 /// Declares the measurements read at samples beyond the GPU, each a module with
 /// `fn open(&Config) -> Option<Box<dyn Measurement>>` (`None` when turned off), and
 /// [`open`], which makes them in the report's order.
@@ -107,10 +114,9 @@ macro_rules! measurements {
         /// [`Measurement::open`]); a measurement of kernel files may open or probe them,
         /// so that whether it measures is known from the start.
         pub(crate) fn open(config: &Config) -> Vec<Box<dyn Measurement>> {
-            // The core's measurements first: they are the report's own typed figures.
-            let core = cgroup::open(config);
+            let core = core(config);
             if !config.measurements {
-                return core.into_iter().collect();
+                return core;
             }
             let all = core.into_iter();
             #[cfg(feature = "gpu")]

@@ -61,6 +61,8 @@ pub(crate) struct Gpu {
     missing: Vec<String>,
     /// The section changed since it was last handed out.
     changed: bool,
+    /// Closed on the sampler thread as it ended: nothing more is read.
+    closed: bool,
 }
 
 impl Gpu {
@@ -77,6 +79,7 @@ impl Gpu {
             device_peaks: Vec::new(),
             missing: Vec::new(),
             changed: true,
+            closed: false,
         };
         match plan {
             Plan::Off(why) => gpu.info.missing = Some(why),
@@ -166,8 +169,12 @@ impl Measurement for Gpu {
     }
 
     fn close(&mut self) {
-        if matches!(self.backend, Backend::InProcess(_)) {
-            self.backend = Backend::Off;
+        match self.backend {
+            Backend::InProcess(_) => self.backend = Backend::Off,
+            // The helper stays until this is dropped, after the last sample, which
+            // reads no GPU: it would ask the helper from the program's thread.
+            Backend::Helper(_) => self.closed = true,
+            Backend::Pending(_) | Backend::Off => {}
         }
     }
 
@@ -203,7 +210,7 @@ impl Measurement for Gpu {
         self.figures = [None; 2];
         self.series = [None; 1];
         self.processes.clear();
-        if matches!(self.backend, Backend::Pending(_) | Backend::Off) {
+        if self.closed || matches!(self.backend, Backend::Pending(_) | Backend::Off) {
             return Reading::default();
         }
         self.pids.clear();
