@@ -121,9 +121,19 @@ impl Boundary {
     pub(super) fn sampled(&mut self, reading: TreeReading, started: u64, at: u64) {
         let raced = self.latest.is_some_and(|latest| latest.at > started);
         let epoch = reading.parent_mark_epoch.unwrap_or(0);
-        self.latest = reading
-            .parent_rss
-            .map(|rss| ParentReading { at, rss, epoch });
+        // A boundary reading that ran while the sample was taken may have read the
+        // parent after it did (a stage that freed its memory and exited meanwhile): it
+        // stays the newest, unless the sample read the mark after it (a later epoch).
+        // Else a call just after would reuse the sample's older figure as its own.
+        let sample_is_newer = match self.latest {
+            Some(latest) if raced => epoch > latest.epoch && latest.epoch > 0,
+            _ => true,
+        };
+        if sample_is_newer {
+            self.latest = reading
+                .parent_rss
+                .map(|rss| ParentReading { at, rss, epoch });
+        }
         self.children = reading.children_rss;
         self.gone.clear();
         self.last_tree = reading;
@@ -459,5 +469,57 @@ mod tests {
         let stage = report.stage("after_exit").unwrap();
         assert_eq!(stage.peaks.peak_children_rss_bytes, Some(0));
         assert_eq!(stage.peaks.peak_tree_rss_bytes, Some(10 << 20));
+    }
+
+    /// A sample whose reading of the parent came before a boundary reading that ran
+    /// while it was taken leaves that newer reading as the one later calls reuse: a call
+    /// just after a stage freed its memory never takes the sample's older figure.
+    #[test]
+    fn a_sample_read_before_a_boundary_reading_never_replaces_it() {
+        struct Raced<'a> {
+            rig: &'a Rig,
+            main: &'a std::sync::Arc<crate::recorder::ThreadSlot>,
+            fit: Option<crate::recorder::Entered>,
+        }
+        impl crate::memory::TreeReader for Raced<'_> {
+            fn name(&self) -> &'static str {
+                "raced"
+            }
+            fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
+                // The parent is read while `fit` still holds its memory; then `fit`
+                // frees it and exits, its exit reading fresh, before the sample ends.
+                let reading = TreeReading {
+                    parent_rss: Some(206 << 20),
+                    tree_rss: Some(206 << 20),
+                    process_count: 1,
+                    ..TreeReading::default()
+                };
+                self.rig.advance_micros(2_000);
+                self.rig.set_self(3 << 20, None);
+                let fit = self.fit.take().expect("fit is open");
+                self.rig.recorder.exit(self.main, fit);
+                Ok(reading)
+            }
+        }
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(206 << 20, None);
+        let fit = rig.recorder.enter(&main, "fit".into());
+        rig.advance_micros(2_000);
+        let mut reader = Raced {
+            rig: &rig,
+            main: &main,
+            fit: Some(fit),
+        };
+        rig.recorder.take_sample(&mut reader, &mut []).unwrap();
+        let reads = rig.self_reads();
+        // Within a millisecond of the sample: a reused reading.
+        rig.advance_micros(100);
+        let predict = rig.recorder.enter(&main, "predict".into());
+        rig.recorder.exit(&main, predict);
+        assert_eq!(rig.self_reads(), reads, "predict reuses a reading");
+        let report = rig.recorder.snapshot();
+        let peaks = &report.stage("predict").unwrap().peaks;
+        assert_eq!(peaks.peak_parent_rss_bytes, Some(3 << 20), "{peaks:?}");
     }
 }
