@@ -113,27 +113,16 @@ impl Boundary {
         }
     }
 
-    /// Takes in a full sample whose reading ran from `started` to `at`: its parent
-    /// reading is the newest, its descendants are the ones later boundaries check.
-    /// Where a boundary reading ran meanwhile, a descendant the walk read before it
-    /// exited may be gone already: each is checked now (its exit was that reading's
-    /// to count), so that no later boundary counts it alive.
-    pub(super) fn sampled(&mut self, reading: TreeReading, started: u64, at: u64) {
+    /// Takes in a full sample whose reading ran from `started` to `at`: its descendants
+    /// are the ones later boundaries check. Its parent reading is never reused by a
+    /// boundary: the sample may have read the parent during a stage that was freeing
+    /// its memory (the kernel's figure falls as the pages go), and a stage entered just
+    /// after that one exits would take the older, higher figure as its own. Where a
+    /// boundary reading ran meanwhile, a descendant the walk read before it exited may
+    /// be gone already: each is checked now (its exit was that reading's to count), so
+    /// that no later boundary counts it alive.
+    pub(super) fn sampled(&mut self, reading: TreeReading, started: u64) {
         let raced = self.latest.is_some_and(|latest| latest.at > started);
-        let epoch = reading.parent_mark_epoch.unwrap_or(0);
-        // A boundary reading that ran while the sample was taken may have read the
-        // parent after it did (a stage that freed its memory and exited meanwhile): it
-        // stays the newest, unless the sample read the mark after it (a later epoch).
-        // Else a call just after would reuse the sample's older figure as its own.
-        let sample_is_newer = match self.latest {
-            Some(latest) if raced => epoch > latest.epoch && latest.epoch > 0,
-            _ => true,
-        };
-        if sample_is_newer {
-            self.latest = reading
-                .parent_rss
-                .map(|rss| ParentReading { at, rss, epoch });
-        }
         self.children = reading.children_rss;
         self.gone.clear();
         self.last_tree = reading;
@@ -474,6 +463,48 @@ mod tests {
     /// A sample whose reading of the parent came before a boundary reading that ran
     /// while it was taken leaves that newer reading as the one later calls reuse: a call
     /// just after a stage freed its memory never takes the sample's older figure.
+    #[test]
+    fn a_stage_entered_just_after_a_sample_never_takes_its_parent_figure() {
+        // The sample reads the parent while `fit` is freeing its memory, and ends; `fit`
+        // exits within the millisecond, having freed it all; `predict` follows.
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(206 << 20, None);
+        let fit = rig.recorder.enter(&main, "fit".into());
+        rig.advance_micros(2_000);
+        rig.sample(TreeReading {
+            parent_rss: Some(127 << 20),
+            tree_rss: Some(127 << 20),
+            process_count: 1,
+            ..TreeReading::default()
+        });
+        let reads = rig.self_reads();
+        rig.set_self(3 << 20, None);
+        rig.advance_micros(100);
+        rig.recorder.exit(&main, fit);
+        assert_eq!(
+            rig.self_reads(),
+            reads + 1,
+            "fit's exit reads the parent afresh"
+        );
+        rig.advance_micros(100);
+        let predict = rig.recorder.enter(&main, "predict".into());
+        rig.recorder.exit(&main, predict);
+        assert_eq!(
+            rig.self_reads(),
+            reads + 1,
+            "predict reuses fit's exit reading"
+        );
+        let report = rig.recorder.snapshot();
+        let predict = report.stage("predict").unwrap();
+        assert_eq!(predict.peaks.peak_parent_rss_bytes, Some(3 << 20));
+        assert!(
+            predict.high_water.peak_parent_hwm_bytes <= Some(3 << 20),
+            "{:?}",
+            predict.high_water
+        );
+    }
+
     #[test]
     fn a_sample_read_before_a_boundary_reading_never_replaces_it() {
         struct Raced<'a> {

@@ -15,7 +15,6 @@ use crate::memory::{TreeReader, TreeReading};
 use crate::report::SampleReport;
 use crate::sources::Measurement;
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
 
 /// How the sampling itself went (the report's `sampling_*` and `max_sample_gap_*`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -151,7 +150,6 @@ impl Recorder {
         let stage = self.owner_record(&state.records);
         let times = Times {
             started,
-            done,
             elapsed: self.elapsed(done),
         };
         state.apply_sample(reading, &mut scratch, stage, times);
@@ -160,7 +158,6 @@ impl Recorder {
         // Empty but for a sample that has a line to log: taking it costs nothing.
         let notes = scratch.taken.take_notes();
         state.samples.scratch = scratch;
-        self.boundary_at.0.store(done, Ordering::Relaxed);
         self.count_sample(&mut state, begun);
         drop(state);
         for note in notes {
@@ -181,12 +178,11 @@ impl Recorder {
     }
 }
 
-/// When a sample's reading began and ended (clock ticks), and the end in seconds from
-/// the start.
+/// When a sample's reading began (clock ticks), and when it ended in seconds from the
+/// start.
 #[derive(Clone, Copy, Debug)]
 struct Times {
     started: u64,
-    done: u64,
     elapsed: f64,
 }
 
@@ -201,11 +197,7 @@ impl State {
         stage: Option<u32>,
         times: Times,
     ) {
-        let Times {
-            started,
-            done,
-            elapsed,
-        } = times;
+        let Times { started, elapsed } = times;
         let Scratch {
             before: open_before,
             open,
@@ -325,7 +317,7 @@ impl State {
             self.processes.figure(pid, key, value);
         }
         self.samples.push(kept, &reading, bound, cpu_cores, taken);
-        self.boundary.sampled(reading, started, done);
+        self.boundary.sampled(reading, started);
     }
 }
 
