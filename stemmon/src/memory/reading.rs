@@ -84,6 +84,10 @@ pub struct BoundPart {
     pub started: Option<f64>,
     /// Its mark, or the group's most, in bytes.
     pub bytes: u64,
+    /// A stage-boundary reading found it exited after the sample read it alive, and
+    /// counted its peak among the reaped in the interval it closed: widening that
+    /// interval leaves this part out, or the process would count twice.
+    pub departed: bool,
 }
 
 /// Cumulative CPU and storage counters of a process or a sum of them (the book's `cpu-io.md`).

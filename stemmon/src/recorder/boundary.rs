@@ -7,7 +7,7 @@
 use super::records::{BoundaryInterval, Stats};
 use super::thread::ThreadState;
 use super::{Recorder, State, BOUNDARY_REUSE_NANOS};
-use crate::memory::{SelfReader, TreeReading};
+use crate::memory::{BoundPart, SelfReader, TreeReading};
 use std::sync::atomic::Ordering;
 
 /// Which edge of a call a boundary reading is at.
@@ -64,6 +64,8 @@ pub(super) struct Boundary {
     last_tree: TreeReading,
     /// Which of `last_tree.descendants` were found exited since the last sample.
     gone: Vec<bool>,
+    /// Their pids, sorted (kept to reuse its capacity).
+    departed: Vec<u32>,
     /// Records that saw only a reused reading, each with that reading's mark epoch: the
     /// next interval that a later reading of the mark closes is theirs.
     awaiting: Vec<(u32, u64)>,
@@ -85,6 +87,7 @@ impl Boundary {
             children: None,
             last_tree: TreeReading::default(),
             gone: Vec::new(),
+            departed: Vec::new(),
             awaiting: Vec::new(),
             closing: Vec::new(),
             pending: Vec::new(),
@@ -130,6 +133,23 @@ impl Boundary {
             let live =
                 crate::sys::live_children_rss(&self.last_tree.descendants, &mut self.gone, drop);
             self.children = Some(live.rss);
+        }
+    }
+
+    /// Marks the parts of a sample's reading whose process a boundary reading found
+    /// exited since the last sample: the sample read it alive before it exited, and the
+    /// interval that reading closed counted its peak among the reaped already.
+    pub(super) fn mark_departed(&mut self, parts: &mut [BoundPart]) {
+        if !self.gone.contains(&true) {
+            return;
+        }
+        self.departed.clear();
+        let found = self.last_tree.descendants.iter().zip(&self.gone);
+        self.departed
+            .extend(found.filter(|(_, gone)| **gone).map(|(d, _)| d.pid));
+        self.departed.sort_unstable();
+        for part in parts {
+            part.departed |= self.departed.binary_search(&part.pid).is_ok();
         }
     }
 

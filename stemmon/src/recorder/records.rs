@@ -211,6 +211,7 @@ impl Stats {
             reading
                 .bound_parts
                 .iter()
+                .filter(|part| !part.departed)
                 .filter(|part| match (part.started, until) {
                     (Some(started), Some(until)) => {
                         started <= until

@@ -198,6 +198,10 @@ impl State {
         times: Times,
     ) {
         let Times { started, elapsed } = times;
+        // A descendant this reading found alive and a boundary reading since found
+        // exited is in that reading's interval already: widening it leaves it out.
+        let mut reading = reading;
+        self.boundary.mark_departed(&mut reading.bound_parts);
         let Scratch {
             before: open_before,
             open,
@@ -441,6 +445,95 @@ mod tests {
             exact("predict"),
             Some(4 << 20),
             "the interval after the sample's"
+        );
+    }
+
+    /// Three workers of 64 MiB, alive when a sample's walk reads them, exit and are
+    /// reaped before it ends; the stage's exit reading finds them gone and counts the
+    /// largest among the reaped. The stage's bound counts each worker once: the
+    /// quickstart's `workers` once had 268.5 MiB for 202 (a worker counted twice).
+    #[test]
+    fn a_child_a_sample_read_alive_and_a_boundary_found_exited_counts_once() {
+        const MIB: u64 = 1 << 20;
+        fn workers(parent: u64) -> TreeReading {
+            let pids = [101, 102, 103];
+            let mut reading = tree(parent);
+            reading.children_rss = Some(3 * 64 * MIB);
+            reading.tree_rss = Some((parent << 20) + 3 * 64 * MIB);
+            reading.parent_hwm = Some(parent << 20);
+            reading.children_hwm = Some(3 * 64 * MIB);
+            reading.tree_rss_bound = Some((parent << 20) + 3 * 64 * MIB);
+            reading.process_count = 4;
+            reading.descendants = pids
+                .iter()
+                .map(|&pid| crate::memory::Descendant {
+                    pid,
+                    rss: 64 * MIB,
+                    peak: 64 * MIB,
+                    ..crate::memory::Descendant::default()
+                })
+                .collect();
+            reading.bound_parts = pids
+                .iter()
+                .map(|&pid| crate::memory::BoundPart {
+                    pid,
+                    started: None,
+                    bytes: 64 * MIB,
+                    departed: false,
+                })
+                .collect();
+            reading
+        }
+        struct Exiting<'a> {
+            rig: &'a Rig,
+            main: &'a super::super::ThreadSlot,
+            stage: Option<super::super::Entered>,
+        }
+        impl TreeReader for Exiting<'_> {
+            fn name(&self) -> &'static str {
+                "exiting"
+            }
+            fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
+                // The walk read the parent's mark and the three workers alive ...
+                let mut reading = workers(3);
+                reading.parent_mark_epoch = Some(3);
+                // ... then they exited, were reaped, and the stage ended.
+                self.rig.advance_micros(2_000);
+                self.rig.set_children_changed(crate::memory::LiveChildren {
+                    rss: 0,
+                    exited_peak: Some(64 * MIB),
+                });
+                self.rig.set_gone(true);
+                let stage = self.stage.take().unwrap();
+                self.rig.recorder.exit(self.main, stage);
+                Ok(reading)
+            }
+        }
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(3 * MIB, Some(3 * MIB));
+        let stage = rig.recorder.enter(&main, "workers".into());
+        rig.advance_micros(200_000);
+        let mut first = workers(3);
+        first.parent_mark_epoch = Some(1);
+        rig.sample(first);
+        rig.advance_micros(200_000);
+        let mut exiting = Exiting {
+            rig: &rig,
+            main: &main,
+            stage: Some(stage),
+        };
+        rig.recorder.take_sample(&mut exiting, &mut []).unwrap();
+        let report = rig.recorder.snapshot();
+        let workers = &report.stage("workers").unwrap().high_water;
+        assert_eq!(
+            workers.peak_tree_rss_bound_bytes,
+            Some(3 * MIB + 3 * 64 * MIB),
+            "{workers:?}"
+        );
+        assert_eq!(
+            report.high_water.peak_tree_rss_bound_bytes,
+            Some(3 * MIB + 3 * 64 * MIB)
         );
     }
 

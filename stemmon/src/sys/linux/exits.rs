@@ -119,6 +119,7 @@ impl Group {
             pid: self.pid,
             started: self.started,
             bytes: self.sum + figure.map_or(0, |f| f.saturating_sub(self.max)),
+            departed: false,
         }
     }
 }
@@ -186,6 +187,7 @@ impl Exits {
                 pid: self.unread[0].pid,
                 started: Some(self.unread[0].began),
                 bytes: most_at_once(&self.unread),
+                departed: false,
             });
             return;
         }
@@ -196,6 +198,7 @@ impl Exits {
                 pid: self.unread[k].pid,
                 started: Some(self.unread[k].began),
                 bytes: most - before,
+                departed: false,
             });
             before = most;
         }
@@ -214,6 +217,7 @@ impl Exits {
             pid,
             started,
             bytes: mark,
+            departed: false,
         });
     }
 
@@ -307,6 +311,7 @@ impl Exits {
                         pid: gone.pid,
                         started: gone.started,
                         bytes: gone.last,
+                        departed: false,
                     })
                 }
             }
@@ -346,6 +351,7 @@ impl Exits {
                 pid: gone.pid,
                 started: gone.started,
                 bytes: gone.exact.map_or(gone.last, |e| e.max(gone.last)),
+                departed: false,
             });
         }
         for zombie in &self.zombies {
@@ -356,6 +362,7 @@ impl Exits {
                     .exact
                     .or(zombie.figure)
                     .map_or(zombie.last, |e| e.max(zombie.last)),
+                departed: false,
             });
         }
         parts
