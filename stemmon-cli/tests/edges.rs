@@ -123,8 +123,11 @@ fn assert_own_peak(what: &str, report: &Report, truth: u64) {
 #[test]
 fn a_short_threaded_commands_own_exact_peak_is_its_exit_maxrss() {
     let _serial = serial();
+    // Each thread holds its 50 MiB until all four do (a barrier), so the peak is the
+    // same in every run however the threads are scheduled on a loaded machine.
     let script = "import threading, time\n\
-                  def work():\n    b = b'x' * (50 << 20)\n    time.sleep(0.3)\n\
+                  ready = threading.Barrier(4)\n\
+                  def work():\n    b = b'x' * (50 << 20)\n    ready.wait()\n    time.sleep(0.2)\n\
                   threads = [threading.Thread(target=work) for _ in range(4)]\n\
                   for t in threads: t.start()\n\
                   for t in threads: t.join()";
