@@ -207,42 +207,82 @@ fn requests(
     program: &Program,
     trace: bool,
 ) -> (Vec<Request>, Counts) {
-    let resource = resource(report, settings, program);
-    let times = times(report);
     let mut requests = Vec::new();
-    let mut counts = Counts::default();
-    if let Some(target) = &settings.metrics {
-        let (body, points) = proto::metrics_request(&resource, &scope(), SCHEMA_URL, |each| {
-            points::each_metric(report, times, each)
-        });
-        counts.data_points = points;
-        requests.push(Request {
-            signal: Signal::Metrics,
-            target: target.clone(),
-            body,
-        });
-    }
-    if let (true, Some(target)) = (trace, &settings.traces) {
-        let spans = trace::spans(report, times.start);
-        counts.spans = spans.len();
-        let body = proto::ExportTraceServiceRequest {
-            resource_spans: vec![proto::ResourceSpans {
-                resource: Some(resource),
-                scope_spans: vec![proto::ScopeSpans {
-                    scope: Some(scope()),
-                    spans,
-                    schema_url: SCHEMA_URL.to_owned(),
-                }],
-                schema_url: SCHEMA_URL.to_owned(),
-            }],
-        };
-        requests.push(Request {
-            signal: Signal::Traces,
-            target: target.clone(),
-            body: body.encode_to_vec(),
-        });
+    let data_points = metrics_requests(report, settings, program, &mut |request| {
+        requests.push(request)
+    });
+    let mut counts = Counts {
+        data_points,
+        spans: 0,
+    };
+    if let (true, Some((request, spans))) = (trace, trace_request(report, settings, program)) {
+        counts.spans = spans;
+        requests.push(request);
     }
     (requests, counts)
+}
+
+/// The most bytes of metrics one request carries before the next begins: well under
+/// what collectors take by default (4 MiB over gRPC), and a few hundred stages' worth.
+const MAX_METRICS_BODY: usize = 1 << 20;
+
+/// The metrics requests for `report`, each given to `send` as soon as it is whole, where
+/// `settings` sends metrics; the count of data points.
+fn metrics_requests(
+    report: &Report,
+    settings: &Settings,
+    program: &Program,
+    send: &mut dyn FnMut(Request),
+) -> usize {
+    let Some(target) = settings.metrics.as_ref() else {
+        return 0;
+    };
+    let resource = resource(report, settings, program);
+    let times = times(report);
+    proto::metrics_requests(
+        &resource,
+        &scope(),
+        SCHEMA_URL,
+        MAX_METRICS_BODY,
+        |each| points::each_metric(report, times, each),
+        &mut |body| {
+            send(Request {
+                signal: Signal::Metrics,
+                target: target.clone(),
+                body,
+            })
+        },
+    )
+}
+
+/// The trace request for `report` where `settings` sends traces, with its count of
+/// spans.
+fn trace_request(
+    report: &Report,
+    settings: &Settings,
+    program: &Program,
+) -> Option<(Request, usize)> {
+    let target = settings.traces.as_ref()?;
+    let resource = resource(report, settings, program);
+    let spans = trace::spans(report, times(report).start);
+    let count = spans.len();
+    let body = proto::ExportTraceServiceRequest {
+        resource_spans: vec![proto::ResourceSpans {
+            resource: Some(resource),
+            scope_spans: vec![proto::ScopeSpans {
+                scope: Some(scope()),
+                spans,
+                schema_url: SCHEMA_URL.to_owned(),
+            }],
+            schema_url: SCHEMA_URL.to_owned(),
+        }],
+    };
+    let request = Request {
+        signal: Signal::Traces,
+        target: target.clone(),
+        body: body.encode_to_vec(),
+    };
+    Some((request, count))
 }
 
 /// How much a send carried.
@@ -436,16 +476,38 @@ pub(crate) fn send_report(
     for warning in &warnings {
         super::warn(warning);
     }
-    let (requests, counts) = requests(report, &settings, &Program::of(report), true);
+    // One request built and sent at a time: a report of 100 000 stages never holds
+    // more than one body.
+    let program = Program::of(report);
     let client = Client::new();
-    let outcomes = requests
-        .iter()
-        .map(|request| Outcome {
-            signal: request.signal,
+    let mut outcomes = Vec::new();
+    // A signal's first failure ends its requests: the rest would fail alike. Its
+    // outcome is its first failure, else its success.
+    let mut send = |request: Request| {
+        let signal = request.signal;
+        let known = outcomes.iter().position(|o: &Outcome| o.signal == signal);
+        if known.is_some_and(|at| outcomes[at].result.is_err()) {
+            return;
+        }
+        let outcome = Outcome {
+            signal,
             shown: request.target.endpoint.shown().to_owned(),
-            result: client.post(request, request.target.timeout),
-        })
-        .collect();
+            result: client.post(&request, request.target.timeout),
+        };
+        match known {
+            Some(at) => outcomes[at] = outcome,
+            None => outcomes.push(outcome),
+        }
+    };
+    let data_points = metrics_requests(report, &settings, &program, &mut send);
+    let mut counts = Counts {
+        data_points,
+        spans: 0,
+    };
+    if let Some((request, spans)) = trace_request(report, &settings, &program) {
+        counts.spans = spans;
+        send(request);
+    }
     Ok((outcomes, counts))
 }
 
@@ -653,6 +715,96 @@ mod tests {
         };
         assert_eq!(requests[0].body, whole.encode_to_vec());
         assert_eq!(counts.data_points, points);
+    }
+
+    /// A report of 20 000 stages: its metrics go in several requests, none much past
+    /// [`MAX_METRICS_BODY`], each a whole message, its points all there once.
+    fn many_stages() -> Report {
+        let mut report = report();
+        for i in 0..20_000u64 {
+            let mut stage = crate::report::StageReport::default();
+            stage.path = format!("load/part-{i}");
+            stage.calls = 1;
+            stage.wall_seconds = 0.5;
+            stage.peaks.peak_tree_rss_bytes = Some(i << 10);
+            report.stages.push(stage);
+        }
+        report
+    }
+
+    #[test]
+    fn a_large_reports_metrics_go_in_requests_of_a_bounded_size() {
+        use prost::Message as _;
+        let report = many_stages();
+        let (requests, counts) = requests(&report, &settings(), &Program::default(), false);
+        assert!(requests.len() > 3, "{} requests", requests.len());
+        let mut points = 0;
+        for request in &requests {
+            assert_eq!(request.signal, Signal::Metrics);
+            // Cut once past the size: at most one metric message of MAX_POINTS beyond.
+            assert!(
+                request.body.len() < MAX_METRICS_BODY * 3 / 2,
+                "{}",
+                request.body.len()
+            );
+            let decoded = proto::ExportMetricsServiceRequest::decode(&request.body[..]).unwrap();
+            let resource = &decoded.resource_metrics[0];
+            assert!(resource.resource.is_some());
+            for metric in &resource.scope_metrics[0].metrics {
+                let held = match &metric.data {
+                    Some(proto::metric::Data::Gauge(g)) => g.data_points.len(),
+                    Some(proto::metric::Data::Sum(s)) => s.data_points.len(),
+                    None => 0,
+                };
+                assert!(
+                    held <= points::MAX_POINTS,
+                    "{held} points in {}",
+                    metric.name
+                );
+                points += held;
+            }
+        }
+        assert_eq!(points, counts.data_points);
+        assert!(points > 4 * 20_000, "{points}");
+    }
+
+    #[test]
+    fn a_refused_signal_is_not_sent_again_in_the_same_send() {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let (told, heard) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let (mut line, mut length, mut path) = (String::new(), 0, String::new());
+                while reader.read_line(&mut line).unwrap_or(0) > 2 {
+                    if path.is_empty() {
+                        path = line.split(' ').nth(1).unwrap_or("").to_owned();
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(value) = lower.strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap();
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0; length];
+                reader.read_exact(&mut body).unwrap();
+                // Metrics are refused (a traces-only backend); traces taken.
+                let status = if path == "/v1/metrics" { 404 } else { 200 };
+                let _ = told.send(path);
+                let reply = format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
+                let _ = (&stream).write_all(reply.as_bytes());
+            }
+        });
+        let (outcomes, _) = send_report(&many_stages(), Some(&url), &|_| None).unwrap();
+        let paths: Vec<String> = heard.try_iter().collect();
+        let metrics = paths.iter().filter(|p| *p == "/v1/metrics").count();
+        assert_eq!(metrics, 1, "{paths:?}");
+        assert_eq!(paths.iter().filter(|p| *p == "/v1/traces").count(), 1);
+        assert_eq!(outcomes.len(), 2, "{outcomes:?}");
+        assert!(outcomes[0].result.is_err() && outcomes[1].result.is_ok());
     }
 
     #[test]

@@ -286,7 +286,12 @@ fn run(shared: &Shared, client: &Client) {
             Job::Last(requests, deadline) => (requests, Some(deadline)),
         };
         let mut errors = Vec::new();
+        // A signal's first failure ends its requests: the rest would fail alike.
+        let mut failed: Vec<Signal> = Vec::new();
         for request in &requests {
+            if failed.contains(&request.signal) {
+                continue;
+            }
             // Each request within its own timeout, the final ones by the deadline too.
             let timeout = match deadline {
                 Some(deadline) => deadline.saturating_duration_since(Instant::now()),
@@ -294,6 +299,7 @@ fn run(shared: &Shared, client: &Client) {
             };
             if let Err(error) = client.post(request, timeout) {
                 errors.push(error);
+                failed.push(request.signal);
             }
         }
         let outcome = if errors.is_empty() {

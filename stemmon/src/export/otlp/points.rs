@@ -41,11 +41,18 @@ pub(crate) fn metrics(report: &Report, times: Times) -> Vec<Metric> {
     metrics
 }
 
-/// Gives each metric of `report` to `each` once whole (one per entry name that has a
-/// point), so that only one metric's points are held at a time: a report of 100 000
-/// stages has some thirty metrics of 100 000 points each.
+/// The most data points one metric message holds: a metric with more (one point a
+/// stage, in a report of 100 000 stages) is given as several messages of the same name,
+/// so that neither its points nor a request are ever held whole.
+pub(crate) const MAX_POINTS: usize = 2_048;
+
+/// Gives each metric of `report` to `each` (one per entry name that has a point, in
+/// messages of at most [`MAX_POINTS`] points), so that only one message's points are
+/// held at a time: a report of 100 000 stages has some thirty metrics of 100 000 points
+/// each.
 pub(crate) fn each_metric(report: &Report, times: Times, mut each: impl FnMut(Metric)) {
-    let mut metrics: Vec<Metric> = Vec::new();
+    let mut open: Option<Metric> = None;
+    let mut held = 0;
     for entry in entries() {
         let point = |value, mut attributes: Vec<KeyValue>| {
             attributes.extend(entry.attribute.map(|(k, v)| KeyValue::string(k, v)));
@@ -60,56 +67,55 @@ pub(crate) fn each_metric(report: &Report, times: Times, mut each: impl FnMut(Me
                 value: Some(value),
             }
         };
-        let points: Vec<NumberDataPoint> = if entry.source.is_run() {
-            entry
-                .source
-                .of_run(report)
-                .and_then(point_value)
-                .map(|v| point(v, Vec::new()))
-                .into_iter()
-                .collect()
-        } else {
-            report
-                .stages
-                .iter()
-                .filter_map(|s| {
-                    let v = point_value(entry.source.of_stage(s)?)?;
-                    Some(point(v, vec![KeyValue::string("stage.path", &s.path)]))
-                })
-                .collect()
-        };
-        if points.is_empty() {
-            continue;
-        }
-        match metrics.last_mut() {
-            Some(last) if last.name == entry.name => match &mut last.data {
-                Some(metric::Data::Gauge(g)) => g.data_points.extend(points),
-                Some(metric::Data::Sum(s)) => s.data_points.extend(points),
-                None => {}
-            },
-            _ => {
-                if let Some(done) = metrics.pop() {
-                    each(done);
-                }
-                metrics.push(Metric {
-                    name: entry.name.to_owned(),
-                    description: entry.description.to_owned(),
-                    unit: entry.unit.to_owned(),
-                    data: Some(match entry.kind {
-                        Kind::Gauge => metric::Data::Gauge(proto::Gauge {
-                            data_points: points,
-                        }),
-                        kind => metric::Data::Sum(proto::Sum {
-                            data_points: points,
-                            aggregation_temporality: proto::CUMULATIVE,
-                            is_monotonic: kind == Kind::Counter,
-                        }),
+        let mut add = |point: NumberDataPoint| {
+            // A new name, or a full message: the one open is given first.
+            if open
+                .as_ref()
+                .is_some_and(|m| m.name != entry.name || held >= MAX_POINTS)
+            {
+                each(open.take().expect("open"));
+                held = 0;
+            }
+            let metric = open.get_or_insert_with(|| Metric {
+                name: entry.name.to_owned(),
+                description: entry.description.to_owned(),
+                unit: entry.unit.to_owned(),
+                data: Some(match entry.kind {
+                    Kind::Gauge => metric::Data::Gauge(proto::Gauge {
+                        data_points: Vec::new(),
                     }),
-                })
+                    kind => metric::Data::Sum(proto::Sum {
+                        data_points: Vec::new(),
+                        aggregation_temporality: proto::CUMULATIVE,
+                        is_monotonic: kind == Kind::Counter,
+                    }),
+                }),
+            });
+            match &mut metric.data {
+                Some(metric::Data::Gauge(g)) => g.data_points.push(point),
+                Some(metric::Data::Sum(s)) => s.data_points.push(point),
+                None => {}
+            }
+            held += 1;
+        };
+        if entry.source.is_run() {
+            if let Some(value) = entry.source.of_run(report).and_then(point_value) {
+                add(point(value, Vec::new()));
+            }
+        } else {
+            for stage in &report.stages {
+                if let Some(value) = entry.source.of_stage(stage).and_then(point_value) {
+                    add(point(
+                        value,
+                        vec![KeyValue::string("stage.path", &stage.path)],
+                    ));
+                }
             }
         }
     }
-    metrics.into_iter().for_each(each);
+    if let Some(last) = open {
+        each(last);
+    }
 }
 
 /// The run's figures as the root span's attributes, `stemmon.<key>`.

@@ -66,7 +66,7 @@ pub(crate) struct Resource {
 }
 
 /// `opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest`.
-// Encoded by `metrics_request` field by field; decoded whole by the tests.
+// Encoded by `metrics_requests` field by field; decoded whole by the tests.
 #[cfg_attr(not(test), allow(dead_code))]
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct ExportMetricsServiceRequest {
@@ -92,7 +92,7 @@ pub(crate) struct PartialSuccess {
 }
 
 /// `opentelemetry.proto.metrics.v1.ResourceMetrics`.
-// Encoded by `metrics_request` field by field; decoded whole by the tests.
+// Encoded by `metrics_requests` field by field; decoded whole by the tests.
 #[cfg_attr(not(test), allow(dead_code))]
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct ResourceMetrics {
@@ -105,7 +105,7 @@ pub(crate) struct ResourceMetrics {
 }
 
 /// `opentelemetry.proto.metrics.v1.ScopeMetrics`.
-// Encoded by `metrics_request` field by field; decoded whole by the tests.
+// Encoded by `metrics_requests` field by field; decoded whole by the tests.
 #[cfg_attr(not(test), allow(dead_code))]
 #[derive(Clone, PartialEq, prost::Message)]
 pub(crate) struct ScopeMetrics {
@@ -285,29 +285,23 @@ impl KeyValue {
     }
 }
 
-/// The bytes of an `ExportMetricsServiceRequest` of one resource and one scope, whose
+/// The bytes of `ExportMetricsServiceRequest`s of one resource and one scope, whose
 /// metrics `metrics` gives one at a time (to the function it is handed): each is encoded
-/// as it comes and dropped, so that the request's messages are never all held at once,
-/// only its bytes (a report of 100 000 stages: 33 MB of bytes, against some 150 MB of
-/// messages). The same bytes as `encode_to_vec` of the whole message. Also returns the
-/// data points counted.
-pub(crate) fn metrics_request(
+/// as it comes and dropped, so that the messages are never all held at once, only the
+/// bytes of one request. A request is given to `send` once its metrics pass `max_body`
+/// bytes (a report of 100 000 stages: some 40 MB of bytes in all, against some 150 MB of
+/// messages), so that no more than one request's bytes are held either, and no
+/// collector's request limit is met. Each is the same bytes as `encode_to_vec` of its
+/// whole message. Returns the data points counted.
+pub(crate) fn metrics_requests(
     resource: &Resource,
     scope: &InstrumentationScope,
     schema_url: &str,
+    max_body: usize,
     metrics: impl FnOnce(&mut dyn FnMut(Metric)),
-) -> (Vec<u8>, usize) {
-    use prost::encoding::{
-        encode_key, encode_varint, encoded_len_varint, message, string, WireType,
-    };
-    // Room before the metrics for what precedes them, written once their length is known.
-    let heads = 2 * (1 + 10);
-    let (resource_len, scope_len) = (
-        message::encoded_len(1, resource),
-        message::encoded_len(1, scope),
-    );
-    let room = heads + resource_len + scope_len;
-    let mut body = vec![0u8; room];
+    send: &mut dyn FnMut(Vec<u8>),
+) -> usize {
+    let mut request = MetricsBody::new(resource, scope, schema_url);
     let mut points = 0;
     metrics(&mut |metric: Metric| {
         points += match &metric.data {
@@ -315,36 +309,97 @@ pub(crate) fn metrics_request(
             Some(metric::Data::Sum(s)) => s.data_points.len(),
             None => 0,
         };
-        message::encode(2, &metric, &mut body);
+        request.push(&metric);
+        if request.metrics_len() >= max_body {
+            send(request.finish());
+        }
     });
-    // `ScopeMetrics`: scope (1), the metrics (2), schema_url (3).
-    let metrics_len = body.len() - room;
-    let schema_len = if schema_url.is_empty() {
-        0
-    } else {
-        string::encoded_len(3, &schema_url.to_owned())
-    };
-    let scope_metrics_len = scope_len + metrics_len + schema_len;
-    // `ResourceMetrics`: resource (1), scope_metrics (2), schema_url (3).
-    let resource_metrics_len = resource_len
-        + 1
-        + encoded_len_varint(scope_metrics_len as u64)
-        + scope_metrics_len
-        + schema_len;
-    let mut head = Vec::with_capacity(room);
-    encode_key(1, WireType::LengthDelimited, &mut head);
-    encode_varint(resource_metrics_len as u64, &mut head);
-    message::encode(1, resource, &mut head);
-    encode_key(2, WireType::LengthDelimited, &mut head);
-    encode_varint(scope_metrics_len as u64, &mut head);
-    message::encode(1, scope, &mut head);
-    let start = room - head.len();
-    body[start..room].copy_from_slice(&head);
-    body.drain(..start);
-    if !schema_url.is_empty() {
-        let schema = schema_url.to_owned();
-        string::encode(3, &schema, &mut body);
-        string::encode(3, &schema, &mut body);
+    if request.metrics_len() > 0 {
+        send(request.finish());
     }
-    (body, points)
+    points
+}
+
+/// One metrics request's bytes as its metrics come, with room at the front for what
+/// precedes them, written once their length is known.
+struct MetricsBody<'a> {
+    resource: &'a Resource,
+    scope: &'a InstrumentationScope,
+    schema_url: &'a str,
+    resource_len: usize,
+    scope_len: usize,
+    room: usize,
+    body: Vec<u8>,
+}
+
+impl<'a> MetricsBody<'a> {
+    fn new(
+        resource: &'a Resource,
+        scope: &'a InstrumentationScope,
+        schema_url: &'a str,
+    ) -> MetricsBody<'a> {
+        use prost::encoding::message;
+        let heads = 2 * (1 + 10);
+        let (resource_len, scope_len) = (
+            message::encoded_len(1, resource),
+            message::encoded_len(1, scope),
+        );
+        let room = heads + resource_len + scope_len;
+        MetricsBody {
+            resource,
+            scope,
+            schema_url,
+            resource_len,
+            scope_len,
+            room,
+            body: vec![0u8; room],
+        }
+    }
+
+    fn push(&mut self, metric: &Metric) {
+        prost::encoding::message::encode(2, metric, &mut self.body);
+    }
+
+    fn metrics_len(&self) -> usize {
+        self.body.len() - self.room
+    }
+
+    /// The request's bytes; the builder starts the next request, empty.
+    fn finish(&mut self) -> Vec<u8> {
+        use prost::encoding::{
+            encode_key, encode_varint, encoded_len_varint, message, string, WireType,
+        };
+        let (room, schema_url) = (self.room, self.schema_url);
+        let mut body = std::mem::replace(&mut self.body, vec![0u8; room]);
+        // `ScopeMetrics`: scope (1), the metrics (2), schema_url (3).
+        let metrics_len = body.len() - room;
+        let schema_len = if schema_url.is_empty() {
+            0
+        } else {
+            string::encoded_len(3, &schema_url.to_owned())
+        };
+        let scope_metrics_len = self.scope_len + metrics_len + schema_len;
+        // `ResourceMetrics`: resource (1), scope_metrics (2), schema_url (3).
+        let resource_metrics_len = self.resource_len
+            + 1
+            + encoded_len_varint(scope_metrics_len as u64)
+            + scope_metrics_len
+            + schema_len;
+        let mut head = Vec::with_capacity(room);
+        encode_key(1, WireType::LengthDelimited, &mut head);
+        encode_varint(resource_metrics_len as u64, &mut head);
+        message::encode(1, self.resource, &mut head);
+        encode_key(2, WireType::LengthDelimited, &mut head);
+        encode_varint(scope_metrics_len as u64, &mut head);
+        message::encode(1, self.scope, &mut head);
+        let start = room - head.len();
+        body[start..room].copy_from_slice(&head);
+        body.drain(..start);
+        if !schema_url.is_empty() {
+            let schema = schema_url.to_owned();
+            string::encode(3, &schema, &mut body);
+            string::encode(3, &schema, &mut body);
+        }
+        body
+    }
 }
