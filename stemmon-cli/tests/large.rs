@@ -1,5 +1,6 @@
 //! Large reports made from one the runtime wrote (100 000 stages, each with the keys of
-//! the tree and its marks, about 45 MB): every reader stays within twice the size of its
+//! the tree, its marks and the measurements read at samples, about 51 MB): every reader
+//! stays within twice the size of its
 //! inputs plus 64 MiB, as `wait4` measures it, and its output is whole. Memory beside a
 //! report's text is what such a bound is about: a stage costs its record in memory
 //! whatever its text, so the fewer keys it has the closer a reader comes to the bound.
@@ -19,12 +20,17 @@ const STAGES: usize = 100_000;
 /// The most spans the runtime keeps (its `MAX_SPANS`).
 const SPANS: usize = 10_000;
 
-/// Whether the stage key `key` is a figure of a source beyond the calls, the tree and
-/// its marks, as the field table says (the cgroup, the heap, CPU and I/O, every
-/// measurement's).
+/// Whether the stage key `key` is a figure of a source beyond the calls, the tree, its
+/// marks and the measurements read at samples (descriptors, pressure), as the field
+/// table says: the cgroup, the heap, CPU and I/O.
 fn other_source(key: &str) -> bool {
     use stemmon_report::fields::{field, Source};
-    field(key).is_some_and(|f| !matches!(f.source, Source::Calls | Source::Tree | Source::Marks))
+    field(key).is_some_and(|f| {
+        !matches!(
+            f.source,
+            Source::Calls | Source::Tree | Source::Marks | Source::Measurement(_)
+        )
+    })
 }
 
 /// What each reader gets: an unoptimized build on a loaded 2-core machine is slow, but a
@@ -40,7 +46,8 @@ fn seed(dir: &Path) -> Value {
 /// `seed` grown to [`STAGES`] stages: its stages again and again (group `g`'s top-level
 /// names end in `-g`, their children's keep theirs), every time and byte figure scaled
 /// by a factor of the group and `rank` (the same factor for a record's figures, so its
-/// bounds still hold), only the figures of the tree and its marks kept, and [`SPANS`]
+/// bounds still hold), only the figures of the tree, its marks and the measurements
+/// kept, and [`SPANS`]
 /// spans over them. Written to `path` without the whole text in memory; its size.
 fn large(seed: &Value, rank: u32, path: &Path) -> u64 {
     let stages = seed["stages"].as_array().unwrap();
@@ -85,8 +92,8 @@ fn large(seed: &Value, rank: u32, path: &Path) -> u64 {
             stage["name"] = json!(name);
             stage["path"] = json!(path);
             let keys = stage.as_object_mut().unwrap();
-            // The figures of the sources beyond the tree and its marks are left out, and
-            // what was not read (`null`): about 450 bytes a stage, as a report of 0.2.
+            // The figures of the sources beyond the tree, its marks and the measurements
+            // are left out, and what was not read (`null`): about 500 bytes a stage.
             keys.retain(|key, value| !value.is_null() && !other_source(key));
             for (key, value) in keys.iter_mut() {
                 if key.ends_with("_bytes") && value.is_u64() {
@@ -212,13 +219,21 @@ fn every_reader_of_a_large_report_stays_within_twice_its_inputs() {
         &[size_a],
     );
     assert_eq!(code, Some(0));
+    // The metrics in requests of about 1 MiB each, the trace in one.
     let received = sink.received();
-    for path in ["/v1/metrics", "/v1/traces"] {
-        assert!(
-            received.iter().any(|(p, len)| p == path && *len > 1 << 20),
-            "{path} in {received:?}"
-        );
-    }
+    let metrics: Vec<usize> = received
+        .iter()
+        .filter(|(p, _)| p == "/v1/metrics")
+        .map(|(_, len)| *len)
+        .collect();
+    assert!(metrics.len() > 10, "{received:?}");
+    assert!(metrics.iter().all(|len| *len < 2 << 20), "{received:?}");
+    assert!(
+        received
+            .iter()
+            .any(|(p, len)| p == "/v1/traces" && *len > 1 << 20),
+        "{received:?}"
+    );
 
     // One report alone, as a job of one rank: the merge is the report again.
     let code = within_bound(
