@@ -488,11 +488,18 @@ fn mask(line: &str, log: bool) -> String {
                 _ => {}
             }
         }
+        // A periodic line's stage is whichever was open when the timer came: on a
+        // loaded machine the same run's line at 1 s may fall just after `fit` ends.
+        let periodic = out.starts_with("[stemmon] running;");
         line = out
             .replace(" ;", ";")
             .trim_end()
             .split("; ")
             .filter(|part| !MACHINE_SEGMENTS.iter().any(|m| part.trim().starts_with(m)))
+            .map(|part| match part.strip_prefix("stage=") {
+                Some(_) if periodic => "stage=S",
+                _ => part,
+            })
             .collect::<Vec<_>>()
             .join("; ");
     }
