@@ -13,6 +13,7 @@ pub(crate) mod env;
 mod metrics;
 mod points;
 mod proto;
+mod requests;
 mod trace;
 
 use crate::config::Config;
@@ -22,8 +23,9 @@ use crate::report::Report;
 use delivery::{Client, Delivery, Request};
 pub(crate) use env::{Disable, Settings, Signal};
 use points::Times;
-use prost::Message as _;
 use proto::{any_value, ArrayValue, InstrumentationScope, KeyValue, Resource};
+pub(crate) use requests::Counts;
+use requests::{metrics_requests, requests, trace_request};
 
 /// The semantic conventions the names and attributes follow (version 1.44.0).
 pub(crate) const SCHEMA_URL: &str = "https://opentelemetry.io/schemas/1.44.0";
@@ -197,99 +199,6 @@ fn times(report: &Report) -> Times {
         start,
         now: start.saturating_add(wall),
     }
-}
-
-/// The metrics request for `report`, and the trace request too with `trace`, each where
-/// `settings` sends that signal. Counts the data points and spans.
-fn requests(
-    report: &Report,
-    settings: &Settings,
-    program: &Program,
-    trace: bool,
-) -> (Vec<Request>, Counts) {
-    let mut requests = Vec::new();
-    let data_points = metrics_requests(report, settings, program, &mut |request| {
-        requests.push(request)
-    });
-    let mut counts = Counts {
-        data_points,
-        spans: 0,
-    };
-    if let (true, Some((request, spans))) = (trace, trace_request(report, settings, program)) {
-        counts.spans = spans;
-        requests.push(request);
-    }
-    (requests, counts)
-}
-
-/// The most bytes of metrics one request carries before the next begins: well under
-/// what collectors take by default (4 MiB over gRPC), and a few hundred stages' worth.
-const MAX_METRICS_BODY: usize = 1 << 20;
-
-/// The metrics requests for `report`, each given to `send` as soon as it is whole, where
-/// `settings` sends metrics; the count of data points.
-fn metrics_requests(
-    report: &Report,
-    settings: &Settings,
-    program: &Program,
-    send: &mut dyn FnMut(Request),
-) -> usize {
-    let Some(target) = settings.metrics.as_ref() else {
-        return 0;
-    };
-    let resource = resource(report, settings, program);
-    let times = times(report);
-    proto::metrics_requests(
-        &resource,
-        &scope(),
-        SCHEMA_URL,
-        MAX_METRICS_BODY,
-        |each| points::each_metric(report, times, each),
-        &mut |body| {
-            send(Request {
-                signal: Signal::Metrics,
-                target: target.clone(),
-                body,
-            })
-        },
-    )
-}
-
-/// The trace request for `report` where `settings` sends traces, with its count of
-/// spans.
-fn trace_request(
-    report: &Report,
-    settings: &Settings,
-    program: &Program,
-) -> Option<(Request, usize)> {
-    let target = settings.traces.as_ref()?;
-    let resource = resource(report, settings, program);
-    let spans = trace::spans(report, times(report).start);
-    let count = spans.len();
-    let body = proto::ExportTraceServiceRequest {
-        resource_spans: vec![proto::ResourceSpans {
-            resource: Some(resource),
-            scope_spans: vec![proto::ScopeSpans {
-                scope: Some(scope()),
-                spans,
-                schema_url: SCHEMA_URL.to_owned(),
-            }],
-            schema_url: SCHEMA_URL.to_owned(),
-        }],
-    };
-    let request = Request {
-        signal: Signal::Traces,
-        target: target.clone(),
-        body: body.encode_to_vec(),
-    };
-    Some((request, count))
-}
-
-/// How much a send carried.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub(crate) data_points: usize,
-    pub(crate) spans: usize,
 }
 
 /// The OTLP exporter of one monitor: its settings and its `stemmon-otlp` thread.
@@ -718,7 +627,7 @@ mod tests {
     }
 
     /// A report of 20 000 stages: its metrics go in several requests, none much past
-    /// [`MAX_METRICS_BODY`], each a whole message, its points all there once.
+    /// [`requests::MAX_METRICS_BODY`], each a whole message, its points all there once.
     fn many_stages() -> Report {
         let mut report = report();
         for i in 0..20_000u64 {
@@ -743,7 +652,7 @@ mod tests {
             assert_eq!(request.signal, Signal::Metrics);
             // Cut once past the size: at most one metric message of MAX_POINTS beyond.
             assert!(
-                request.body.len() < MAX_METRICS_BODY * 3 / 2,
+                request.body.len() < requests::MAX_METRICS_BODY * 3 / 2,
                 "{}",
                 request.body.len()
             );

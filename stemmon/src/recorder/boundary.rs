@@ -527,42 +527,25 @@ mod tests {
 
     #[test]
     fn a_sample_read_before_a_boundary_reading_never_replaces_it() {
-        struct Raced<'a> {
-            rig: &'a Rig,
-            main: &'a std::sync::Arc<crate::recorder::ThreadSlot>,
-            fit: Option<crate::recorder::Entered>,
-        }
-        impl crate::memory::TreeReader for Raced<'_> {
-            fn name(&self) -> &'static str {
-                "raced"
-            }
-            fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
-                // The parent is read while `fit` still holds its memory; then `fit`
-                // frees it and exits, its exit reading fresh, before the sample ends.
-                let reading = TreeReading {
-                    parent_rss: Some(206 << 20),
-                    tree_rss: Some(206 << 20),
-                    process_count: 1,
-                    ..TreeReading::default()
-                };
-                self.rig.advance_micros(2_000);
-                self.rig.set_self(3 << 20, None);
-                let fit = self.fit.take().expect("fit is open");
-                self.rig.recorder.exit(self.main, fit);
-                Ok(reading)
-            }
-        }
         let rig = Rig::new();
         let main = rig.thread();
         rig.set_self(206 << 20, None);
         let fit = rig.recorder.enter(&main, "fit".into());
         rig.advance_micros(2_000);
-        let mut reader = Raced {
-            rig: &rig,
-            main: &main,
-            fit: Some(fit),
-        };
-        rig.recorder.take_sample(&mut reader, &mut []).unwrap();
+        rig.sample_during(|| {
+            // The parent is read while `fit` still holds its memory; then `fit` frees
+            // it and exits, its exit reading fresh, before the sample ends.
+            let reading = TreeReading {
+                parent_rss: Some(206 << 20),
+                tree_rss: Some(206 << 20),
+                process_count: 1,
+                ..TreeReading::default()
+            };
+            rig.advance_micros(2_000);
+            rig.set_self(3 << 20, None);
+            rig.recorder.exit(&main, fit);
+            reading
+        });
         let reads = rig.self_reads();
         // Within a millisecond of the sample: a reused reading.
         rig.advance_micros(100);

@@ -67,6 +67,21 @@ impl TreeReader for FakeTree {
     }
 }
 
+/// A [`TreeReader`] whose one reading is what its function does and returns: what a
+/// test runs in it happens while the sample reads the tree (a stage that exits then).
+struct During<F>(Option<F>);
+
+impl<F: FnOnce() -> TreeReading + Send> TreeReader for During<F> {
+    fn name(&self) -> &'static str {
+        "during"
+    }
+
+    fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
+        let read = self.0.take().expect("one reading");
+        Ok(read())
+    }
+}
+
 /// A recorder, its mock clock and its boundary reader's script.
 pub(super) struct Rig {
     pub(super) recorder: Recorder,
@@ -153,6 +168,14 @@ impl Rig {
     /// How many boundary readings were taken.
     pub(super) fn self_reads(&self) -> u32 {
         self.script.lock().unwrap().reads
+    }
+
+    /// Takes a full sample whose reading is what `read` does and returns (what it does
+    /// happens while the sample reads the tree).
+    pub(super) fn sample_during(&self, read: impl FnOnce() -> TreeReading + Send) {
+        self.recorder
+            .take_sample(&mut During(Some(read)), &mut [])
+            .expect("a fake sample");
     }
 
     /// Takes a full sample that reads `reading`.

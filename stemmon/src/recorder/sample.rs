@@ -388,47 +388,30 @@ mod tests {
     /// quickstart's 4 µs `predict` took `fit`'s 200 MiB exact peak in one run of six.)
     #[test]
     fn a_stage_inside_a_sample_keeps_out_of_the_marks_read_before_it() {
-        struct During<'a> {
-            rig: &'a Rig,
-            main: &'a super::super::ThreadSlot,
-            fit: Option<super::super::Entered>,
-        }
-        impl TreeReader for During<'_> {
-            fn name(&self) -> &'static str {
-                "during"
-            }
-            fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
-                // The walk read the parent's mark first (fit's 200 MiB) and reset it ...
-                let (rig, main) = (self.rig, self.main);
-                rig.advance_micros(100);
-                // ... then fit ended: its exit reading closes a small interval ...
-                rig.set_self(3 << 20, Some(3 << 20));
-                rig.recorder.exit(main, self.fit.take().unwrap());
-                // ... and predict ran 4 µs on that reading, reused.
-                rig.advance_micros(1);
-                let predict = rig.recorder.enter(main, "predict".into());
-                rig.advance_micros(4);
-                rig.recorder.exit(main, predict);
-                rig.advance_micros(100);
-                let mut reading = tree(200);
-                // Read between fit's entry reading (2) and its exit reading (4).
-                reading.parent_mark_epoch = Some(3);
-                reading.parent_hwm = Some(200 << 20);
-                reading.tree_rss_bound = Some(200 << 20);
-                Ok(reading)
-            }
-        }
         let rig = Rig::new();
         let main = rig.thread();
         rig.set_self(2 << 20, Some(2 << 20));
         let fit = rig.recorder.enter(&main, "fit".into());
         rig.advance_micros(5_000);
-        let mut during = During {
-            rig: &rig,
-            main: &main,
-            fit: Some(fit),
-        };
-        rig.recorder.take_sample(&mut during, &mut []).unwrap();
+        rig.sample_during(|| {
+            // The walk read the parent's mark first (fit's 200 MiB) and reset it ...
+            rig.advance_micros(100);
+            // ... then fit ended: its exit reading closes a small interval ...
+            rig.set_self(3 << 20, Some(3 << 20));
+            rig.recorder.exit(&main, fit);
+            // ... and predict ran 4 µs on that reading, reused.
+            rig.advance_micros(1);
+            let predict = rig.recorder.enter(&main, "predict".into());
+            rig.advance_micros(4);
+            rig.recorder.exit(&main, predict);
+            rig.advance_micros(100);
+            let mut reading = tree(200);
+            // Read between fit's entry reading (2) and its exit reading (4).
+            reading.parent_mark_epoch = Some(3);
+            reading.parent_hwm = Some(200 << 20);
+            reading.tree_rss_bound = Some(200 << 20);
+            reading
+        });
         assert_eq!(rig.self_reads(), 2, "fit's entry and exit; predict reused");
         // The next reading closes predict's interval.
         rig.advance_micros(5_000);
@@ -484,31 +467,6 @@ mod tests {
                 .collect();
             reading
         }
-        struct Exiting<'a> {
-            rig: &'a Rig,
-            main: &'a super::super::ThreadSlot,
-            stage: Option<super::super::Entered>,
-        }
-        impl TreeReader for Exiting<'_> {
-            fn name(&self) -> &'static str {
-                "exiting"
-            }
-            fn read_tree(&mut self, _root: u32) -> std::io::Result<TreeReading> {
-                // The walk read the parent's mark and the three workers alive ...
-                let mut reading = workers(3);
-                reading.parent_mark_epoch = Some(3);
-                // ... then they exited, were reaped, and the stage ended.
-                self.rig.advance_micros(2_000);
-                self.rig.set_children_changed(crate::memory::LiveChildren {
-                    rss: 0,
-                    exited_peak: Some(64 * MIB),
-                });
-                self.rig.set_gone(true);
-                let stage = self.stage.take().unwrap();
-                self.rig.recorder.exit(self.main, stage);
-                Ok(reading)
-            }
-        }
         let rig = Rig::new();
         let main = rig.thread();
         rig.set_self(3 * MIB, Some(3 * MIB));
@@ -518,12 +476,20 @@ mod tests {
         first.parent_mark_epoch = Some(1);
         rig.sample(first);
         rig.advance_micros(200_000);
-        let mut exiting = Exiting {
-            rig: &rig,
-            main: &main,
-            stage: Some(stage),
-        };
-        rig.recorder.take_sample(&mut exiting, &mut []).unwrap();
+        rig.sample_during(|| {
+            // The walk read the parent's mark and the three workers alive ...
+            let mut reading = workers(3);
+            reading.parent_mark_epoch = Some(3);
+            // ... then they exited, were reaped, and the stage ended.
+            rig.advance_micros(2_000);
+            rig.set_children_changed(crate::memory::LiveChildren {
+                rss: 0,
+                exited_peak: Some(64 * MIB),
+            });
+            rig.set_gone(true);
+            rig.recorder.exit(&main, stage);
+            reading
+        });
         let report = rig.recorder.snapshot();
         let workers = &report.stage("workers").unwrap().high_water;
         assert_eq!(
