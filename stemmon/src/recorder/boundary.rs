@@ -480,9 +480,9 @@ mod tests {
         assert_eq!(stage.peaks.peak_tree_rss_bytes, Some(10 << 20));
     }
 
-    /// A sample whose reading of the parent came before a boundary reading that ran
-    /// while it was taken leaves that newer reading as the one later calls reuse: a call
-    /// just after a stage freed its memory never takes the sample's older figure.
+    /// A boundary never reuses a sample's reading of the parent: one read while a stage
+    /// was freeing its memory would give the stage entered just after that one's exit
+    /// the older, higher figure.
     #[test]
     fn a_stage_entered_just_after_a_sample_never_takes_its_parent_figure() {
         // The sample reads the parent while `fit` is freeing its memory, and ends; `fit`
@@ -525,6 +525,9 @@ mod tests {
         );
     }
 
+    /// A sample whose reading of the parent came before a boundary reading that ran
+    /// while it was taken leaves that newer reading as the one later calls reuse: a call
+    /// just after a stage freed its memory never takes the sample's older figure.
     #[test]
     fn a_sample_read_before_a_boundary_reading_never_replaces_it() {
         let rig = Rig::new();
