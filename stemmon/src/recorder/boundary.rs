@@ -116,7 +116,7 @@ impl Boundary {
         }
     }
 
-    /// Takes in a full sample whose reading ran from `started` to `at`: its descendants
+    /// Takes in a full sample whose reading began at `started`: its descendants
     /// are the ones later boundaries check. Its parent reading is never reused by a
     /// boundary: the sample may have read the parent during a stage that was freeing
     /// its memory (the kernel's figure falls as the pages go), and a stage entered just
