@@ -40,13 +40,13 @@ impl Measurement for Cgroup {
     }
 
     fn sample(&mut self, tree: &TreeReading) -> Reading<'_> {
-        let bytes = |value: Option<u64>| value.map(|v| v as f64);
+        let number = |value: Option<u64>| value.map(|v| v as f64);
         self.figures = [
-            bytes(tree.cgroup_peak),
-            bytes(tree.cgroup_anon),
-            bytes(tree.oom_kills),
+            number(tree.cgroup_peak),
+            number(tree.cgroup_anon),
+            number(tree.oom_kills),
         ];
-        self.series = [bytes(tree.cgroup_peak)];
+        self.series = [number(tree.cgroup_peak)];
         if tree.cgroup.is_some() && self.last != tree.cgroup {
             self.last.clone_from(&tree.cgroup);
             self.changed = true;

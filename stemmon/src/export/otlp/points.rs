@@ -69,11 +69,8 @@ pub(crate) fn each_metric(report: &Report, times: Times, mut each: impl FnMut(Me
         };
         let mut add = |point: NumberDataPoint| {
             // A new name, or a full message: the one open is given first.
-            if open
-                .as_ref()
-                .is_some_and(|m| m.name != entry.name || held >= MAX_POINTS)
-            {
-                each(open.take().expect("open"));
+            if let Some(full) = open.take_if(|m| m.name != entry.name || held >= MAX_POINTS) {
+                each(full);
                 held = 0;
             }
             let metric = open.get_or_insert_with(|| Metric {
