@@ -132,3 +132,108 @@ fn a_child_reaped_between_samples_counts_once() {
     let dir = temp_dir("tight-between");
     bound_against_truth("child_between_samples", &dir.path().join("run.json"));
 }
+
+/// A library app whose one stage starts two children that hold 150 MiB at once and
+/// reaps both, with no reading between their exits. `TWO_SAMPLED`: each is read alive
+/// (small, by the sample at 1 s) before it grows; else none is read (samples 30 s apart).
+#[test]
+#[ignore = "a fixture: run in a process of its own by the test below"]
+fn two_children_at_once() {
+    let Some(report) = std::env::var_os("TIGHT_FIXTURE_REPORT") else {
+        return;
+    };
+    let sampled = std::env::var_os("TWO_SAMPLED").is_some();
+    let monitor = Monitor::builder()
+        .log_interval(None)
+        .sample_interval(Duration::from_secs(if sampled { 1 } else { 30 }))
+        .output(std::path::PathBuf::from(report))
+        .start()
+        .unwrap();
+    let spawn = || match sampled {
+        // `exec` keeps the pid the sample read.
+        true => Command::new("sh")
+            .arg("-c")
+            .arg(format!("sleep 1.5; exec {HOLD} spike 150 300"))
+            .spawn(),
+        false => Command::new(HOLD).args(["spike", "150", "600"]).spawn(),
+    };
+    {
+        let _children = monitor.stage("children").unwrap();
+        let (mut a, mut b) = (spawn().unwrap(), spawn().unwrap());
+        assert!(a.wait().unwrap().success());
+        assert!(b.wait().unwrap().success());
+    }
+    monitor.finish();
+}
+
+/// Two children that held 150 MiB at once and were reaped in one interval count as
+/// two: the kernel's reaped figure is the larger of their peaks, not their sum (the
+/// bound was 162 MiB for 316 held, with exit records where a sample had read them, and
+/// without records either way). With the records, each counts at its own peak; without,
+/// the figure is "at least", never a bound below the truth.
+#[test]
+fn two_children_reaped_in_one_interval_count_as_two() {
+    let _serial = serial();
+    let dir = temp_dir("tight-two");
+    let setpriv = "/usr/bin/setpriv";
+    assert!(
+        std::path::Path::new(setpriv).exists(),
+        "cannot run: no {setpriv} to drop CAP_NET_ADMIN"
+    );
+    for sampled in [false, true] {
+        for recorded in [true, false] {
+            let path = dir.path().join(format!("{sampled}-{recorded}.json"));
+            let mut command = match recorded {
+                true => Command::new(std::env::current_exe().unwrap()),
+                false => {
+                    let mut command = Command::new(setpriv);
+                    command
+                        .args(["--inh-caps=-net_admin", "--bounding-set=-net_admin"])
+                        .arg(std::env::current_exe().unwrap());
+                    command
+                }
+            };
+            command
+                .args([
+                    "--ignored",
+                    "--exact",
+                    "two_children_at_once",
+                    "--nocapture",
+                ])
+                .env("TIGHT_FIXTURE_REPORT", &path)
+                .env_remove("STEMMON_HIGH_WATER_MARKS");
+            if sampled {
+                command.env("TWO_SAMPLED", "1");
+            }
+            let (status, truth) = poll_tree_peak(&mut command, true);
+            assert!(status.success(), "{status:?}");
+            let report = read_report(&path);
+            let stage = &report.stage("children").unwrap().high_water;
+            let marks = &report.high_water_marks;
+            eprintln!(
+                "sampled {sampled}, records {}: poller {} MiB, bound {:?}, at least {:?} ({} unseen)",
+                marks.exit_records,
+                truth / MIB,
+                stage.peak_tree_rss_bound_bytes.map(|b| b / MIB),
+                stage.peak_tree_rss_at_least_bytes.map(|b| b / MIB),
+                marks.unseen,
+            );
+            assert!(truth >= 300 * MIB, "the poller saw {truth}");
+            assert_eq!(marks.exit_records, recorded, "{marks:?}");
+            for high_water in [stage, &report.high_water] {
+                match recorded {
+                    true => {
+                        let bound = high_water.peak_tree_rss_bound_bytes.unwrap();
+                        let ratio = bound as f64 / truth as f64;
+                        assert!((0.99..=1.10).contains(&ratio), "{bound} for {truth}");
+                    }
+                    false => {
+                        assert_eq!(high_water.peak_tree_rss_bound_bytes, None, "{high_water:?}");
+                        assert!(high_water.peak_tree_rss_at_least_bytes.is_some());
+                    }
+                }
+            }
+            assert_eq!(marks.unseen > 0, !recorded, "{marks:?}");
+        }
+    }
+}

@@ -123,6 +123,12 @@ pub(crate) struct SelfReading {
     /// A child of this process was reaped or has exited since the previous reading:
     /// some last-sampled descendants may be gone.
     pub(crate) children_changed: bool,
+    /// Without exit records, where this process reaped a child since the previous
+    /// reading: how many processes that no sample read may have ended since then
+    /// (`linux::ledger::Births`). The kernel's figure is the largest of the reaped
+    /// children's peaks, so where more than one process may have ended, it bounds no
+    /// sum of them.
+    pub(crate) ended_unsampled: Option<u32>,
     /// This process's CPU and I/O (`RUSAGE_SELF`, every thread; left out where the
     /// tree's root is another process) plus those of the children it reaped
     /// (`RUSAGE_CHILDREN`); `None` where not read.
@@ -160,4 +166,8 @@ pub(crate) struct LiveChildren {
     pub(crate) rss: u64,
     /// The largest peak of those newly found exited.
     pub(crate) exited_peak: Option<u64>,
+    /// How many were newly found exited.
+    pub(crate) exited: u32,
+    /// The sum of their peaks: they may have held them at once.
+    pub(crate) exited_peaks: u64,
 }

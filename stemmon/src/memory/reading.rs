@@ -84,10 +84,15 @@ pub struct BoundPart {
     pub started: Option<f64>,
     /// Its mark, or the group's most, in bytes.
     pub bytes: u64,
-    /// A stage-boundary reading found it exited after the sample read it alive, and
-    /// counted its peak among the reaped in the interval it closed: widening that
-    /// interval leaves this part out, or the process would count twice.
+    /// A stage-boundary reading found it exited since the last sample: it is not in
+    /// this sample's own sum (it exited before that reading). Without exit records
+    /// that reading counted its peak in the interval it closed, so widening any
+    /// interval leaves it out too; with them, see [`BoundPart::gone_by`].
     pub departed: bool,
+    /// With exit records, when the boundary reading that found it exited ran, in
+    /// seconds from the start: an interval widened by this part counts it only where
+    /// it began before then (the process lived in it).
+    pub gone_by: Option<f64>,
 }
 
 /// Cumulative CPU and storage counters of a process or a sum of them (the book's `cpu-io.md`).

@@ -64,8 +64,17 @@ pub(super) struct Boundary {
     last_tree: TreeReading,
     /// Which of `last_tree.descendants` were found exited since the last sample.
     gone: Vec<bool>,
-    /// Their pids, sorted (kept to reuse its capacity).
-    departed: Vec<u32>,
+    /// When each of those was found exited, in seconds from the start.
+    found: Vec<Option<f64>>,
+    /// Their pids with those times, sorted (kept to reuse its capacity).
+    departed: Vec<(u32, f64)>,
+    /// Every exit comes with its record, as the newest fresh reading says.
+    recorded: bool,
+    /// Clock ticks at the last reading of the parent's mark, of either kind: where the
+    /// interval the next fresh reading closes began.
+    mark_at: u64,
+    /// The processes the newest fresh reading found ended unseen.
+    unseen: u32,
     /// Records that saw only a reused reading, each with that reading's mark epoch: the
     /// next interval that a later reading of the mark closes is theirs.
     awaiting: Vec<(u32, u64)>,
@@ -87,7 +96,11 @@ impl Boundary {
             children: None,
             last_tree: TreeReading::default(),
             gone: Vec::new(),
+            found: Vec::new(),
             departed: Vec::new(),
+            recorded: false,
+            mark_at: 0,
+            unseen: 0,
             awaiting: Vec::new(),
             closing: Vec::new(),
             pending: Vec::new(),
@@ -127,7 +140,9 @@ impl Boundary {
     pub(super) fn sampled(&mut self, reading: TreeReading, started: u64) {
         let raced = self.latest.is_some_and(|latest| latest.at > started);
         self.children = reading.children_rss;
+        self.mark_at = self.mark_at.max(started);
         self.gone.clear();
+        self.found.clear();
         self.last_tree = reading;
         if raced && !self.last_tree.descendants.is_empty() {
             let live =
@@ -137,19 +152,34 @@ impl Boundary {
     }
 
     /// Marks the parts of a sample's reading whose process a boundary reading found
-    /// exited since the last sample: the sample read it alive before it exited, and the
-    /// interval that reading closed counted its peak among the reaped already.
+    /// exited since the last sample (the sample may have read it alive before it
+    /// exited). Without exit records, the interval that reading closed counted its
+    /// peak among the reaped already: widening leaves it out. With them, no boundary
+    /// counted it: widening counts it in the intervals that began before it was found
+    /// exited, and only those.
     pub(super) fn mark_departed(&mut self, parts: &mut [BoundPart]) {
-        if !self.gone.contains(&true) {
+        self.departed.clear();
+        let descendants = self.last_tree.descendants.iter().map(|d| d.pid);
+        self.departed.extend(
+            descendants
+                .zip(&self.found)
+                .filter_map(|(pid, found)| Some((pid, (*found)?))),
+        );
+        if self.departed.is_empty() {
             return;
         }
-        self.departed.clear();
-        let found = self.last_tree.descendants.iter().zip(&self.gone);
-        self.departed
-            .extend(found.filter(|(_, gone)| **gone).map(|(d, _)| d.pid));
-        self.departed.sort_unstable();
+        self.departed.sort_unstable_by_key(|(pid, _)| *pid);
         for part in parts {
-            part.departed |= self.departed.binary_search(&part.pid).is_ok();
+            let Ok(at) = self
+                .departed
+                .binary_search_by_key(&part.pid, |(pid, _)| *pid)
+            else {
+                continue;
+            };
+            match self.recorded {
+                true => part.gone_by = Some(self.departed[at].1),
+                false => part.departed = true,
+            }
         }
     }
 
@@ -219,36 +249,64 @@ impl Recorder {
                         rss: reading.rss,
                         epoch: reading.epoch,
                     });
+                    let began = std::mem::replace(&mut boundary.mark_at, now);
+                    boundary.recorded = reading.exits_recorded;
                     self.boundary_at.0.store(now, Ordering::Relaxed);
                     // A boundary never counts a descendant that has exited: when a child
                     // was reaped or became a zombie, each last-sampled one is checked.
                     let descendants = &boundary.last_tree.descendants;
                     let changed = reading.children_changed && !descendants.is_empty();
-                    let mut departed = false;
+                    let mut ended = reading.ended_unsampled.unwrap_or(0);
                     if changed {
                         let live = boundary
                             .reader
                             .live_children(descendants, &mut boundary.gone);
                         boundary.children = Some(live.rss);
+                        let found_at = self.elapsed(now);
+                        boundary.found.resize(boundary.gone.len(), None);
+                        for (found, gone) in boundary.found.iter_mut().zip(&boundary.gone) {
+                            if *gone && found.is_none() {
+                                *found = Some(found_at);
+                            }
+                        }
                         // An exited child's peak counts in this interval (a sample may
-                        // have reset its mark before it exited).
-                        departed = live.exited_peak.is_some();
+                        // have reset its mark before it exited): those found exited at
+                        // their last marks, the largest raised to the kernel's figure.
+                        let departed = live.exited_peak.is_some();
+                        ended += live.exited;
                         if reading.hwm.is_some() {
                             reading.reaped = reading.reaped.max(live.exited_peak);
-                            reading.reaped_at_most = reading.reaped_at_most.max(live.exited_peak);
+                            let largest = live.exited_peak.unwrap_or(0);
+                            let raised = reading
+                                .reaped_at_most
+                                .map_or(0, |r| r.saturating_sub(largest));
+                            reading.reaped_at_most = reading
+                                .reaped_at_most
+                                .max(departed.then_some(live.exited_peaks + raised));
                         }
                     }
-                    // With exit records, a child no sample read is the next sample's to
-                    // count, at its own peak: the kernel's reaped figure stays in this
-                    // interval's bound only where a sampled descendant was found gone
-                    // (which the sample then skips), else the child counts twice.
-                    if reading.exits_recorded && !departed {
+                    // With exit records, every exit is the next sample's to count, at
+                    // its own peak from its record, in the intervals its life
+                    // overlapped: the kernel's reaped figure (the largest of the children
+                    // reaped since, however many held their memory at once) stays out of
+                    // this interval's bound, or a child would count twice. Without them,
+                    // it is this interval's, and a descendant found gone is counted
+                    // here: widening leaves it out (`mark_departed`).
+                    if reading.exits_recorded {
                         reading.reaped_at_most = None;
                     }
+                    // Without them, the processes that ended here are told apart only
+                    // where they are one: past it, each beyond the first ended unseen.
+                    let unrecorded = reading.hwm.is_some() && !reading.exits_recorded;
+                    boundary.unseen = if unrecorded {
+                        ended.saturating_sub(1)
+                    } else {
+                        0
+                    };
                     let tree = &boundary.last_tree.descendants;
                     let usage = state.cpu.boundary(&reading, changed, tree, &boundary.gone);
                     self.publish_cpu(usage);
-                    Some(reading)
+                    Some((reading, began))
                 }
                 None => return,
             },
@@ -258,7 +316,7 @@ impl Recorder {
         };
         let stats = &mut state.records.get_mut(record).stats;
         stats.apply_boundary(&reading);
-        let Some(fresh) = fresh else {
+        let Some((fresh, began)) = fresh else {
             // A reused reading's interval ended before this call.
             let epoch = boundary.latest_epoch();
             boundary.await_interval(record, stats, epoch);
@@ -274,9 +332,11 @@ impl Recorder {
             reaped: fresh.reaped,
             reaped_at_most: fresh.reaped_at_most,
             children_rss: boundary.children.unwrap_or(0),
+            start_seconds: self.elapsed(began),
             end_seconds: elapsed,
             last_pid,
             epoch: fresh.epoch,
+            unseen: boundary.unseen,
         };
         // The plot's series gets the fresh reading too (at most one a millisecond),
         // folded into the newest point: its bound line reaches the report's bound.
@@ -471,6 +531,8 @@ mod tests {
         rig.set_children_changed(crate::memory::LiveChildren {
             rss: 0,
             exited_peak: Some(40 << 20),
+            exited: 1,
+            exited_peaks: 40 << 20,
         });
         let call = rig.recorder.enter(&main, "after_exit".into());
         rig.recorder.exit(&main, call);

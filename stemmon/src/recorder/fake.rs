@@ -149,6 +149,11 @@ impl Rig {
         script.live = live;
     }
 
+    /// Whether every exit comes with its record, from now on.
+    pub(super) fn set_exits_recorded(&self, recorded: bool) {
+        self.script.lock().unwrap().reading.exits_recorded = recorded;
+    }
+
     /// What the boundary reads of the tree's CPU and I/O (this process and its reaped
     /// children) from now on.
     pub(super) fn set_usage(&self, usage: Usage) {

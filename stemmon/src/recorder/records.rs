@@ -27,11 +27,15 @@ pub(crate) struct Stats {
     pub(crate) pending_until: f64,
     /// The last pid given out at that interval's end, where read.
     pub(crate) pending_last_pid: Option<u32>,
+    /// Seconds from the start to the beginning of the earliest interval the largest
+    /// figure stands for (its own, and those before it with smaller figures): a
+    /// descendant a boundary reading found exited before then did not live in them.
+    pub(crate) pending_from: f64,
     /// The intervals of those that ended after the one with the largest figure: their
-    /// largest figure, the last end and its last pid. A descendant started after the
-    /// big one ended never sums with it (a stage that freed 120 MiB, then started
-    /// workers, is not 120 MiB plus the workers).
-    pub(crate) pending_later: Option<(u64, f64, Option<u32>)>,
+    /// largest figure, the last end and its last pid, and their earliest beginning. A
+    /// descendant started after the big one ended never sums with it (a stage that
+    /// freed 120 MiB, then started workers, is not 120 MiB plus the workers).
+    pub(crate) pending_later: Option<(u64, f64, Option<u32>, f64)>,
     /// Processes of the tree that ended unseen in the intervals it overlapped.
     pub(crate) unseen: u32,
     /// The record saw only a reused boundary reading, whose interval ended before it:
@@ -53,13 +57,18 @@ pub(crate) struct BoundaryInterval {
     pub(crate) reaped_at_most: Option<u64>,
     /// The live descendants as last sampled: the best figure until the next sample.
     pub(crate) children_rss: u64,
-    /// Seconds from the start to the reading that closed it.
+    /// Seconds from the start to the reading before it (of either kind), which began
+    /// it, and to the reading that closed it.
+    pub(crate) start_seconds: f64,
     pub(crate) end_seconds: f64,
     /// The last pid given out when it closed, where read (a long call's exit): of the
     /// processes that started in the same clock tick, those with higher pids came after.
     pub(crate) last_pid: Option<u32>,
     /// The place of its reading of the mark among every reading of it (0: unknown).
     pub(crate) epoch: u64,
+    /// Processes that ended in it at a peak no reading told apart (see
+    /// `SelfReading::ended_unsampled`).
+    pub(crate) unseen: u32,
 }
 
 /// Raises `peak` to `value`; whether it rose.
@@ -179,28 +188,28 @@ impl Stats {
         boot_origin: Option<f64>,
     ) -> Option<u64> {
         let local = self.pending_local?;
+        let (from, until) = (self.pending_from, self.pending_until);
         let first = local
-            + self.children_before(
-                reading,
-                boot_origin,
-                self.pending_until,
-                self.pending_last_pid,
-            )?;
-        let later = self.pending_later.and_then(|(local, until, last_pid)| {
-            Some(local + self.children_before(reading, boot_origin, until, last_pid)?)
-        });
+            + self.children_before(reading, boot_origin, (from, until), self.pending_last_pid)?;
+        let later = self
+            .pending_later
+            .and_then(|(local, until, last_pid, from)| {
+                Some(local + self.children_before(reading, boot_origin, (from, until), last_pid)?)
+            });
         Some(first.max(later.unwrap_or(0)))
     }
 
     /// The marks of `reading`'s descendants that had started before the end of this
-    /// record's pending intervals (see [`Stats::close_interval`]).
+    /// record's pending intervals (see [`Stats::close_interval`]) and had not been
+    /// found exited before they began; `span` is their beginning and end.
     pub(super) fn children_before(
         &self,
         reading: &TreeReading,
         boot_origin: Option<f64>,
-        end: f64,
+        span: (f64, f64),
         last_pid: Option<u32>,
     ) -> Option<u64> {
+        let (from, end) = span;
         let all = reading.children_hwm?;
         let until = boot_origin.map(|origin| origin + end);
         // A reader that gives no parts gives the descendants' sum alone.
@@ -211,7 +220,10 @@ impl Stats {
             reading
                 .bound_parts
                 .iter()
-                .filter(|part| !part.departed)
+                .filter(|part| match part.gone_by {
+                    Some(gone) => gone > from,
+                    None => !part.departed,
+                })
                 .filter(|part| match (part.started, until) {
                     (Some(started), Some(until)) => {
                         started <= until
@@ -235,6 +247,7 @@ impl Stats {
         raise(&mut h.peak_parent_hwm_bytes, Some(hwm));
         raise(&mut h.peak_reaped_child_rss_bytes, interval.reaped);
         self.interval_epoch = self.interval_epoch.max(interval.epoch);
+        self.unseen += interval.unseen;
         // `reaped_at_most` is never below `reaped`, but where exit records count the
         // reaped children in the sample instead (see `SelfReading::exits_recorded`).
         let local = hwm + interval.reaped_at_most.unwrap_or(0);
@@ -243,28 +256,44 @@ impl Stats {
             Some(local + interval.children_rss),
         );
         let newly = self.pending_local.is_none();
-        let end = interval.end_seconds;
+        let (from, end) = (interval.start_seconds, interval.end_seconds);
+        // A group of intervals stands for each of them: its largest figure, its last end
+        // and its earliest beginning.
         if self.pending_local.is_none_or(|big| local >= big) {
             // The new largest: the later ones stand beside it as they are, and the old
-            // largest joins them where it ended after this one (readings of two threads).
-            if let Some(old) = self.pending_local.filter(|_| self.pending_until > end) {
-                let (until, last_pid) = (self.pending_until, self.pending_last_pid);
-                self.pending_later = Some(match self.pending_later {
-                    Some((most, later, pid)) if later >= until => (most.max(old), later, pid),
-                    Some((most, _, _)) => (most.max(old), until, last_pid),
-                    None => (old, until, last_pid),
-                });
+            // largest joins them where it ended after this one (readings of two threads);
+            // else this one stands for it too.
+            let old = self.pending_local.map(|old| (old, self.pending_from));
+            self.pending_from = from;
+            match old {
+                Some((old, old_from)) if self.pending_until > end => {
+                    let (until, last_pid) = (self.pending_until, self.pending_last_pid);
+                    self.pending_later = Some(match self.pending_later {
+                        Some((most, later, pid, f)) if later >= until => {
+                            (most.max(old), later, pid, f.min(old_from))
+                        }
+                        Some((most, _, _, f)) => (most.max(old), until, last_pid, f.min(old_from)),
+                        None => (old, until, last_pid, old_from),
+                    });
+                }
+                Some((_, old_from)) => self.pending_from = from.min(old_from),
+                None => {}
             }
             self.pending_local = Some(local);
             self.pending_until = end;
             self.pending_last_pid = interval.last_pid;
         } else if end > self.pending_until {
-            let (most, until, last_pid) = self.pending_later.unwrap_or((0, end, interval.last_pid));
+            let (most, until, last_pid, f) =
+                self.pending_later
+                    .unwrap_or((0, end, interval.last_pid, from));
             self.pending_later = Some(if end >= until {
-                (most.max(local), end, interval.last_pid)
+                (most.max(local), end, interval.last_pid, f.min(from))
             } else {
-                (most.max(local), until, last_pid)
+                (most.max(local), until, last_pid, f.min(from))
             });
+        } else {
+            // Smaller, and ended by the largest's end: the largest stands for it.
+            self.pending_from = self.pending_from.min(from);
         }
         self.awaiting_interval = false;
         self.keep_bounds();
@@ -445,6 +474,48 @@ pub(crate) fn short_type_name(full: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const MIB: u64 = 1 << 20;
+
+    fn interval(hwm: u64, start_seconds: f64, end_seconds: f64) -> BoundaryInterval {
+        BoundaryInterval {
+            parent_hwm: Some(hwm),
+            start_seconds,
+            end_seconds,
+            ..BoundaryInterval::default()
+        }
+    }
+
+    /// With exit records, a process found exited at a boundary counts in the intervals
+    /// that began before it was found, and only those: an interval with a smaller
+    /// figure that ended first is not dropped for a larger one that began after the
+    /// process was gone (it would lose the process).
+    #[test]
+    fn a_process_found_exited_counts_in_the_intervals_it_lived_in() {
+        let mut reading = TreeReading {
+            children_hwm: Some(30 * MIB),
+            ..TreeReading::default()
+        };
+        reading.bound_parts = vec![crate::memory::BoundPart {
+            pid: 7,
+            bytes: 30 * MIB,
+            departed: true,
+            gone_by: Some(1.0),
+            ..crate::memory::BoundPart::default()
+        }];
+        // The process lived in the first interval; the second, larger, began as it was
+        // found gone.
+        let mut lived = Stats::default();
+        lived.apply_interval(&interval(80 * MIB, 0.0, 1.0));
+        lived.apply_interval(&interval(100 * MIB, 1.0, 2.0));
+        let figure = lived.widened(&reading, None).unwrap();
+        assert!(figure >= 110 * MIB, "{}", figure / MIB);
+        // A record whose intervals all began after it was found gone never counts it.
+        let mut after = Stats::default();
+        after.apply_interval(&interval(100 * MIB, 1.0, 2.0));
+        after.apply_interval(&interval(20 * MIB, 2.0, 3.0));
+        assert_eq!(after.widened(&reading, None), Some(100 * MIB));
+    }
 
     #[test]
     fn short_type_names() {

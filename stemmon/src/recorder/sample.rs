@@ -432,9 +432,9 @@ mod tests {
     }
 
     /// Three workers of 64 MiB, alive when a sample's walk reads them, exit and are
-    /// reaped before it ends; the stage's exit reading finds them gone and counts the
-    /// largest among the reaped. The stage's bound counts each worker once: the
-    /// quickstart's `workers` once had 268.5 MiB for 202 (a worker counted twice).
+    /// reaped before it ends; the stage's exit reading finds them gone. The stage's
+    /// figure counts each worker once: the quickstart's `workers` once had 268.5 MiB
+    /// for 202 (a worker counted twice).
     #[test]
     fn a_child_a_sample_read_alive_and_a_boundary_found_exited_counts_once() {
         const MIB: u64 = 1 << 20;
@@ -463,44 +463,53 @@ mod tests {
                     started: None,
                     bytes: 64 * MIB,
                     departed: false,
+                    gone_by: None,
                 })
                 .collect();
             reading
         }
-        let rig = Rig::new();
-        let main = rig.thread();
-        rig.set_self(3 * MIB, Some(3 * MIB));
-        let stage = rig.recorder.enter(&main, "workers".into());
-        rig.advance_micros(200_000);
-        let mut first = workers(3);
-        first.parent_mark_epoch = Some(1);
-        rig.sample(first);
-        rig.advance_micros(200_000);
-        rig.sample_during(|| {
-            // The walk read the parent's mark and the three workers alive ...
-            let mut reading = workers(3);
-            reading.parent_mark_epoch = Some(3);
-            // ... then they exited, were reaped, and the stage ended.
-            rig.advance_micros(2_000);
-            rig.set_children_changed(crate::memory::LiveChildren {
-                rss: 0,
-                exited_peak: Some(64 * MIB),
+        // With exit records the sample counts each worker (the boundary counts none);
+        // without, the boundary counts the three at their last marks, and since they
+        // may have grown after, the figure is at least that.
+        for recorded in [true, false] {
+            let rig = Rig::new();
+            let main = rig.thread();
+            rig.set_self(3 * MIB, Some(3 * MIB));
+            rig.set_exits_recorded(recorded);
+            let stage = rig.recorder.enter(&main, "workers".into());
+            rig.advance_micros(200_000);
+            let mut first = workers(3);
+            first.parent_mark_epoch = Some(1);
+            rig.sample(first);
+            rig.advance_micros(200_000);
+            rig.sample_during(|| {
+                // The walk read the parent's mark and the three workers alive ...
+                let mut reading = workers(3);
+                reading.parent_mark_epoch = Some(3);
+                // ... then they exited, were reaped, and the stage ended.
+                rig.advance_micros(2_000);
+                rig.set_children_changed(crate::memory::LiveChildren {
+                    rss: 0,
+                    exited_peak: Some(64 * MIB),
+                    exited: 3,
+                    exited_peaks: 3 * 64 * MIB,
+                });
+                rig.set_gone(true);
+                rig.recorder.exit(&main, stage);
+                reading
             });
-            rig.set_gone(true);
-            rig.recorder.exit(&main, stage);
-            reading
-        });
-        let report = rig.recorder.snapshot();
-        let workers = &report.stage("workers").unwrap().high_water;
-        assert_eq!(
-            workers.peak_tree_rss_bound_bytes,
-            Some(3 * MIB + 3 * 64 * MIB),
-            "{workers:?}"
-        );
-        assert_eq!(
-            report.high_water.peak_tree_rss_bound_bytes,
-            Some(3 * MIB + 3 * 64 * MIB)
-        );
+            let report = rig.recorder.snapshot();
+            let workers = report.stage("workers").unwrap().high_water.clone();
+            let run = report.high_water;
+            let figure = |h: &stemmon_report::HighWater| match recorded {
+                true => h.peak_tree_rss_bound_bytes,
+                false => h.peak_tree_rss_at_least_bytes,
+            };
+            let want = Some(3 * MIB + 3 * 64 * MIB);
+            assert_eq!(figure(&workers), want, "records {recorded}: {workers:?}");
+            assert_eq!(figure(&run), want, "records {recorded}: {run:?}");
+            assert_eq!(report.high_water_marks.unseen, if recorded { 0 } else { 2 });
+        }
     }
 
     #[test]

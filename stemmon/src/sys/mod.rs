@@ -89,11 +89,13 @@ pub(crate) fn live_children_rss(
     mut exited: impl FnMut(u32),
 ) -> LiveChildren {
     gone.resize(descendants.len(), false);
-    let (mut sum, mut exited_peak) = (0, None);
+    let (mut sum, mut exited_peak, mut count, mut peaks) = (0, None, 0, 0);
     for (&Descendant { pid, rss, peak, .. }, gone) in descendants.iter().zip(gone.iter_mut()) {
         if !*gone && has_exited(pid) {
             *gone = true;
             exited_peak = exited_peak.max(Some(peak));
+            count += 1;
+            peaks += peak;
             exited(pid);
         }
         if !*gone {
@@ -103,6 +105,8 @@ pub(crate) fn live_children_rss(
     LiveChildren {
         rss: sum,
         exited_peak,
+        exited: count,
+        exited_peaks: peaks,
     }
 }
 

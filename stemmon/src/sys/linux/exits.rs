@@ -120,6 +120,7 @@ impl Group {
             started: self.started,
             bytes: self.sum + figure.map_or(0, |f| f.saturating_sub(self.max)),
             departed: false,
+            gone_by: None,
         }
     }
 }
@@ -131,6 +132,9 @@ pub(crate) struct Exits {
     parts: Vec<BoundPart>,
     zombies: Vec<Zombie>,
     departed: Vec<Gone>,
+    /// The parts of processes a boundary reading found exited (see
+    /// [`Exits::found_exited`]).
+    found: Vec<BoundPart>,
     /// Live processes that reaped a child this interval, unseen by any record.
     reapers: Vec<u32>,
     /// Processes that lived and died between two readings, from their exit records.
@@ -143,6 +147,9 @@ pub(crate) struct Exits {
     /// Processes that ended in the interval at a peak nobody read (set by
     /// [`Exits::parts`]): their last readings stand, so the sum is at least the peak.
     pub(crate) unseen: u32,
+    /// Children of this process that a sample read and that exited with no record:
+    /// the kernel's one figure is all their reaping leaves (see `births`).
+    pub(crate) merged: u32,
 }
 
 impl Exits {
@@ -151,11 +158,13 @@ impl Exits {
         self.parts.clear();
         self.zombies.clear();
         self.departed.clear();
+        self.found.clear();
         self.reapers.clear();
         self.unread.clear();
         self.largest = None;
         self.exact = false;
         self.unseen = 0;
+        self.merged = 0;
     }
 
     /// A process that lived and died between two readings, from its exit record: its
@@ -188,6 +197,7 @@ impl Exits {
                 started: Some(self.unread[0].began),
                 bytes: most_at_once(&self.unread),
                 departed: false,
+                gone_by: None,
             });
             return;
         }
@@ -199,6 +209,7 @@ impl Exits {
                 started: Some(self.unread[k].began),
                 bytes: most - before,
                 departed: false,
+                gone_by: None,
             });
             before = most;
         }
@@ -218,6 +229,7 @@ impl Exits {
             started,
             bytes: mark,
             departed: false,
+            gone_by: None,
         });
     }
 
@@ -269,12 +281,18 @@ impl Exits {
     /// A process of the previous sample that is gone.
     #[cfg(test)]
     pub(crate) fn departed(&mut self, pid: u32, was: &Known) {
-        self.departed_at(pid, was, None);
+        self.departed_at(pid, was, None, false);
     }
 
-    /// [`Exits::departed`] with its own peak from its exit record, where one came.
-    pub(crate) fn departed_at(&mut self, pid: u32, was: &Known, exact: Option<u64>) {
+    /// [`Exits::departed`] with its own peak from its exit record, where one came;
+    /// `found`: a boundary reading found it exited (see [`Exits::found_exited`]).
+    pub(crate) fn departed_at(&mut self, pid: u32, was: &Known, exact: Option<u64>, found: bool) {
+        if found {
+            return self.found_exited(pid, was, exact);
+        }
         self.largest = self.largest.max(Some(was.peak)).max(exact);
+        // Without records, the kernel's figure is all its reaping leaves.
+        self.merged += u32::from(was.direct && exact.is_none());
         self.departed.push(Gone {
             pid,
             ppid: was.ppid,
@@ -283,6 +301,23 @@ impl Exits {
             started: was.started,
             exact,
         });
+    }
+
+    /// A process that exited after the last sample read it, and that a boundary reading
+    /// found exited: with exit records, a part at its own peak for the intervals it
+    /// overlapped, left out of this sample's own sum (its exit came before the reading
+    /// that found it, which the engine knows). Without, that reading counted it.
+    fn found_exited(&mut self, pid: u32, was: &Known, exact: Option<u64>) {
+        if self.exact {
+            self.largest = self.largest.max(exact);
+            self.found.push(BoundPart {
+                pid,
+                started: was.started,
+                bytes: exact.map_or(was.hwm, |e| e.max(was.hwm)),
+                departed: true,
+                gone_by: None,
+            });
+        }
     }
 
     /// The bound's parts: every live mark, and one part per group of exited processes;
@@ -312,6 +347,7 @@ impl Exits {
                         started: gone.started,
                         bytes: gone.last,
                         departed: false,
+                        gone_by: None,
                     })
                 }
             }
@@ -336,6 +372,7 @@ impl Exits {
     /// The parts where every exit came with its record: each process at its own peak.
     fn exact_parts(&mut self) -> Vec<BoundPart> {
         let mut parts = std::mem::take(&mut self.parts);
+        parts.append(&mut self.found);
         // One that ended with no record (dropped, or sent before the registration):
         // its final interval is unread.
         self.unseen += self.departed.iter().filter(|g| g.exact.is_none()).count() as u32;
@@ -352,6 +389,7 @@ impl Exits {
                 started: gone.started,
                 bytes: gone.exact.map_or(gone.last, |e| e.max(gone.last)),
                 departed: false,
+                gone_by: None,
             });
         }
         for zombie in &self.zombies {
@@ -363,6 +401,7 @@ impl Exits {
                     .or(zombie.figure)
                     .map_or(zombie.last, |e| e.max(zombie.last)),
                 departed: false,
+                gone_by: None,
             });
         }
         parts
@@ -515,8 +554,8 @@ mod tests {
             exact: true,
             ..Exits::default()
         };
-        exits.departed_at(30, &known(64 * MIB, 29, false), Some(80 * MIB));
-        exits.departed_at(31, &known(10 * MIB, 29, false), None);
+        exits.departed_at(30, &known(64 * MIB, 29, false), Some(80 * MIB), false);
+        exits.departed_at(31, &known(10 * MIB, 29, false), None, false);
         exits.zombie_at(32, 5 * MIB, None, Some(9 * MIB), None);
         exits.zombie_at(33, 5 * MIB, None, None, None);
         let parts = exits.parts(None);

@@ -100,6 +100,8 @@ pub(crate) struct Shared {
     /// Every exit of the tree comes with its record: the next sample counts each
     /// exited process no sample read at its own peak, so no boundary reading does.
     exits_recorded: bool,
+    /// The pids given out since the last sample, without exit records.
+    births: super::births::Births,
 }
 
 impl Shared {
@@ -146,10 +148,22 @@ impl Shared {
     /// Whether this process reaped a child since the previous check (of either kind of
     /// reader of this ledger), and the kernel's figure for its peak; also the figures
     /// now, which a reader can compare with its own last ones. One `getrusage` call.
-    pub(crate) fn reaped_and_usage(&mut self) -> (Option<Reaped>, ChildUsage) {
+    /// Without exit records, where it reaped one: how many processes that no sample
+    /// read may have ended since the previous reaping (`births`), whose peaks the
+    /// kernel's figure does not sum. A `sample` begins a new count.
+    pub(crate) fn reaped_and_usage(
+        &mut self,
+        sample: bool,
+    ) -> (Option<Reaped>, ChildUsage, Option<u32>) {
         let now = ChildUsage::now();
         let before = std::mem::replace(&mut self.child_usage, now);
-        (now.reaped_since(&before, &self.baseline), now)
+        let reaped = now.reaped_since(&before, &self.baseline);
+        let unrecorded = !self.exits_recorded;
+        let ended = (reaped.is_some() && unrecorded).then(|| self.births.ended_since());
+        if sample && unrecorded {
+            self.births.renew();
+        }
+        (reaped, now, ended)
     }
 
     /// Records that a boundary reading counted `pid`'s exit and peak, so that the next
@@ -222,6 +236,7 @@ impl Ledger {
                 mark_readings: 0,
                 sampled_epoch: 0,
                 exits_recorded: false,
+                births: super::births::Births::now(),
             }),
             tree: Mutex::new(TreeLedger::default()),
             own_cpu_start: super::reaped::usage_of(&super::reaped::rusage(libc::RUSAGE_SELF))

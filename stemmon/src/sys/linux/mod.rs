@@ -8,6 +8,7 @@
 //! files ([`proc_files`]: those it keeps open, and what it reads through them), [`self_reading`] reads this process at stage boundaries, [`reaped`] reads the
 //! children that exited, and [`ledger`] holds what one monitor's readers share.
 
+mod births;
 pub(crate) mod cgroup;
 mod exit_feed;
 mod exit_watch;
@@ -219,11 +220,11 @@ impl TreeReader for ProcReader {
         let ours = own || self.adopted;
         // Checked before reading the marks: a child reaped in between counts in this interval.
         // Read before the walk: a child reaped meanwhile is missed once, never counted twice.
-        let (reaped, children_usage) = if self.marks && ours {
-            ledger.shared().reaped_and_usage()
+        let (reaped, children_usage, ended) = if self.marks && ours {
+            ledger.shared().reaped_and_usage(true)
         } else {
             // Another process's tree (not adopted): this process's children are not its.
-            (None, ours.then(ChildUsage::now).unwrap_or_default())
+            (None, ours.then(ChildUsage::now).unwrap_or_default(), None)
         };
         let own_rusage = own.then(|| usage_of(&rusage(libc::RUSAGE_SELF)));
         let reset = self.marks && self.reset;
@@ -450,9 +451,8 @@ impl TreeReader for ProcReader {
                 let exact = take(*pid)
                     .map(|e| e.hiwater)
                     .or(was.recorded.then_some(was.hwm));
-                if self.counted.binary_search(pid).is_err() {
-                    exits.departed_at(*pid, was, exact);
-                }
+                let found = self.counted.binary_search(pid).is_ok();
+                exits.departed_at(*pid, was, exact, found);
             }
             if feed_live {
                 feed.take_unread(|pid| pid == root || next.contains_key(&pid), unread);
@@ -462,12 +462,15 @@ impl TreeReader for ProcReader {
             }
             let kernel = reaped.and_then(|r| r.bound());
             let parts = exits.parts(kernel);
-            // Records dropped: some exit may have gone unread.
-            reading.unseen = exits.unseen + u32::from(!whole);
+            // Records dropped: some exit may have gone unread. Beyond the first of
+            // those one kernel figure covers, each ended unseen.
+            let merged = ended.map_or(0, |n| (n + exits.merged).saturating_sub(1));
+            reading.unseen = exits.unseen + u32::from(!whole) + merged;
             // The largest exited peak: the kernel's where it grew (exact), never a
             // maximum that only bounds the children reaped since.
             reading.reaped_child_peak = reaped.and_then(|r| r.peak).max(exits.largest);
-            let children_hwm = parts.iter().map(|p| p.bytes).sum::<u64>();
+            let own = parts.iter().filter(|p| !p.departed);
+            let children_hwm = own.map(|p| p.bytes).sum::<u64>();
             // An exited root is a group of its own, in the parts.
             let root_mark = if root_exited {
                 Some(0)

@@ -79,7 +79,7 @@ impl ProcSelfReader {
 impl SelfReader for ProcSelfReader {
     fn read(&mut self) -> Option<SelfReading> {
         let mut shared = self.ledger.shared();
-        let (reaped, usage) = shared.reaped_and_usage();
+        let (reaped, usage, ended_unsampled) = shared.reaped_and_usage(false);
         let reaped_any = std::mem::replace(&mut self.last_usage, usage) != usage;
         let children_changed = reaped_any || any_zombie_child();
         let reaped = reaped.filter(|_| self.marks);
@@ -108,6 +108,7 @@ impl SelfReader for ProcSelfReader {
             reaped_at_most: reaped.and_then(|r| r.bound()),
             exits_recorded,
             children_changed,
+            ended_unsampled,
             usage: self.cpu.then(|| {
                 if self.count_self {
                     reaped_usage.plus(self_usage)
@@ -136,8 +137,10 @@ impl SelfReader for ProcSelfReader {
     fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren {
         let (marks, ledger) = (self.marks, &self.ledger);
         live_children_rss(descendants, gone, |pid| {
-            // Only a reading with marks counts the exit's peak (the engine adds it to
-            // its interval then); without, the next sample must count it.
+            // Only a reading with marks counts the exit: without exit records, the
+            // engine adds its peak to the interval it closes, and the next sample leaves
+            // it out; with them, the sample counts it from its record, in the intervals
+            // it overlapped, never in its own sum (it had exited before the reading).
             if marks {
                 ledger.shared().count_exited(pid);
             }
