@@ -7,7 +7,7 @@
 use super::records::{BoundaryInterval, Stats};
 use super::thread::ThreadState;
 use super::{Recorder, State, BOUNDARY_REUSE_NANOS};
-use crate::memory::{BoundPart, SelfReader, TreeReading};
+use crate::memory::{BoundPart, SelfReader, SelfReading, TreeReading};
 use std::sync::atomic::Ordering;
 
 /// Which edge of a call a boundary reading is at.
@@ -70,6 +70,9 @@ pub(super) struct Boundary {
     departed: Vec<(u32, f64)>,
     /// Every exit comes with its record, as the newest fresh reading says.
     recorded: bool,
+    /// Without them, the kernel's figures of reapings of processes no sample read,
+    /// as parts for the next sample to widen the intervals since the last one with.
+    reaped: Vec<BoundPart>,
     /// Clock ticks at the last reading of the parent's mark, of either kind: where the
     /// interval the next fresh reading closes began.
     mark_at: u64,
@@ -99,6 +102,7 @@ impl Boundary {
             found: Vec::new(),
             departed: Vec::new(),
             recorded: false,
+            reaped: Vec::new(),
             mark_at: 0,
             unseen: 0,
             awaiting: Vec::new(),
@@ -151,13 +155,75 @@ impl Boundary {
         }
     }
 
+    /// Takes in the exits a fresh reading tells of (the book's `exact-peaks.md`). A
+    /// boundary never counts a descendant that has exited: when a child was reaped or
+    /// became a zombie, each last-sampled one is checked. With exit records, no exit
+    /// counts here: the next sample counts each from its record, in the intervals its
+    /// life overlapped, and the kernel's reaped figure (the largest of the children
+    /// reaped since, however many held their memory at once) stays out. Without them,
+    /// the descendants found exited count in this interval at their last marks, the
+    /// largest raised to the kernel's figure; a reaped process that no sample read may
+    /// have lived in any interval since the last sample, so the kernel's figure is a
+    /// part for the next sample to widen each of them by; and where more than one
+    /// process ended, those beyond the first ended unseen. Returns whether some
+    /// last-sampled descendant may be gone; `found_at` is now, in seconds from the start.
+    fn count_exits(&mut self, reading: &mut SelfReading, found_at: f64) -> bool {
+        let changed = reading.children_changed && !self.last_tree.descendants.is_empty();
+        let kernel = reading.reaped_at_most;
+        let (mut exited, mut marks) = (0, None);
+        if changed {
+            let descendants = &self.last_tree.descendants;
+            let live = self.reader.live_children(descendants, &mut self.gone);
+            self.children = Some(live.rss);
+            self.found.resize(self.gone.len(), None);
+            for (found, gone) in self.found.iter_mut().zip(&self.gone) {
+                if *gone && found.is_none() {
+                    *found = Some(found_at);
+                }
+            }
+            if reading.hwm.is_some() {
+                reading.reaped = reading.reaped.max(live.exited_peak);
+            }
+            exited = live.exited;
+            marks = live.exited_peak.map(|largest| (live.exited_peaks, largest));
+        }
+        self.unseen = 0;
+        if reading.exits_recorded || reading.hwm.is_none() {
+            reading.reaped_at_most = None;
+            return changed;
+        }
+        // A reaping that no descendant found exited explains is of one no sample read.
+        let unsampled = match reading.ended_unsampled {
+            Some(ended) if kernel.is_some() && exited == 0 => ended.max(1),
+            Some(ended) => ended,
+            None => 0,
+        };
+        self.unseen = (exited + unsampled).saturating_sub(1);
+        let departed = marks
+            .map(|(sum, largest)| (sum, sum + kernel.map_or(0, |k| k.saturating_sub(largest))));
+        reading.reaped_at_most = match (unsampled, kernel) {
+            (1.., Some(bytes)) => {
+                self.reaped.push(BoundPart {
+                    started: None,
+                    bytes,
+                    gone_by: Some(found_at),
+                    ..BoundPart::default()
+                });
+                departed.map(|(sum, _)| sum)
+            }
+            _ => departed.map(|(_, raised)| raised).or(kernel),
+        };
+        changed
+    }
+
     /// Marks the parts of a sample's reading whose process a boundary reading found
     /// exited since the last sample (the sample may have read it alive before it
     /// exited). Without exit records, the interval that reading closed counted its
     /// peak among the reaped already: widening leaves it out. With them, no boundary
     /// counted it: widening counts it in the intervals that began before it was found
-    /// exited, and only those.
-    pub(super) fn mark_departed(&mut self, parts: &mut [BoundPart]) {
+    /// exited, and only those. Adds the reapings of processes no sample read.
+    pub(super) fn mark_departed(&mut self, parts: &mut Vec<BoundPart>) {
+        parts.append(&mut self.reaped);
         self.departed.clear();
         let descendants = self.last_tree.descendants.iter().map(|d| d.pid);
         self.departed.extend(
@@ -252,57 +318,7 @@ impl Recorder {
                     let began = std::mem::replace(&mut boundary.mark_at, now);
                     boundary.recorded = reading.exits_recorded;
                     self.boundary_at.0.store(now, Ordering::Relaxed);
-                    // A boundary never counts a descendant that has exited: when a child
-                    // was reaped or became a zombie, each last-sampled one is checked.
-                    let descendants = &boundary.last_tree.descendants;
-                    let changed = reading.children_changed && !descendants.is_empty();
-                    let mut ended = reading.ended_unsampled.unwrap_or(0);
-                    if changed {
-                        let live = boundary
-                            .reader
-                            .live_children(descendants, &mut boundary.gone);
-                        boundary.children = Some(live.rss);
-                        let found_at = self.elapsed(now);
-                        boundary.found.resize(boundary.gone.len(), None);
-                        for (found, gone) in boundary.found.iter_mut().zip(&boundary.gone) {
-                            if *gone && found.is_none() {
-                                *found = Some(found_at);
-                            }
-                        }
-                        // An exited child's peak counts in this interval (a sample may
-                        // have reset its mark before it exited): those found exited at
-                        // their last marks, the largest raised to the kernel's figure.
-                        let departed = live.exited_peak.is_some();
-                        ended += live.exited;
-                        if reading.hwm.is_some() {
-                            reading.reaped = reading.reaped.max(live.exited_peak);
-                            let largest = live.exited_peak.unwrap_or(0);
-                            let raised = reading
-                                .reaped_at_most
-                                .map_or(0, |r| r.saturating_sub(largest));
-                            reading.reaped_at_most = reading
-                                .reaped_at_most
-                                .max(departed.then_some(live.exited_peaks + raised));
-                        }
-                    }
-                    // With exit records, every exit is the next sample's to count, at
-                    // its own peak from its record, in the intervals its life
-                    // overlapped: the kernel's reaped figure (the largest of the children
-                    // reaped since, however many held their memory at once) stays out of
-                    // this interval's bound, or a child would count twice. Without them,
-                    // it is this interval's, and a descendant found gone is counted
-                    // here: widening leaves it out (`mark_departed`).
-                    if reading.exits_recorded {
-                        reading.reaped_at_most = None;
-                    }
-                    // Without them, the processes that ended here are told apart only
-                    // where they are one: past it, each beyond the first ended unseen.
-                    let unrecorded = reading.hwm.is_some() && !reading.exits_recorded;
-                    boundary.unseen = if unrecorded {
-                        ended.saturating_sub(1)
-                    } else {
-                        0
-                    };
+                    let changed = boundary.count_exits(&mut reading, self.elapsed(now));
                     let tree = &boundary.last_tree.descendants;
                     let usage = state.cpu.boundary(&reading, changed, tree, &boundary.gone);
                     self.publish_cpu(usage);
@@ -410,6 +426,51 @@ impl State {
 mod tests {
     use super::super::fake::Rig;
     use super::*;
+
+    /// Without exit records, a child no sample read, started in one stage and reaped in
+    /// the next, counts in both: the next sample widens every interval since the last
+    /// one by the kernel's figure (it counted only in the second).
+    #[test]
+    fn an_unsampled_child_reaped_a_stage_later_counts_in_both() {
+        const MIB: u64 = 1 << 20;
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_self(10 * MIB, Some(10 * MIB));
+        let sample = || TreeReading {
+            parent_rss: Some(10 * MIB),
+            children_rss: Some(0),
+            tree_rss: Some(10 * MIB),
+            parent_hwm: Some(10 * MIB),
+            children_hwm: Some(0),
+            tree_rss_bound: Some(10 * MIB),
+            process_count: 1,
+            ..TreeReading::default()
+        };
+        rig.sample(sample());
+        for stage in ["starts", "reaps"] {
+            rig.advance_micros(2_000);
+            let call = rig.recorder.enter(&main, stage.into());
+            rig.advance_micros(2_000);
+            if stage == "reaps" {
+                rig.set_reaped(Some(150 * MIB), Some(1));
+            }
+            rig.recorder.exit(&main, call);
+            rig.set_reaped(None, None);
+        }
+        rig.advance_micros(2_000);
+        rig.sample(sample());
+        let report = rig.recorder.snapshot();
+        for stage in ["starts", "reaps"] {
+            let bound = report
+                .stage(stage)
+                .unwrap()
+                .high_water
+                .peak_tree_rss_bound_bytes;
+            assert_eq!(bound, Some(160 * MIB), "{stage}");
+        }
+        assert_eq!(report.high_water.peak_tree_rss_bound_bytes, Some(160 * MIB));
+        assert_eq!(report.high_water_marks.unseen, 0);
+    }
 
     #[test]
     fn a_reading_under_a_millisecond_old_is_reused_an_older_one_is_not() {

@@ -149,6 +149,16 @@ impl Rig {
         script.live = live;
     }
 
+    /// From now on each reading tells of a reaping (the kernel's figure `bytes`) of
+    /// `ended` processes no sample read (`None`: none).
+    pub(super) fn set_reaped(&self, bytes: Option<u64>, ended: Option<u32>) {
+        let mut script = self.script.lock().unwrap();
+        script.reading.reaped = bytes;
+        script.reading.reaped_at_most = bytes;
+        script.reading.ended_unsampled = ended;
+        script.reading.children_changed = ended.is_some();
+    }
+
     /// Whether every exit comes with its record, from now on.
     pub(super) fn set_exits_recorded(&self, recorded: bool) {
         self.script.lock().unwrap().reading.exits_recorded = recorded;
