@@ -59,15 +59,9 @@ fn library_app() {
 #[test]
 #[ignore = "a fixture: run in a process of its own by the test below"]
 fn child_between_samples() {
-    let Some(report) = std::env::var_os("TIGHT_FIXTURE_REPORT") else {
+    let Some(monitor) = fixture_monitor(Duration::from_secs(30)) else {
         return;
     };
-    let monitor = Monitor::builder()
-        .log_interval(None)
-        .sample_interval(Duration::from_secs(30))
-        .output(std::path::PathBuf::from(report))
-        .start()
-        .unwrap();
     {
         let _child = monitor.stage("child").unwrap();
         let status = Command::new(HOLD)
@@ -139,16 +133,10 @@ fn a_child_reaped_between_samples_counts_once() {
 #[test]
 #[ignore = "a fixture: run in a process of its own by the test below"]
 fn two_children_at_once() {
-    let Some(report) = std::env::var_os("TIGHT_FIXTURE_REPORT") else {
+    let sampled = std::env::var_os("TWO_SAMPLED").is_some();
+    let Some(monitor) = fixture_monitor(Duration::from_secs(if sampled { 1 } else { 30 })) else {
         return;
     };
-    let sampled = std::env::var_os("TWO_SAMPLED").is_some();
-    let monitor = Monitor::builder()
-        .log_interval(None)
-        .sample_interval(Duration::from_secs(if sampled { 1 } else { 30 }))
-        .output(std::path::PathBuf::from(report))
-        .start()
-        .unwrap();
     let spawn = || match sampled {
         // `exec` keeps the pid the sample read.
         true => Command::new("sh")
@@ -178,22 +166,8 @@ fn two_children_reaped_in_one_interval_count_as_two() {
     for sampled in [false, true] {
         for recorded in [true, false] {
             let path = dir.path().join(format!("{sampled}-{recorded}.json"));
-            let mut command = without_exit_records(!recorded);
-            command
-                .args([
-                    "--ignored",
-                    "--exact",
-                    "two_children_at_once",
-                    "--nocapture",
-                ])
-                .env("TIGHT_FIXTURE_REPORT", &path)
-                .env_remove("STEMMON_HIGH_WATER_MARKS");
-            if sampled {
-                command.env("TWO_SAMPLED", "1");
-            }
-            let (status, truth) = poll_tree_peak(&mut command, true);
-            assert!(status.success(), "{status:?}");
-            let report = read_report(&path);
+            let sampled_env = sampled.then_some(("TWO_SAMPLED", "1"));
+            let (report, truth) = run_fixture("two_children_at_once", &path, recorded, sampled_env);
             let stage = &report.stage("children").unwrap().high_water;
             let marks = &report.high_water_marks;
             eprintln!(
@@ -229,15 +203,9 @@ fn two_children_reaped_in_one_interval_count_as_two() {
 #[test]
 #[ignore = "a fixture: run in a process of its own by the test below"]
 fn child_across_stages() {
-    let Some(report) = std::env::var_os("TIGHT_FIXTURE_REPORT") else {
+    let Some(monitor) = fixture_monitor(Duration::from_secs(30)) else {
         return;
     };
-    let monitor = Monitor::builder()
-        .log_interval(None)
-        .sample_interval(Duration::from_secs(30))
-        .output(std::path::PathBuf::from(report))
-        .start()
-        .unwrap();
     let child;
     {
         let _x = monitor.stage("x").unwrap();
@@ -260,14 +228,7 @@ fn a_child_started_in_one_stage_and_reaped_in_the_next_counts_in_both() {
     let dir = temp_dir("tight-across");
     for recorded in [true, false] {
         let path = dir.path().join(format!("{recorded}.json"));
-        let mut command = without_exit_records(!recorded);
-        command
-            .args(["--ignored", "--exact", "child_across_stages", "--nocapture"])
-            .env("TIGHT_FIXTURE_REPORT", &path)
-            .env_remove("STEMMON_HIGH_WATER_MARKS");
-        let (status, truth) = poll_tree_peak(&mut command, true);
-        assert!(status.success(), "{status:?}");
-        let report = read_report(&path);
+        let (report, truth) = run_fixture("child_across_stages", &path, recorded, None);
         assert_eq!(report.high_water_marks.exit_records, recorded);
         assert!(truth >= 150 * MIB, "the poller saw {truth}");
         for stage in ["x", "y"] {
@@ -284,21 +245,50 @@ fn a_child_started_in_one_stage_and_reaped_in_the_next_counts_in_both() {
     }
 }
 
-/// The current test binary, run as is or under `setpriv` without `CAP_NET_ADMIN` (no
-/// exit records then).
-fn without_exit_records(drop: bool) -> Command {
+/// Runs `fixture` of this binary under a 5 ms poller, with `env` set, writing its
+/// report to `path`: as is, or under `setpriv` without `CAP_NET_ADMIN` (no exit
+/// records) where not `recorded`. Its report and the poller's peak.
+fn run_fixture(
+    fixture: &str,
+    path: &std::path::Path,
+    recorded: bool,
+    env: Option<(&str, &str)>,
+) -> (stemmon::Report, u64) {
     let me = std::env::current_exe().unwrap();
-    if !drop {
-        return Command::new(me);
-    }
     let setpriv = "/usr/bin/setpriv";
-    assert!(
-        std::path::Path::new(setpriv).exists(),
-        "cannot run: no {setpriv} to drop CAP_NET_ADMIN"
-    );
-    let mut command = Command::new(setpriv);
+    let mut command = match recorded {
+        true => Command::new(&me),
+        false => {
+            assert!(
+                std::path::Path::new(setpriv).exists(),
+                "cannot run: no {setpriv} to drop CAP_NET_ADMIN"
+            );
+            let mut command = Command::new(setpriv);
+            command
+                .args(["--inh-caps=-net_admin", "--bounding-set=-net_admin"])
+                .arg(&me);
+            command
+        }
+    };
     command
-        .args(["--inh-caps=-net_admin", "--bounding-set=-net_admin"])
-        .arg(me);
-    command
+        .args(["--ignored", "--exact", fixture, "--nocapture"])
+        .env("TIGHT_FIXTURE_REPORT", path)
+        .env_remove("STEMMON_HIGH_WATER_MARKS");
+    command.envs(env);
+    let (status, truth) = poll_tree_peak(&mut command, true);
+    assert!(status.success(), "{fixture}: {status:?}");
+    (read_report(path), truth)
+}
+
+/// A fixture's monitor, sampling every `interval` and writing the report the test
+/// names; `None` where the fixture runs outside its test.
+fn fixture_monitor(interval: Duration) -> Option<Monitor> {
+    let report = std::env::var_os("TIGHT_FIXTURE_REPORT")?;
+    let monitor = Monitor::builder()
+        .log_interval(None)
+        .sample_interval(interval)
+        .output(std::path::PathBuf::from(report))
+        .start()
+        .unwrap();
+    Some(monitor)
 }

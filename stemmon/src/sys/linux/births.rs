@@ -53,21 +53,31 @@ impl Births {
         let Some(given) = to.checked_sub(from) else {
             return UNKNOWN;
         };
-        let ended = given.saturating_sub(own_alive_in(from, to));
+        // One new pid at most: it is the one reaped, and no scan is needed.
+        let alive = match given.saturating_sub(self.ended) {
+            0 | 1 => 0,
+            _ => own_alive_in(from, to),
+        };
+        let ended = given.saturating_sub(alive);
         let fresh = ended.saturating_sub(self.ended);
         self.ended = self.ended.max(ended);
         fresh
     }
 
     fn last_pid(&mut self) -> Option<u32> {
-        let file = self
-            .file
-            .get_or_insert_with(|| File::open("/proc/sys/kernel/ns_last_pid").ok())
-            .as_ref()?;
-        let mut text = [0u8; 16];
-        let read = file.read_at(&mut text, 0).ok()?;
-        std::str::from_utf8(&text[..read]).ok()?.trim().parse().ok()
+        last_pid(&mut self.file)
     }
+}
+
+/// The last pid the kernel gave out in this pid namespace, through `file` (opened on
+/// first use; `Some(None)`: it cannot be).
+pub(crate) fn last_pid(file: &mut Option<Option<File>>) -> Option<u32> {
+    let file = file
+        .get_or_insert_with(|| File::open("/proc/sys/kernel/ns_last_pid").ok())
+        .as_ref()?;
+    let mut text = [0u8; 16];
+    let read = file.read_at(&mut text, 0).ok()?;
+    std::str::from_utf8(&text[..read]).ok()?.trim().parse().ok()
 }
 
 /// How many of this process's live threads and children have an id in `(from, to]`.

@@ -124,14 +124,7 @@ impl SelfReader for ProcSelfReader {
     }
 
     fn last_pid(&mut self) -> Option<u32> {
-        use std::os::unix::fs::FileExt;
-        if self.last_pid_file.is_none() {
-            self.last_pid_file = Some(File::open("/proc/sys/kernel/ns_last_pid").ok());
-        }
-        let file = self.last_pid_file.as_ref()?.as_ref()?;
-        let mut text = [0u8; 16];
-        let read = file.read_at(&mut text, 0).ok()?;
-        std::str::from_utf8(&text[..read]).ok()?.trim().parse().ok()
+        super::births::last_pid(&mut self.last_pid_file)
     }
 
     fn live_children(&mut self, descendants: &[Descendant], gone: &mut Vec<bool>) -> LiveChildren {
