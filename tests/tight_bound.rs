@@ -292,3 +292,54 @@ fn fixture_monitor(interval: Duration) -> Option<Monitor> {
         .unwrap();
     Some(monitor)
 }
+
+/// A library app whose stage `x` runs a 150 MiB child to its end, then stage `after`
+/// runs, with no sample in between (samples 30 s apart).
+#[test]
+#[ignore = "a fixture: run in a process of its own by the test below"]
+fn child_then_a_stage() {
+    let Some(monitor) = fixture_monitor(Duration::from_secs(30)) else {
+        return;
+    };
+    {
+        let _x = monitor.stage("x").unwrap();
+        let status = Command::new(HOLD).args(["spike", "150", "300"]).status();
+        assert!(status.unwrap().success());
+    }
+    {
+        let _after = monitor.stage("after").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    monitor.finish();
+}
+
+/// A child that no sample read and that ended before a stage began is not that stage's,
+/// with exit records and without: with them, the stage took the child's 150 MiB from
+/// its record (an async stage after it had 163 MiB for its 9).
+#[test]
+fn a_child_that_ended_before_a_stage_is_not_that_stages() {
+    let _serial = serial();
+    let dir = temp_dir("tight-then");
+    for recorded in [true, false] {
+        let path = dir.path().join(format!("{recorded}.json"));
+        let (report, truth) = run_fixture("child_then_a_stage", &path, recorded, None);
+        assert_eq!(report.high_water_marks.exit_records, recorded);
+        let figure = |stage: &str| {
+            let high_water = &report.stage(stage).unwrap().high_water;
+            let parent = high_water.peak_parent_hwm_bytes.unwrap();
+            let bound = high_water.peak_tree_rss_bound_bytes;
+            (bound.unwrap_or_else(|| panic!("{high_water:?}")), parent)
+        };
+        let ((x, _), (after, parent)) = (figure("x"), figure("after"));
+        eprintln!(
+            "records {recorded}: x {} MiB, after {} MiB (its parent {} MiB), poller {} MiB",
+            x / MIB,
+            after / MIB,
+            parent / MIB,
+            truth / MIB
+        );
+        let ratio = x as f64 / truth as f64;
+        assert!((0.99..=1.10).contains(&ratio), "x: {ratio:.3}x");
+        assert!(after < parent + 20 * MIB, "after: {after} for {parent}");
+    }
+}

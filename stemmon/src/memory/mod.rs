@@ -17,7 +17,7 @@ use std::io;
 pub(crate) mod portable;
 mod reading;
 
-pub use reading::{BoundPart, Descendant, ProcessState, TreeReading, Usage};
+pub use reading::{most_at_once, BoundPart, Descendant, ProcessState, TreeReading, Unread, Usage};
 
 /// Reads the memory of a process and all its descendants.
 pub trait TreeReader: Send {

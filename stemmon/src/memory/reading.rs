@@ -47,6 +47,11 @@ pub struct TreeReading {
     /// interval held at most, with when each began. A stage that closed before the
     /// sample counts only the parts that began before it closed.
     pub bound_parts: Vec<BoundPart>,
+    /// The processes that lived and ended between two samples, known from their exit
+    /// records: the rest of `tree_rss_bound` beyond `bound_parts`, the most they held
+    /// at one moment ([`most_at_once`]). A stage that closed before the sample counts
+    /// those whose lives overlapped its own.
+    pub unread: Vec<Unread>,
     /// The job's cgroup now.
     pub cgroup: Option<CgroupReport>,
     /// The cgroup's highest charge since the previous sample: its charge now, or the
@@ -70,6 +75,37 @@ pub struct TreeReading {
     pub root_process: Option<Descendant>,
     /// Why some process's `/proc/PID/io` could not be read, if one could not.
     pub io_missing: Option<String>,
+}
+
+/// A process no reading saw, from its exit record (see [`TreeReading::unread`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Unread {
+    /// Its process id.
+    pub pid: u32,
+    /// Its peak over its life, in bytes.
+    pub peak: u64,
+    /// When it began and ended, in seconds since boot.
+    pub began: f64,
+    /// See [`Unread::began`].
+    pub ended: f64,
+}
+
+/// The most that the processes of `unread` that `keep` keeps held at one moment, each
+/// at its peak over its life; two lives that touch count as overlapping.
+pub fn most_at_once(unread: &[Unread], keep: impl Fn(&Unread) -> bool) -> u64 {
+    let mut moments: Vec<(f64, i128)> = Vec::with_capacity(2 * unread.len());
+    for u in unread.iter().filter(|u| keep(u)) {
+        moments.push((u.began, i128::from(u.peak)));
+        moments.push((u.ended, -i128::from(u.peak)));
+    }
+    // At one moment, starts before ends.
+    moments.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
+    let (mut now, mut most) = (0i128, 0i128);
+    for (_, change) in moments {
+        now += change;
+        most = most.max(now);
+    }
+    u64::try_from(most).unwrap_or(u64::MAX)
 }
 
 /// A part of the tree's high-water bound (see [`TreeReading::bound_parts`]).

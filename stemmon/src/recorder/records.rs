@@ -46,6 +46,10 @@ pub(crate) struct Stats {
     pub(crate) interval_epoch: u64,
 }
 
+/// Past this many processes that no reading saw in one sample's interval, each
+/// interval widened by them counts them all, whenever they lived.
+const MAX_WINDOWED: usize = 256;
+
 /// What a fresh stage-boundary reading says about the interval it closes.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct BoundaryInterval {
@@ -213,28 +217,36 @@ impl Stats {
         let all = reading.children_hwm?;
         let until = boot_origin.map(|origin| origin + end);
         // A reader that gives no parts gives the descendants' sum alone.
-        if reading.bound_parts.is_empty() {
+        if reading.bound_parts.is_empty() && reading.unread.is_empty() {
             return Some(all);
         }
-        Some(
-            reading
-                .bound_parts
-                .iter()
-                .filter(|part| match part.gone_by {
-                    Some(gone) => gone > from,
-                    None => !part.departed,
-                })
-                .filter(|part| match (part.started, until) {
-                    (Some(started), Some(until)) => {
-                        started <= until
-                            && (started + crate::sys::start_tick_seconds() <= until
-                                || last_pid.is_none_or(|last| part.pid <= last))
-                    }
-                    _ => true,
-                })
-                .map(|part| part.bytes)
-                .sum(),
-        )
+        // Started before the end: a start in its last clock tick is told by its pid.
+        let began = |started: Option<f64>, pid: u32| match (started, until) {
+            (Some(started), Some(until)) => {
+                started <= until
+                    && (started + crate::sys::start_tick_seconds() <= until
+                        || last_pid.is_none_or(|last| pid <= last))
+            }
+            _ => true,
+        };
+        let parts: u64 = reading
+            .bound_parts
+            .iter()
+            .filter(|part| match part.gone_by {
+                Some(gone) => gone > from,
+                None => !part.departed,
+            })
+            .filter(|part| began(part.started, part.pid))
+            .map(|part| part.bytes)
+            .sum();
+        // The processes no reading saw whose lives overlapped the intervals (past
+        // `MAX_WINDOWED`, every one: the work grows with their number).
+        let ended_after = |ended: f64| boot_origin.is_none_or(|origin| ended > origin + from);
+        let every = reading.unread.len() > MAX_WINDOWED;
+        let unread = crate::memory::most_at_once(&reading.unread, |u| {
+            every || (began(Some(u.began), u.pid) && ended_after(u.ended))
+        });
+        Some(parts + unread)
     }
 
     /// Counts the interval a fresh boundary reading closed; returns whether the record

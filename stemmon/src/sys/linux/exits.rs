@@ -14,7 +14,7 @@
 //! kernel keeps no more than that.
 
 use super::ledger::Known;
-use crate::memory::BoundPart;
+use crate::memory::{BoundPart, Unread};
 
 /// A process that left the tree, as the previous sample knew it.
 #[derive(Clone, Copy, Debug)]
@@ -40,37 +40,6 @@ struct Zombie {
     figure: Option<u64>,
     /// Its own peak from its exit record, where one came.
     exact: Option<u64>,
-}
-
-/// Past this many processes no reading saw in one interval, they are one part.
-const MAX_UNREAD_PARTS: usize = 256;
-
-/// The most that `unread` held at one moment, each at its peak over its life; two
-/// lives that touch count as overlapping.
-fn most_at_once(unread: &[Unread]) -> u64 {
-    let mut moments: Vec<(f64, i128)> = Vec::with_capacity(2 * unread.len());
-    for u in unread {
-        moments.push((u.began, i128::from(u.peak)));
-        moments.push((u.ended, -i128::from(u.peak)));
-    }
-    // At one moment, starts before ends.
-    moments.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.cmp(&a.1)));
-    let (mut now, mut most) = (0i128, 0i128);
-    for (_, change) in moments {
-        now += change;
-        most = most.max(now);
-    }
-    u64::try_from(most).unwrap_or(u64::MAX)
-}
-
-/// A process no reading saw, from its exit record.
-#[derive(Clone, Copy, Debug)]
-struct Unread {
-    pid: u32,
-    peak: u64,
-    /// Seconds since boot.
-    began: f64,
-    ended: f64,
 }
 
 /// Who a departed process's peak went to.
@@ -179,40 +148,9 @@ impl Exits {
         });
     }
 
-    /// The unread processes as parts, by when each began: the parts that began by any
-    /// moment sum to the most that the processes begun by then held at one time (each
-    /// at its peak over its whole life), not to the sum of all of them. So a stage that
-    /// closed counts only those begun before it closed, and processes that lived one
-    /// after another count once.
-    fn unread_parts(&mut self, parts: &mut Vec<BoundPart>) {
-        if self.unread.is_empty() {
-            return;
-        }
-        self.unread
-            .sort_unstable_by(|a, b| a.began.total_cmp(&b.began).then(a.pid.cmp(&b.pid)));
-        if self.unread.len() > MAX_UNREAD_PARTS {
-            // Past this, one part (quadratic work otherwise): begun with the first.
-            parts.push(BoundPart {
-                pid: self.unread[0].pid,
-                started: Some(self.unread[0].began),
-                bytes: most_at_once(&self.unread),
-                departed: false,
-                gone_by: None,
-            });
-            return;
-        }
-        let mut before = 0;
-        for k in 0..self.unread.len() {
-            let most = most_at_once(&self.unread[..=k]);
-            parts.push(BoundPart {
-                pid: self.unread[k].pid,
-                started: Some(self.unread[k].began),
-                bytes: most - before,
-                departed: false,
-                gone_by: None,
-            });
-            before = most;
-        }
+    /// The processes no reading saw, for the reading (see `TreeReading::unread`).
+    pub(crate) fn take_unread(&mut self) -> Vec<Unread> {
+        std::mem::take(&mut self.unread)
     }
 
     /// A live process of the tree that reaped a child in the interval (its `stat`'s
@@ -382,7 +320,6 @@ impl Exits {
             .iter()
             .filter(|z| z.exact.is_none() && z.figure.is_none())
             .count() as u32;
-        self.unread_parts(&mut parts);
         for gone in &self.departed {
             parts.push(BoundPart {
                 pid: gone.pid,
@@ -532,18 +469,17 @@ mod tests {
         exits.unread(201, 100 * MIB, 1.2, 1.6);
         exits.unread(202, 3 * MIB, 1.5, 1.55);
         let parts = exits.parts(Some(900 * MIB));
-        assert_eq!(total(&parts), 203 * MIB, "{parts:?}");
-        assert_eq!(parts[0].started, Some(0.0));
-        // What began by 1.1 s: the helpers, one at a time, and the first big one.
-        let by = |t: f64| -> u64 {
-            parts
-                .iter()
-                .filter(|p| p.started.unwrap() <= t)
-                .map(|p| p.bytes)
-                .sum()
+        assert!(parts.is_empty(), "{parts:?}");
+        let unread = exits.take_unread();
+        let most = |from: f64, until: f64| {
+            crate::memory::most_at_once(&unread, |u| u.began <= until && u.ended > from)
         };
-        assert_eq!(by(0.5), 3 * MIB);
-        assert_eq!(by(1.1), 100 * MIB);
+        // The helpers one at a time; the two big ones overlapped.
+        assert_eq!(most(0.0, 10.0), 203 * MIB);
+        assert_eq!(most(0.0, 0.5), 3 * MIB);
+        assert_eq!(most(0.0, 1.1), 100 * MIB);
+        // After the helpers and the first big one had ended, only what was left.
+        assert_eq!(most(1.55, 10.0), 100 * MIB);
         assert_eq!(exits.largest, Some(100 * MIB));
         assert_eq!(exits.unseen, 0);
     }
