@@ -52,6 +52,8 @@ pub struct TreeReading {
     /// at one moment ([`most_at_once`]). A stage that closed before the sample counts
     /// those whose lives overlapped its own.
     pub unread: Vec<Unread>,
+    /// The most the processes of `unread` held at one moment.
+    pub unread_most: u64,
     /// The job's cgroup now.
     pub cgroup: Option<CgroupReport>,
     /// The cgroup's highest charge since the previous sample: its charge now, or the

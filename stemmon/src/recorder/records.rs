@@ -242,10 +242,13 @@ impl Stats {
         // The processes no reading saw whose lives overlapped the intervals (past
         // `MAX_WINDOWED`, every one: the work grows with their number).
         let ended_after = |ended: f64| boot_origin.is_none_or(|origin| ended > origin + from);
-        let every = reading.unread.len() > MAX_WINDOWED;
-        let unread = crate::memory::most_at_once(&reading.unread, |u| {
-            every || (began(Some(u.began), u.pid) && ended_after(u.ended))
-        });
+        let unread = match reading.unread.len() {
+            0 => 0,
+            1..=MAX_WINDOWED => crate::memory::most_at_once(&reading.unread, |u| {
+                began(Some(u.began), u.pid) && ended_after(u.ended)
+            }),
+            _ => reading.unread_most,
+        };
         Some(parts + unread)
     }
 
@@ -527,6 +530,38 @@ mod tests {
         after.apply_interval(&interval(100 * MIB, 1.0, 2.0));
         after.apply_interval(&interval(20 * MIB, 2.0, 3.0));
         assert_eq!(after.widened(&reading, None), Some(100 * MIB));
+    }
+
+    /// Processes no reading saw count in an interval where their lives overlapped it,
+    /// at the most they held at one moment.
+    #[test]
+    fn processes_no_reading_saw_count_where_they_lived() {
+        let unread = |pid, peak, began, ended| crate::memory::Unread {
+            pid,
+            peak: peak * MIB,
+            began,
+            ended,
+        };
+        let mut reading = TreeReading {
+            children_hwm: Some(100 * MIB),
+            unread: vec![unread(7, 100, 0.0, 1.0), unread(8, 50, 2.0, 3.0)],
+            unread_most: 100 * MIB,
+            ..TreeReading::default()
+        };
+        let widened = |reading: &TreeReading, from, until| {
+            let mut stats = Stats::default();
+            stats.apply_interval(&interval(0, from, until));
+            stats.widened(reading, Some(0.0))
+        };
+        // One after the other: the larger.
+        assert_eq!(widened(&reading, 0.0, 4.0), Some(100 * MIB));
+        // After the first had ended: the second alone.
+        assert_eq!(widened(&reading, 1.5, 4.0), Some(50 * MIB));
+        // Before the second began: the first alone.
+        assert_eq!(widened(&reading, 0.0, 1.5), Some(100 * MIB));
+        // Past the most that are told apart, all of them, whenever they lived.
+        reading.unread = vec![unread(9, 1, 5.0, 6.0); MAX_WINDOWED + 1];
+        assert_eq!(widened(&reading, 0.0, 1.0), Some(100 * MIB));
     }
 
     #[test]

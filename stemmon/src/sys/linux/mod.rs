@@ -470,9 +470,9 @@ impl TreeReader for ProcReader {
             // maximum that only bounds the children reaped since.
             reading.reaped_child_peak = reaped.and_then(|r| r.peak).max(exits.largest);
             reading.unread = exits.take_unread();
-            let unread = crate::memory::most_at_once(&reading.unread, |_| true);
+            reading.unread_most = crate::memory::most_at_once(&reading.unread, |_| true);
             let own = parts.iter().filter(|p| !p.departed);
-            let children_hwm = unread + own.map(|p| p.bytes).sum::<u64>();
+            let children_hwm = reading.unread_most + own.map(|p| p.bytes).sum::<u64>();
             // An exited root is a group of its own, in the parts.
             let root_mark = if root_exited {
                 Some(0)
