@@ -343,3 +343,66 @@ fn a_child_that_ended_before_a_stage_is_not_that_stages() {
         assert!(after < parent + 20 * MIB, "after: {after} for {parent}");
     }
 }
+
+/// Holds a 150 MiB child across an await, then reaps it.
+#[stemmon::monitored]
+async fn holds_a_child() {
+    let child = stemmon_suite::Holder::start(HOLD, 150, 0, 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    child.stop();
+}
+
+/// Runs after the child has been reaped.
+#[stemmon::monitored]
+async fn after_the_child() {
+    tokio::time::sleep(Duration::from_millis(50)).await;
+}
+
+/// The two async stages above on a tokio runtime of two workers, the first spawned as
+/// a task of its own, with no sample in between (samples 30 s apart).
+#[test]
+#[ignore = "a fixture: run in a process of its own by the test below"]
+fn async_child_then_a_stage() {
+    let Some(monitor) = fixture_monitor(Duration::from_secs(30)) else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        tokio::spawn(holds_a_child()).await.unwrap();
+        after_the_child().await;
+    });
+    monitor.finish();
+}
+
+/// The same for async stages: the one that held the child counts it, the one after it
+/// does not (it had 163 MiB for its 9 with exit records).
+#[test]
+fn an_async_stage_after_a_child_is_not_its() {
+    let _serial = serial();
+    let dir = temp_dir("tight-async");
+    for recorded in [true, false] {
+        let path = dir.path().join(format!("{recorded}.json"));
+        let (report, truth) = run_fixture("async_child_then_a_stage", &path, recorded, None);
+        let high_water = |stage: &str| report.stage(stage).unwrap().high_water.clone();
+        let (held, after) = (high_water("holds_a_child"), high_water("after_the_child"));
+        let (held_bound, after_bound) = (
+            held.peak_tree_rss_bound_bytes.unwrap(),
+            after.peak_tree_rss_bound_bytes.unwrap(),
+        );
+        let parent = after.peak_parent_hwm_bytes.unwrap();
+        eprintln!(
+            "records {recorded}: held {} MiB, after {} MiB (its parent {} MiB), poller {} MiB",
+            held_bound / MIB,
+            after_bound / MIB,
+            parent / MIB,
+            truth / MIB
+        );
+        let ratio = held_bound as f64 / truth as f64;
+        assert!((0.99..=1.10).contains(&ratio), "held: {ratio:.3}x");
+        assert!(after_bound < parent + 20 * MIB, "after: {after:?}");
+    }
+}
