@@ -244,9 +244,12 @@ impl Exits {
     /// A process that exited after the last sample read it, and that a boundary reading
     /// found exited: with exit records, a part at its own peak for the intervals it
     /// overlapped, left out of this sample's own sum (its exit came before the reading
-    /// that found it, which the engine knows). Without, that reading counted it.
+    /// that found it, which the engine knows). Without, that reading counted it. With
+    /// records but none for it (dropped), its final interval is unread: no reading
+    /// counted it beyond its last mark.
     fn found_exited(&mut self, pid: u32, was: &Known, exact: Option<u64>) {
         if self.exact {
+            self.unseen += u32::from(exact.is_none());
             self.largest = self.largest.max(exact);
             self.found.push(BoundPart {
                 pid,
@@ -500,6 +503,28 @@ mod tests {
             exits.unseen, 2,
             "31 without a record, 33 without any figure"
         );
+    }
+
+    /// With records, a process a boundary reading found exited is a part of its own at
+    /// its record's peak, out of the sample's own sum; one whose record never came is
+    /// counted at its last mark and said unseen (no reading counted its last interval).
+    #[test]
+    fn with_records_one_a_boundary_found_exited_is_a_part_from_its_record() {
+        let mut exits = Exits {
+            exact: true,
+            ..Exits::default()
+        };
+        exits.departed_at(30, &known(10 * MIB, 1, true), Some(150 * MIB), true);
+        exits.departed_at(31, &known(20 * MIB, 1, true), None, true);
+        let parts = exits.parts(Some(150 * MIB));
+        let found: Vec<_> = parts.iter().map(|p| (p.pid, p.bytes, p.departed)).collect();
+        assert_eq!(found, [(30, 150 * MIB, true), (31, 20 * MIB, true)]);
+        assert_eq!((exits.unseen, exits.largest), (1, Some(150 * MIB)));
+        // Without records the boundary reading counted both: no part.
+        let mut exits = Exits::default();
+        exits.departed_at(30, &known(10 * MIB, 1, true), None, true);
+        assert!(exits.parts(None).is_empty());
+        assert_eq!(exits.unseen, 0);
     }
 
     #[test]
