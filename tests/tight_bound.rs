@@ -129,10 +129,12 @@ fn a_child_reaped_between_samples_counts_once() {
 
 /// A library app whose one stage starts two children that hold 150 MiB at once and
 /// reaps both, with no reading between their exits. `TWO_SAMPLED`: each is read alive
-/// (small, by the sample at 1 s) before it grows; else none is read (samples 30 s apart).
+/// (small: a shell waiting for a line) by a sample, then told to grow, right after a
+/// sample (1 s apart); else none is read (samples 30 s apart).
 #[test]
 #[ignore = "a fixture: run in a process of its own by the test below"]
 fn two_children_at_once() {
+    use std::io::Write;
     let sampled = std::env::var_os("TWO_SAMPLED").is_some();
     let Some(monitor) = fixture_monitor(Duration::from_secs(if sampled { 1 } else { 30 })) else {
         return;
@@ -141,15 +143,25 @@ fn two_children_at_once() {
         // `exec` keeps the pid the sample read.
         true => Command::new("sh")
             .arg("-c")
-            .arg(format!("sleep 1.5; exec {HOLD} spike 150 300"))
+            .arg(format!("read line && exec {HOLD} spike 150 300"))
+            .stdin(std::process::Stdio::piped())
             .spawn(),
         false => Command::new(HOLD).args(["spike", "150", "600"]).spawn(),
     };
     {
         let _children = monitor.stage("children").unwrap();
-        let (mut a, mut b) = (spawn().unwrap(), spawn().unwrap());
-        assert!(a.wait().unwrap().success());
-        assert!(b.wait().unwrap().success());
+        let mut children = [spawn().unwrap(), spawn().unwrap()];
+        if sampled {
+            // A whole sample after both started; the next is a second away.
+            stemmon_suite::wait_for_samples(&monitor, 2);
+            for child in &mut children {
+                let mut stdin = child.stdin.take().unwrap();
+                stdin.write_all(b"grow\n").unwrap();
+            }
+        }
+        for child in &mut children {
+            assert!(child.wait().unwrap().success());
+        }
     }
     monitor.finish();
 }
