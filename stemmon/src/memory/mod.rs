@@ -125,7 +125,7 @@ pub(crate) struct SelfReading {
     pub(crate) children_changed: bool,
     /// Without exit records, where this process reaped a child since the previous
     /// reading: how many processes that no sample read may have ended since then
-    /// (`linux::ledger::Births`). The kernel's figure is the largest of the reaped
+    /// (`linux::births::Births`). The kernel's figure is the largest of the reaped
     /// children's peaks, so where more than one process may have ended, it bounds no
     /// sum of them.
     pub(crate) ended_unsampled: Option<u32>,

@@ -74,10 +74,8 @@ pub(super) struct Boundary {
     /// as parts for the next sample to widen the intervals since the last one with.
     reaped: Vec<BoundPart>,
     /// Clock ticks at the last reading of the parent's mark, of either kind: where the
-    /// interval the next fresh reading closes began.
+    /// interval the next fresh reading closes began (0 before the first: the start).
     mark_at: u64,
-    /// The processes the newest fresh reading found ended unseen.
-    unseen: u32,
     /// Records that saw only a reused reading, each with that reading's mark epoch: the
     /// next interval that a later reading of the mark closes is theirs.
     awaiting: Vec<(u32, u64)>,
@@ -104,7 +102,6 @@ impl Boundary {
             recorded: false,
             reaped: Vec::new(),
             mark_at: 0,
-            unseen: 0,
             awaiting: Vec::new(),
             closing: Vec::new(),
             pending: Vec::new(),
@@ -166,8 +163,9 @@ impl Boundary {
     /// have lived in any interval since the last sample, so the kernel's figure is a
     /// part for the next sample to widen each of them by; and where more than one
     /// process ended, those beyond the first ended unseen. Returns whether some
-    /// last-sampled descendant may be gone; `found_at` is now, in seconds from the start.
-    fn count_exits(&mut self, reading: &mut SelfReading, found_at: f64) -> bool {
+    /// last-sampled descendant may be gone, and how many processes ended unseen;
+    /// `found_at` is now, in seconds from the start.
+    fn count_exits(&mut self, reading: &mut SelfReading, found_at: f64) -> (bool, u32) {
         let changed = reading.children_changed && !self.last_tree.descendants.is_empty();
         let kernel = reading.reaped_at_most;
         let (mut exited, mut marks) = (0, None);
@@ -187,10 +185,9 @@ impl Boundary {
             exited = live.exited;
             marks = live.exited_peak.map(|largest| (live.exited_peaks, largest));
         }
-        self.unseen = 0;
         if reading.exits_recorded || reading.hwm.is_none() {
             reading.reaped_at_most = None;
-            return changed;
+            return (changed, 0);
         }
         // A reaping that no descendant found exited explains is of one no sample read.
         let unsampled = match reading.ended_unsampled {
@@ -198,7 +195,7 @@ impl Boundary {
             Some(ended) => ended,
             None => 0,
         };
-        self.unseen = (exited + unsampled).saturating_sub(1);
+        let unseen = (exited + unsampled).saturating_sub(1);
         let departed = marks
             .map(|(sum, largest)| (sum, sum + kernel.map_or(0, |k| k.saturating_sub(largest))));
         reading.reaped_at_most = match (unsampled, kernel) {
@@ -213,7 +210,7 @@ impl Boundary {
             }
             _ => departed.map(|(_, raised)| raised).or(kernel),
         };
-        changed
+        (changed, unseen)
     }
 
     /// Marks the parts of a sample's reading whose process a boundary reading found
@@ -318,11 +315,11 @@ impl Recorder {
                     let began = std::mem::replace(&mut boundary.mark_at, now);
                     boundary.recorded = reading.exits_recorded;
                     self.boundary_at.0.store(now, Ordering::Relaxed);
-                    let changed = boundary.count_exits(&mut reading, self.elapsed(now));
+                    let (changed, unseen) = boundary.count_exits(&mut reading, self.elapsed(now));
                     let tree = &boundary.last_tree.descendants;
                     let usage = state.cpu.boundary(&reading, changed, tree, &boundary.gone);
                     self.publish_cpu(usage);
-                    Some((reading, began))
+                    Some((reading, began, unseen))
                 }
                 None => return,
             },
@@ -332,7 +329,7 @@ impl Recorder {
         };
         let stats = &mut state.records.get_mut(record).stats;
         stats.apply_boundary(&reading);
-        let Some((fresh, began)) = fresh else {
+        let Some((fresh, began, unseen)) = fresh else {
             // A reused reading's interval ended before this call.
             let epoch = boundary.latest_epoch();
             boundary.await_interval(record, stats, epoch);
@@ -352,7 +349,7 @@ impl Recorder {
             end_seconds: elapsed,
             last_pid,
             epoch: fresh.epoch,
-            unseen: boundary.unseen,
+            unseen,
         };
         // The plot's series gets the fresh reading too (at most one a millisecond),
         // folded into the newest point: its bound line reaches the report's bound.
