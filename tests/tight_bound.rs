@@ -305,8 +305,14 @@ fn fixture_monitor(interval: Duration) -> Option<Monitor> {
     Some(monitor)
 }
 
+/// Between the end of a child and the stage after it, in the tests of a stage after a
+/// child: longer than an exit record takes to come on a loaded machine.
+const GAP: Duration = Duration::from_millis(200);
+
 /// A library app whose stage `x` runs a 150 MiB child to its end, then stage `after`
-/// runs, with no sample in between (samples 30 s apart).
+/// runs, with no sample in between (samples 30 s apart). `after` begins `GAP` after
+/// `x` ends: an exit record's end is when it came, which a loaded machine can delay
+/// past a stage entered at once (CI: `after` had 162 MiB for its 8 with no gap).
 #[test]
 #[ignore = "a fixture: run in a process of its own by the test below"]
 fn child_then_a_stage() {
@@ -318,6 +324,7 @@ fn child_then_a_stage() {
         let status = Command::new(HOLD).args(["spike", "150", "300"]).status();
         assert!(status.unwrap().success());
     }
+    std::thread::sleep(GAP);
     {
         let _after = monitor.stage("after").unwrap();
         std::thread::sleep(Duration::from_millis(20));
@@ -385,6 +392,7 @@ fn async_child_then_a_stage() {
         .unwrap();
     runtime.block_on(async {
         tokio::spawn(holds_a_child()).await.unwrap();
+        tokio::time::sleep(GAP).await;
         after_the_child().await;
     });
     monitor.finish();
