@@ -426,3 +426,70 @@ fn an_async_stage_after_a_child_is_not_its() {
         assert!(after_bound < parent + 20 * MIB, "after: {after:?}");
     }
 }
+
+/// A library app started after a 250 MiB child was reaped (`RUSAGE_CHILDREN`'s maximum
+/// is then above any later child's, as `cargo run` hands its program the compilers'),
+/// whose stage `x` runs a 150 MiB child to its end, with no sample in between (samples
+/// 30 s apart); with `TIGHT_OUTSIDE` set, the child runs outside any stage, sampled
+/// every 100 ms, so that a sample, not a boundary, finds it reaped (read alive or not).
+#[test]
+#[ignore = "a fixture: run in a process of its own by the test below"]
+fn child_under_an_inherited_maximum() {
+    if std::env::var_os("TIGHT_FIXTURE_REPORT").is_none() {
+        return;
+    }
+    let spike = |mib: &str| {
+        let status = Command::new(HOLD).args(["spike", mib, "300"]).status();
+        assert!(status.unwrap().success());
+    };
+    spike("250");
+    let outside = std::env::var_os("TIGHT_OUTSIDE").is_some();
+    let every = Duration::from_millis(if outside { 100 } else { 30_000 });
+    let monitor = fixture_monitor(every).unwrap();
+    match outside {
+        true => {
+            spike("150");
+            stemmon_suite::wait_for_samples(&monitor, 2);
+        }
+        false => {
+            let _x = monitor.stage("x").unwrap();
+            spike("150");
+        }
+    }
+    monitor.finish();
+}
+
+/// A child that no sample read, reaped where the kernel's maximum says nothing of it
+/// (one from before the start is higher), is no bound's: with exit records its record
+/// counts it, without them the figure is "at least" (it was a bound of the parent's
+/// 8 MiB for the child's 150, or of its last sampled mark where a sample read it),
+/// whether a boundary or a sample found it reaped.
+#[test]
+fn a_child_under_an_inherited_maximum_is_counted_or_flagged() {
+    let _serial = serial();
+    let dir = temp_dir("tight-inherited");
+    for (recorded, outside) in [(true, false), (false, false), (true, true), (false, true)] {
+        let path = dir.path().join(format!("{recorded}-{outside}.json"));
+        let env = outside.then_some(("TIGHT_OUTSIDE", "1"));
+        let (report, _) = run_fixture("child_under_an_inherited_maximum", &path, recorded, env);
+        assert_eq!(report.high_water_marks.exit_records, recorded);
+        let high_water = match outside {
+            true => &report.high_water,
+            false => &report.stage("x").unwrap().high_water,
+        };
+        let (bound, at_least) = (
+            high_water.peak_tree_rss_bound_bytes,
+            high_water.peak_tree_rss_at_least_bytes,
+        );
+        eprintln!(
+            "records {recorded}, outside a stage {outside}: bound {:?} MiB, at least {:?} MiB",
+            bound.map(|b| b / MIB),
+            at_least.map(|b| b / MIB)
+        );
+        match bound {
+            Some(bound) => assert!(bound >= 150 * MIB, "a bound of {bound}"),
+            None => assert!(at_least.is_some(), "{high_water:?}"),
+        }
+        assert_eq!(bound.is_some(), recorded, "{high_water:?}");
+    }
+}

@@ -162,9 +162,10 @@ impl Boundary {
     /// largest raised to the kernel's figure; a reaped process that no sample read may
     /// have lived in any interval since the last sample, so the kernel's figure is a
     /// part for the next sample to widen each of them by; and where more than one
-    /// process ended, those beyond the first ended unseen. Returns whether some
-    /// last-sampled descendant may be gone, and how many processes ended unseen;
-    /// `found_at` is now, in seconds from the start.
+    /// process ended, those beyond the first ended unseen (every one, where the
+    /// kernel's maximum is one from before the start: it says nothing of theirs).
+    /// Returns whether some last-sampled descendant may be gone, and how many processes
+    /// ended unseen; `found_at` is now, in seconds from the start.
     fn count_exits(&mut self, reading: &mut SelfReading, found_at: f64) -> (bool, u32) {
         let changed = reading.children_changed && !self.last_tree.descendants.is_empty();
         let kernel = reading.reaped_at_most;
@@ -191,11 +192,15 @@ impl Boundary {
         }
         // A reaping that no descendant found exited explains is of one no sample read.
         let unsampled = match reading.ended_unsampled {
-            Some(ended) if kernel.is_some() && exited == 0 => ended.max(1),
+            Some(ended) if exited == 0 => ended.max(1),
             Some(ended) => ended,
             None => 0,
         };
-        let unseen = (exited + unsampled).saturating_sub(1);
+        // One figure stands for one of them: the kernel's where a child was reaped, and
+        // none where it says nothing (its maximum is one from before the start).
+        let reaped = reading.ended_unsampled.is_some();
+        let covered = u32::from(kernel.is_some() || !reaped);
+        let unseen = (exited + unsampled).saturating_sub(covered);
         let departed = marks
             .map(|(sum, largest)| (sum, sum + kernel.map_or(0, |k| k.saturating_sub(largest))));
         reading.reaped_at_most = match (unsampled, kernel) {

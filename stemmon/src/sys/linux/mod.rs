@@ -462,9 +462,10 @@ impl TreeReader for ProcReader {
             }
             let kernel = reaped.and_then(|r| r.bound());
             let parts = exits.parts(kernel);
-            // Records dropped: some exit may have gone unread. Beyond the first of
-            // those one kernel figure covers, each ended unseen.
-            let merged = ended.map_or(0, |n| (n + exits.merged).saturating_sub(1));
+            // Records dropped: some exit may have gone unread. Beyond the first of those
+            // (none where the kernel says nothing of them), each ended unseen.
+            let covered = u32::from(kernel.is_some());
+            let merged = ended.map_or(0, |n| (n + exits.merged).saturating_sub(covered));
             reading.unseen = exits.unseen + u32::from(!whole) + merged;
             // The largest exited peak: the kernel's where it grew (exact), never a
             // maximum that only bounds the children reaped since.
