@@ -109,8 +109,7 @@ impl Monitor {
         let publisher = Arc::new(Publisher::new(&config, exporter));
         let clock = crate::clock::shared().clone();
         let mut sources = crate::sources::open(&config);
-        let recorder = Arc::new(Recorder::new(config, info, boundary, clock));
-        recorder.set_sources(&sources);
+        let recorder = Arc::new(Recorder::new(config, info, boundary, clock, &mut sources));
         // What each source says before it is opened (a GPU turned off, not opened yet).
         recorder.take_sections(&mut sources);
         context::install(&recorder)?;

@@ -1,22 +1,14 @@
 //! The table itself: one declaration per figure of a record.
 
 use super::declare::{counter, declare, gauge};
-use super::measures::cgroup;
+use super::measures::{cgroup, cpu};
 use super::{bytes, whole, Field, Fold, Metric, Source, Unit};
 
-fn cpu_seconds(cpu_user: Option<f64>, cpu_system: Option<f64>) -> Option<f64> {
-    match (cpu_user, cpu_system) {
-        (Some(user), Some(system)) => Some(user + system),
-        (user, system) => user.or(system),
-    }
-}
-
-use Fold::{Derived, Max, Sum};
+use Fold::{Max, Sum};
 const EXACT: Metric = Metric::EXACT;
 const SAMPLED: Metric = Metric::SAMPLED;
 const HEAP_METRIC: Metric = Metric::HEAP;
-const CPU_METRIC: Metric = Metric::CPU;
-use Unit::{Bytes, Cores, Count, Seconds};
+use Unit::{Bytes, Count, Seconds};
 
 /// The figures every record has (the measurements' follow them in [`FIELDS`](super::FIELDS)),
 /// in the order the docs and the tables give them.
@@ -281,96 +273,12 @@ pub(super) const CORE: &[Field] = &[
         ),
     )
     .in_column(),
-    declare(
-        "cpu_user_seconds",
-        Source::Cpu,
-        Seconds,
-        Sum,
-        ("user", "the tree's user CPU time"),
-        &[],
-        None,
-        both!(cpu_io.cpu_user_seconds, seconds),
-    ),
-    declare(
-        "cpu_system_seconds",
-        Source::Cpu,
-        Seconds,
-        Sum,
-        ("system", "the tree's system CPU time"),
-        &[],
-        None,
-        both!(cpu_io.cpu_system_seconds, seconds),
-    ),
-    declare(
-        "cpu_seconds",
-        Source::Cpu,
-        Seconds,
-        Derived,
-        ("CPU", "the tree's CPU seconds, user plus system"),
-        &[CPU_METRIC],
-        counter("cpu_seconds", "cpu.time"),
-        (
-            |s| cpu_seconds(s.cpu_io.cpu_user_seconds, s.cpu_io.cpu_system_seconds),
-            |r| cpu_seconds(r.cpu_io.cpu_user_seconds, r.cpu_io.cpu_system_seconds),
-            None,
-        ),
-    )
-    .in_column(),
-    declare(
-        "cpu_cores",
-        Source::Cpu,
-        Cores,
-        Derived,
-        ("cores", "CPU seconds over wall seconds"),
-        &[],
-        None,
-        both!(cpu_io.cpu_cores, seconds),
-    )
-    .in_column(),
-    declare(
-        "cpu_thread_seconds",
-        Source::Cpu,
-        Seconds,
-        Sum,
-        (
-            "own CPU",
-            "the CPU time of the threads that ran the stage's calls",
-        ),
-        &[],
-        None,
-        both!(cpu_io.cpu_thread_seconds, seconds),
-    )
-    .in_column(),
-    declare(
-        "io_read_bytes",
-        Source::Cpu,
-        Bytes,
-        Sum,
-        ("read", "bytes the tree read from storage"),
-        &[],
-        counter("io_read_bytes", "disk.read"),
-        both!(cpu_io.io_read_bytes, bytes),
-    )
-    .in_column(),
-    declare(
-        "io_write_bytes",
-        Source::Cpu,
-        Bytes,
-        Sum,
-        ("written", "bytes the tree wrote to storage"),
-        &[],
-        counter("io_write_bytes", "disk.write"),
-        both!(cpu_io.io_write_bytes, bytes),
-    )
-    .in_column(),
-    declare(
-        "major_faults",
-        Source::Cpu,
-        Count,
-        Sum,
-        ("major faults", "page faults that needed I/O"),
-        &[],
-        None,
-        both!(cpu_io.major_faults, bytes),
-    ),
+    cpu::USER,
+    cpu::SYSTEM,
+    cpu::SECONDS,
+    cpu::CORES,
+    cpu::THREAD,
+    cpu::IO_READ,
+    cpu::IO_WRITE,
+    cpu::MAJOR_FAULTS,
 ];

@@ -8,6 +8,7 @@ use super::records::{BoundaryInterval, Stats};
 use super::thread::ThreadState;
 use super::{Recorder, State, BOUNDARY_REUSE_NANOS};
 use crate::memory::{BoundPart, SelfReader, SelfReading, TreeReading};
+use crate::sources::AtBoundary;
 use std::sync::atomic::Ordering;
 
 /// Which edge of a call a boundary reading is at.
@@ -321,9 +322,15 @@ impl Recorder {
                     boundary.recorded = reading.exits_recorded;
                     self.boundary_at.0.store(now, Ordering::Relaxed);
                     let (changed, unseen) = boundary.count_exits(&mut reading, self.elapsed(now));
-                    let tree = &boundary.last_tree.descendants;
-                    let usage = state.cpu.boundary(&reading, changed, tree, &boundary.gone);
-                    self.publish_cpu(usage);
+                    let at = AtBoundary {
+                        reading: &reading,
+                        descendants: &boundary.last_tree.descendants,
+                        changed,
+                        gone: &boundary.gone,
+                    };
+                    if let Some(counters) = state.counted.boundary(&at, &mut state.extra) {
+                        self.published.store(counters);
+                    }
                     Some((reading, began, unseen))
                 }
                 None => return,

@@ -139,8 +139,13 @@ impl Extra {
 }
 
 impl Taken {
-    /// Reads every measurement for the tree `tree` just read.
-    pub(super) fn take(&mut self, measurements: &mut [Box<dyn Measurement>], tree: &TreeReading) {
+    /// Reads every measurement for the tree `tree` just read at `elapsed` seconds.
+    pub(super) fn take(
+        &mut self,
+        measurements: &mut [Box<dyn Measurement>],
+        tree: &TreeReading,
+        elapsed: f64,
+    ) {
         self.figures.clear();
         self.active.clear();
         self.series.clear();
@@ -149,7 +154,7 @@ impl Taken {
         for measurement in measurements.iter_mut() {
             let declared = measurement.declared();
             // Whether it measures is known once it has read (NVML opens on this thread).
-            let reading = measurement.sample(tree);
+            let reading = measurement.sample(tree, elapsed);
             let figures = declared.fields.len();
             let at = self.figures.len();
             self.figures.extend_from_slice(reading.figures);

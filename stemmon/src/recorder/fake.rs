@@ -116,9 +116,10 @@ impl Rig {
             info,
             Box::new(FakeSelf(Arc::clone(&script))),
             crate::clock::Clock::Quanta(clock),
+            &mut vec![crate::sources::cpu::open()],
         );
         THREAD_CPU.with(|cpu| cpu.set(None));
-        recorder.thread_cpu = fake_thread_cpu;
+        recorder.thread_clock = fake_thread_cpu;
         Rig {
             recorder,
             clock: mock,

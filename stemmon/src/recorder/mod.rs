@@ -20,19 +20,19 @@
 //!
 //! | what | functions | file |
 //! | --- | --- | --- |
-//! | the run | `Recorder::new`, `register_thread`, `thread_exited`, `set_sources`, `take_sections`, `end`, `end_with`, `is_ended`, `owner_stage_now` | `mod.rs` |
+//! | the run | `Recorder::new`, `register_thread`, `thread_exited`, `take_sections`, `end`, `end_with`, `is_ended`, `owner_stage_now` | `mod.rs` |
 //! | a call | `enter`, `exit`, `set_error`, `set_run_message` | `stack.rs` |
 //! | an async call | `open_async`, `open_and_poll`, `push_poll`, `pop_poll`, `close_async`, `close_if_open_here` | `calls.rs` |
 //! | a `tracing` span | `register_span`, `find_span`, `note_made_span`, `open_made_span` | `span_calls.rs` |
 //! | a sample | `take_sample` | `sample.rs` |
-//! | a child reaped | `child_exited` | `cpu.rs` |
+//! | a child reaped | `child_exited` | `mod.rs` |
 //! | the log | `connect`, `log_event`; `Line::text`, `Line::heap`, `OpenStage::path` | `events.rs` |
 //! | a report | `snapshot`, `snapshot_with` | `snapshot.rs` |
 //! | a stage's name | `short_type_name` | `records.rs` |
 
 mod boundary;
 mod calls;
-mod cpu;
+mod counters;
 mod events;
 mod extra;
 #[cfg(test)]
@@ -136,8 +136,8 @@ pub(crate) struct State {
     pub(crate) spans: Spans,
     /// The monitor's own failures.
     pub(crate) failures: Failures,
-    /// The tree's CPU and I/O counters (the book's `cpu-io.md`).
-    cpu: cpu::TreeCpu,
+    /// The measurement of counters (CPU and I/O), held here: its hooks run in the lock.
+    counted: counters::Counted,
     /// The tree's processes seen during the run.
     processes: processes::Processes,
     /// Set once finished.
@@ -172,10 +172,11 @@ pub(crate) struct Recorder {
     ended: AtomicBool,
     /// Ticks of the newest boundary reading.
     boundary_at: Padded<AtomicU64>,
-    /// The tree's CPU and I/O counters as last read, for calls to read without a lock.
-    cpu_now: cpu::Published,
-    /// The calling thread's CPU time (`RUSAGE_THREAD`), a fake in tests.
-    thread_cpu: fn() -> Option<u64>,
+    /// The counters as last given, for calls to read without a lock.
+    published: counters::Published,
+    /// The measurement of counters' clock of the calling thread (its CPU time), a fake
+    /// in tests.
+    thread_clock: fn() -> Option<u64>,
     /// The record open on the monitor's own thread, plus one (0: none): where a stage
     /// entered on an idle thread nests (fork-join). Written by that thread only.
     owner_top: Padded<AtomicU32>,
@@ -203,14 +204,24 @@ pub(crate) enum Entered {
 }
 
 impl Recorder {
-    /// A recorder that reads the parent at stage boundaries with `self_reader` and
-    /// times everything with `clock` (a mock one in tests).
+    /// A recorder that reads the parent at stage boundaries with `self_reader`, times
+    /// everything with `clock` (a mock one in tests), and folds what `sources` read: it
+    /// takes the measurement of counters among them to hold itself (its hooks run in
+    /// its lock), and declares the others, which the sampler thread reads.
     pub(crate) fn new(
         config: Config,
         info: RunInfo,
         self_reader: Box<dyn SelfReader>,
         clock: crate::clock::Clock,
+        sources: &mut Vec<Box<dyn crate::sources::Measurement>>,
     ) -> Recorder {
+        let mut counted = match sources.iter().position(|s| s.counters() > 0) {
+            Some(at) => counters::Counted::of(sources.remove(at)),
+            None => counters::Counted::default(),
+        };
+        let thread_clock = counted.thread_clock().unwrap_or(|| None);
+        let mut extra = extra::Extra::of(sources);
+        counted.section_into(&mut extra);
         let probe = 1u64 << 40;
         let nanos_per_probe = clock.delta_as_nanos(0, probe).max(1) as f64;
         let ticks = |nanos: u64| (nanos as f64 * probe as f64 / nanos_per_probe) as u64;
@@ -228,8 +239,8 @@ impl Recorder {
             // No reading yet: one reuse window before the start, so the first is fresh.
             boundary_at: Padded(AtomicU64::new(origin.wrapping_sub(reuse_ticks))),
             owner_top: Padded(AtomicU32::new(0)),
-            cpu_now: cpu::Published::default(),
-            thread_cpu: crate::sys::thread_cpu_micros,
+            published: counters::Published::default(),
+            thread_clock,
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),
@@ -238,13 +249,13 @@ impl Recorder {
                 boundary: Boundary::new(self_reader),
                 spans: Spans::new(),
                 failures: Failures::default(),
-                cpu: cpu::TreeCpu::default(),
+                counted,
                 processes: processes::Processes::default(),
                 ended: None,
                 run_message: None,
                 heap: heap::HeapSweep::new(),
                 boot_origin,
-                extra: extra::Extra::default(),
+                extra,
             }),
             events: Mutex::new(None),
             config,
@@ -275,8 +286,10 @@ impl Recorder {
         seconds(self.clock.delta_as_nanos(0, ticks))
     }
 
-    /// Declares the measurement sources whose readings samples will bring.
-    pub(crate) fn set_sources(&self, sources: &[Box<dyn crate::sources::Measurement>]) {
+    /// Declares the measurement sources whose readings samples will bring, in place of
+    /// those it was made with.
+    #[cfg(test)]
+    pub(super) fn set_sources(&self, sources: &[Box<dyn crate::sources::Measurement>]) {
         self.lock().extra = extra::Extra::of(sources);
     }
 
@@ -322,6 +335,16 @@ impl Recorder {
         if !self.is_ended() {
             let mut state = self.lock();
             self.merge(&mut state, &mut thread);
+        }
+    }
+
+    /// Records a child of this process that exited (read before it was reaped) in the
+    /// report's `processes`.
+    pub(crate) fn child_exited(&self, child: &crate::memory::Descendant) {
+        let elapsed = self.elapsed(self.clock.raw());
+        let mut state = self.lock();
+        if state.ended.is_none() {
+            state.processes.saw(child, elapsed);
         }
     }
 

@@ -370,8 +370,8 @@ pub(crate) struct Record {
     pub(crate) stats: Stats,
     /// What the stage allocated and freed (the book's `heap.md`).
     pub(crate) heap: super::tally::HeapStats,
-    /// CPU and I/O of its completed calls (the book's `cpu-io.md`).
-    pub(crate) cpu: super::tally::CallCpu,
+    /// The counters' growth over its completed calls.
+    pub(crate) counted: super::tally::Tally,
     /// The measurement sources' figures, one slot per key (empty before its first sample).
     pub(crate) extra: Vec<Option<f64>>,
 }
@@ -415,7 +415,7 @@ impl Records {
             logged: false,
             stats: Stats::default(),
             heap: Default::default(),
-            cpu: super::tally::CallCpu::ZERO,
+            counted: super::tally::Tally::ZERO,
             extra: Vec::new(),
         });
         self.index.insert((parent, name.clone()), id);

@@ -89,7 +89,7 @@ impl Samples {
         sample: Kept,
         reading: &TreeReading,
         bound: Option<u64>,
-        cpu_cores: Option<f64>,
+        counted: &super::counters::Counted,
         taken: &super::extra::Taken,
     ) {
         let elapsed = sample.sample.elapsed_seconds;
@@ -107,7 +107,7 @@ impl Samples {
         self.timeline.push({
             let mut built = super::timeline::point_of(reading, elapsed, bound, 1);
             built.process_count = reading.process_count;
-            built.cpu_cores = cpu_cores;
+            counted.series_into(&mut built);
             taken.series_into(&mut built);
             built
         });
@@ -133,7 +133,7 @@ impl Recorder {
         let done = self.clock.raw();
         // The sources (NVML) are read here, on the sampler thread, outside the lock.
         if let Ok(tree) = &reading {
-            scratch.taken.take(sources, tree);
+            scratch.taken.take(sources, tree, self.elapsed(done));
         }
         self.open_calls_into(&mut scratch.open);
         let mut state = self.lock();
@@ -154,7 +154,7 @@ impl Recorder {
         };
         state.apply_sample(reading, &mut scratch, stage, times);
         self.sweep_heap(&mut state, done);
-        self.publish_cpu(state.cpu.now());
+        self.publish(state.counted.take_sampled());
         // Empty but for a sample that has a line to log: taking it costs nothing.
         let notes = scratch.taken.take_notes();
         state.samples.scratch = scratch;
@@ -314,13 +314,14 @@ impl State {
             sample,
             record: stage,
         };
-        let cpu_cores = self.cpu.sampled(&reading, elapsed);
+        self.counted.sampled(&reading, elapsed, &mut self.extra);
         self.processes.sampled(&reading, elapsed);
         // After the processes this sample saw first, so that their first figures count.
         for &(pid, key, value) in taken.processes() {
             self.processes.figure(pid, key, value);
         }
-        self.samples.push(kept, &reading, bound, cpu_cores, taken);
+        self.samples
+            .push(kept, &reading, bound, &self.counted, taken);
         self.boundary.sampled(reading, started);
     }
 }
@@ -541,7 +542,7 @@ mod tests {
             fn active(&self) -> bool {
                 true
             }
-            fn sample(&mut self, _tree: &TreeReading) -> crate::sources::Reading<'_> {
+            fn sample(&mut self, _tree: &TreeReading, _at: f64) -> crate::sources::Reading<'_> {
                 crate::sources::Reading {
                     processes: &self.0,
                     ..crate::sources::Reading::default()

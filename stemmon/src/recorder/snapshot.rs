@@ -47,7 +47,7 @@ impl Recorder {
         let slots = self.lock_threads().clone();
         // Every thread once, with one barrier: merged, then its open calls read, in
         // one view. The threads are let go before the state is taken again below.
-        let (calls, open_cpu, open_heap, threads) = {
+        let (calls, open_counted, open_heap, threads) = {
             let mut held = ThreadSlot::lock_all(&slots);
             if !self.is_ended() {
                 let mut state = self.lock();
@@ -68,7 +68,12 @@ impl Recorder {
                     built
                 })
                 .collect();
-            (calls, self.open_cpu_of(&held), open_heap_of(&held), threads)
+            (
+                calls,
+                self.open_counted_of(&held),
+                open_heap_of(&held),
+                threads,
+            )
         };
         let mut state = self.lock();
         if state.ended.is_none() {
@@ -120,7 +125,7 @@ impl Recorder {
                 built.peaks = record.stats.peaks.clone();
                 built.high_water = record.stats.high_water_report();
                 built.heap = record.heap.report();
-                built.cpu_io = state.stage_cpu(id, open_cpu.get(id), wall_seconds);
+                state.stage_counted(id, open_counted.get(id), wall_seconds, &mut built);
                 state.extra.stage(&record.extra, &mut built);
                 built
             });
@@ -155,8 +160,6 @@ impl Recorder {
             built.error_message = built.error.as_ref().and(state.run_message.clone());
             built.exit_code = state.ended.as_ref().and_then(|ended| ended.exit_code);
             built.wall_seconds = wall_seconds;
-            built.cpu_io = state.cpu.run_report(wall_seconds);
-            built.io_missing = state.cpu.io_missing();
             built.processes = processes;
             built.sample_interval = self.config.sample_interval.as_secs_f64();
             built.platform = self.info.platform.clone();
@@ -198,6 +201,7 @@ impl Recorder {
                 built.timeline = state.samples.timeline.points();
             }
             built.heap = self.heap_report(&state);
+            state.counted.run(wall_seconds, &mut built);
             state.extra.run(&mut built);
             built
         }

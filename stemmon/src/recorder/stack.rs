@@ -5,7 +5,7 @@
 
 use super::boundary::Edge;
 use super::thread::{bucket, ThreadSlot, ThreadState, NO_PARENT};
-use super::{cpu, heap, short_type_name, Entered, OpenStage, Recorder, StageName, State};
+use super::{counters, heap, short_type_name, Entered, OpenStage, Recorder, StageName, State};
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
@@ -35,7 +35,7 @@ impl Recorder {
         }
         self.count_entry(&mut thread, record, now);
         // The CPU mark first: a list it grows is the engine's, not the call's heap.
-        self.cpu_enter(&mut thread, now);
+        self.count_enter(&mut thread, now);
         heap::entered(&mut thread, slot.id != 0);
         Entered::Pushed(seq)
     }
@@ -168,7 +168,7 @@ impl Recorder {
         delta.max_ticks = delta.max_ticks.max(ticks);
         if fast {
             delta.saw_boundary = true;
-            self.cpu_exit(&mut thread, &frame, now, cpu::Clock::Window);
+            self.count_exit(&mut thread, &frame, now, counters::Clock::Window);
             return;
         }
         thread.mark_completed(frame.record);
@@ -189,7 +189,7 @@ impl Recorder {
         }
         let edge = Edge::exit_after(self.clock.delta_as_nanos(0, ticks));
         self.boundary_reading(&mut state, &thread, now, frame.record, edge);
-        self.cpu_exit(&mut thread, &frame, now, cpu::Clock::Fresh);
+        self.count_exit(&mut thread, &frame, now, counters::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(
@@ -221,7 +221,7 @@ impl Recorder {
             let record = records.get_mut(id);
             record.calls += delta.calls;
             record.threads += u32::from(first);
-            record.cpu.add(&delta.cpu);
+            record.counted.add(&delta.counted);
             if delta.completed > 0 {
                 record.completed += delta.completed;
                 record.wall_seconds += self.ticks_seconds(delta.wall_ticks);

@@ -1,11 +1,10 @@
 //! The figures one call or one thread tallies on the call path, below everything that
 //! moves them: a frame's heap mark and a stage's heap delta, a record's heap counts, the
-//! CPU figures of calls and the entry figures of a thread's open calls, an open async
-//! call. The modules that update them (`heap`, `cpu`, `calls`) and the thread's state
+//! counters' growth of calls and the entry figures of a thread's open calls, an open
+//! async call. The modules that update them (`heap`, `counters`, `calls`) and the thread's state
 //! that holds them (`thread`) all depend on this one, and it on none of them.
 
 use crate::heap::slots::{self, Counts, Slot};
-use crate::memory::Usage;
 use crate::report::StageHeap;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
@@ -101,47 +100,86 @@ impl HeapStats {
     }
 }
 
-/// The figures of some calls: the tree's growth while they were open, and their
-/// threads' CPU.
+/// The most counters a measurement of counters may keep.
+pub(crate) const MAX_COUNTERS: usize = 8;
+
+/// The counters of the engine's measurement of counters, in its order (those past its
+/// count stay 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counters(pub(crate) [u64; MAX_COUNTERS]);
+
+impl Counters {
+    /// Nothing counted.
+    pub(crate) const ZERO: Counters = Counters([0; MAX_COUNTERS]);
+
+    /// `counters` as given by a measurement (past [`MAX_COUNTERS`], left out).
+    pub(super) fn of(counters: &[u64]) -> Counters {
+        let mut all = Counters::ZERO;
+        for (slot, &counter) in all.0.iter_mut().zip(counters) {
+            *slot = counter;
+        }
+        all
+    }
+
+    /// `self + other`, counter by counter (wrapping: counters are differenced later).
+    #[inline]
+    #[must_use]
+    pub(super) fn plus(self, other: Counters) -> Counters {
+        Counters(std::array::from_fn(|i| self.0[i].wrapping_add(other.0[i])))
+    }
+
+    /// `self - other`, counter by counter, never below zero.
+    #[inline]
+    #[must_use]
+    pub(super) fn minus(self, other: Counters) -> Counters {
+        Counters(std::array::from_fn(|i| {
+            self.0[i].saturating_sub(other.0[i])
+        }))
+    }
+}
+
+/// What some calls tallied: the counters' growth while they were open, and their
+/// threads' own clock.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct CallCpu {
-    pub(crate) tree: Usage,
+pub(crate) struct Tally {
+    pub(crate) counters: Counters,
     pub(crate) thread_micros: u64,
-    /// Some call's thread CPU was read at both ends.
+    /// Some call's thread clock was read at both ends.
     pub(crate) thread_read: bool,
 }
 
-impl CallCpu {
+impl Tally {
     /// Nothing counted.
-    pub(crate) const ZERO: CallCpu = CallCpu {
-        tree: Usage::ZERO,
+    pub(crate) const ZERO: Tally = Tally {
+        counters: Counters::ZERO,
         thread_micros: 0,
         thread_read: false,
     };
 
     /// Adds `other`'s figures.
     #[inline]
-    pub(super) fn add(&mut self, other: &CallCpu) {
-        self.tree = self.tree.plus(other.tree);
+    pub(super) fn add(&mut self, other: &Tally) {
+        self.counters = self.counters.plus(other.counters);
         self.thread_micros = self.thread_micros.wrapping_add(other.thread_micros);
         self.thread_read |= other.thread_read;
     }
 }
 
-impl Default for CallCpu {
-    fn default() -> CallCpu {
-        CallCpu::ZERO
+impl Default for Tally {
+    fn default() -> Tally {
+        Tally::ZERO
     }
 }
 
 /// The figures a call noted at its entry.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Mark {
-    /// [`Published`](super::Published)'s generation when `tree` was read (read before it).
+    /// [`Published`](super::counters::Published)'s generation when `counters` were
+    /// read (read before them).
     pub(super) generation: u64,
-    /// Its thread's CPU clock, [`UNREAD`] where it cannot be read.
+    /// Its thread's clock, [`UNREAD`] where it cannot be read.
     pub(super) thread: u64,
-    pub(super) tree: Usage,
+    pub(super) counters: Counters,
 }
 
 /// The entry figures of an async call (its `OpenCall::seq`) of `record`.
@@ -152,21 +190,21 @@ pub(super) struct CallMark {
     pub(super) mark: Mark,
 }
 
-/// `Frame::mark` of a frame with no CPU entry figures (a poll frame, a runaway stack).
+/// `Frame::mark` of a frame with no entry figures of the counters (a poll frame, a runaway stack).
 pub(crate) const NO_MARK: u16 = u16::MAX;
 
 /// A thread clock that could not be read (another platform).
 pub(super) const UNREAD: u64 = u64::MAX;
 
-/// One thread's CPU clock as last read, and the entry figures of its open calls.
+/// One thread's clock as last read, and the entry figures of its open calls.
 #[derive(Debug)]
-pub(crate) struct ThreadCpu {
+pub(crate) struct ThreadMarks {
     /// Clock ticks of the last `RUSAGE_THREAD` reading (0: never read).
     pub(super) at: u64,
     /// That reading, in microseconds ([`UNREAD`] where it cannot be read).
     pub(super) micros: u64,
     /// The distinct entry figures of the sync calls open on this thread, oldest first,
-    /// and the newest figures last ([`ThreadCpu::top`]). A call entering while the
+    /// and the newest figures last ([`ThreadMarks::top`]). A call entering while the
     /// figures are still the newest mark's takes that mark's index (most calls do:
     /// nothing was read since the last one entered); only a call that sees new figures
     /// adds one, after dropping the marks no open frame holds. Frames up the stack have
@@ -183,9 +221,9 @@ pub(crate) struct ThreadCpu {
     pub(super) calls: Vec<CallMark>,
 }
 
-impl Default for ThreadCpu {
-    fn default() -> ThreadCpu {
-        ThreadCpu {
+impl Default for ThreadMarks {
+    fn default() -> ThreadMarks {
+        ThreadMarks {
             at: 0,
             micros: 0,
             marks: Vec::new(),
@@ -198,7 +236,7 @@ impl Default for ThreadCpu {
     }
 }
 
-impl ThreadCpu {
+impl ThreadMarks {
     /// The mark at `index`, if there is one ([`NO_MARK`](NO_MARK):
     /// none).
     #[inline(always)]
@@ -240,7 +278,7 @@ impl ThreadCpu {
     }
 }
 
-/// How an exit gets its thread's CPU clock.
+/// How an exit gets its thread's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Clock {
     /// Read now (the exit takes the shared state anyway).

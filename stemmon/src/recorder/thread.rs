@@ -7,7 +7,7 @@ use super::id_map::FastMap;
 use super::owned::{Owned, OwnedGuard};
 use super::records::StageName;
 pub(crate) use super::tally::NO_MARK;
-use super::tally::{CallCpu, HeapDelta, HeapMark, OpenCall, ThreadCpu};
+use super::tally::{HeapDelta, HeapMark, OpenCall, Tally, ThreadMarks};
 use std::collections::HashMap;
 
 /// One open call on a thread's stack (or one poll of an async stage).
@@ -60,8 +60,8 @@ pub(crate) struct Delta {
     pub(crate) saw_boundary: bool,
     /// Heap counts (the book's `heap.md`).
     pub(crate) heap: HeapDelta,
-    /// The CPU and I/O of the calls completed since the last merge.
-    pub(crate) cpu: CallCpu,
+    /// The counters' growth over the calls completed since the last merge.
+    pub(crate) counted: Tally,
     dirty: bool,
 }
 
@@ -74,7 +74,7 @@ impl Delta {
         max_ticks: 0,
         saw_boundary: false,
         heap: HeapDelta::CLEAN,
-        cpu: CallCpu::ZERO,
+        counted: Tally::ZERO,
         dirty: false,
     };
 }
@@ -112,8 +112,8 @@ pub(crate) struct ThreadState {
     open_buckets: [u32; BUCKETS],
     /// Calls merged so far.
     pub(crate) calls: u64,
-    /// This thread's CPU clock and its open calls' entry figures.
-    pub(crate) cpu: ThreadCpu,
+    /// This thread's clock and its open calls' entry figures of the counters.
+    pub(crate) marks: ThreadMarks,
     /// The errors of open calls, by `seq`, until they close: the `type_name` and the
     /// `Display` text, if any (at most one per frame on the stack).
     errors: Vec<(u32, &'static str, Option<Box<str>>)>,

@@ -39,7 +39,7 @@ impl Measurement for Cgroup {
         true
     }
 
-    fn sample(&mut self, tree: &TreeReading) -> Reading<'_> {
+    fn sample(&mut self, tree: &TreeReading, _elapsed: f64) -> Reading<'_> {
         let number = |value: Option<u64>| value.map(|v| v as f64);
         self.figures = [
             number(tree.cgroup_peak),
@@ -60,6 +60,7 @@ impl Measurement for Cgroup {
             series: &self.series,
             processes: &[],
             note: Some(self.note.as_str()).filter(|note| !note.is_empty()),
+            counters: &[],
         }
     }
 

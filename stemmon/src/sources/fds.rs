@@ -57,7 +57,7 @@ impl Measurement for Fds {
         self.platform.is_none()
     }
 
-    fn sample(&mut self, tree: &TreeReading) -> Reading<'_> {
+    fn sample(&mut self, tree: &TreeReading, _elapsed: f64) -> Reading<'_> {
         let due = self.active() && self.read_at.is_none_or(|at| at.elapsed() >= EVERY);
         if due {
             self.read_at = Some(Instant::now());
@@ -87,6 +87,7 @@ impl Measurement for Fds {
             // A process's figure is the highest seen: only a new reading can raise it.
             processes: if due { &self.processes } else { &[] },
             note: None,
+            counters: &[],
         }
     }
 

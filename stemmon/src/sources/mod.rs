@@ -1,25 +1,34 @@
-//! The measurements read at every full sample, each a module behind [`Measurement`]. A
-//! measurement declares what it adds to a report in a file of
-//! `stemmon_report::fields::measures` (its figures, each a typed [`Field`] with its unit
-//! and fold, its timeline series, its figure per process, its section, its
-//! `compare --metric`), and reads here, on the sampler thread. The engine aggregates its
-//! figures by the declaration alone, without knowing any of them; the report, `show`,
-//! `compare`, `merge`, `plot`, the live line and the exporters take them from the same
-//! declaration.
+//! The measurements, each a module behind [`Measurement`]. A measurement declares what
+//! it adds to a report in a file of `stemmon_report::fields::measures` (its figures,
+//! each a typed [`Field`] with its unit and fold, its timeline series, its figure per
+//! process, its section, its `compare --metric`), and reads here. The engine
+//! aggregates its figures by the declaration alone, without knowing any of them; the
+//! report, `show`, `compare`, `merge`, `plot`, the live line and the exporters take
+//! them from the same declaration.
 //!
-//! The job's cgroup is a measurement of the core: the tree's reader reads it with the
-//! tree, and its declaration's fields are typed ones of the report, in the core table.
-//! The tree's memory, the kernel's marks, the heap and CPU are read at stage boundaries
-//! as well as at samples, on the calls' own threads: they keep their engine in
-//! `recorder`, their platform readers in `sys`, and their fields in the core of the
-//! same table. A measurement read at samples only is a file here, its name in the list
-//! of [`open`], and its declaration.
+//! A measurement has hooks on two threads:
+//! - at every full sample, [`sample`](Measurement::sample), on the sampler thread
+//!   (NVML is read there, never on the program's threads), outside the engine's lock;
+//! - at a stage boundary that read anew, [`boundary`](Measurement::boundary), on the
+//!   call's thread, in the engine's lock: a measurement whose figures a call needs at
+//!   its entry and exit (CPU and I/O: counters, differenced per call).
+//!
+//! A measurement of counters ([`Measurement::counters`]) is held by the engine, so that
+//! its two hooks share what the last sample read: both run in the engine's lock, and
+//! fold what the tree's readers read. The others are the sampler thread's.
+//!
+//! The job's cgroup and CPU and I/O are measurements of the core: their fields are
+//! typed ones of the report, in the core of the same table. The tree's memory, the
+//! kernel's marks and the heap keep their engine in `recorder` and their platform
+//! readers in `sys`. A new measurement is a file here, its name in the list of
+//! [`open`], and its declaration.
 
 use crate::config::Config;
-use crate::memory::{TreeReader, TreeReading};
+use crate::memory::{Descendant, SelfReading, TreeReader, TreeReading};
 pub(crate) use stemmon_report::fields::{Field, Measure};
 
 pub(crate) mod cgroup;
+pub(crate) mod cpu;
 #[cfg(feature = "gpu")]
 pub(crate) mod gpu;
 
@@ -35,6 +44,32 @@ pub(crate) struct Reading<'a> {
     pub(crate) processes: &'a [(u32, f64)],
     /// A line for the log, where the reading saw something worth one (an OOM kill).
     pub(crate) note: Option<&'a str>,
+    /// A measurement of counters: each counter now (see [`Measurement::counters`]).
+    pub(crate) counters: &'a [u64],
+}
+
+/// What a stage boundary read, for a measurement's [`boundary`](Measurement::boundary)
+/// hook: this process now, and the descendants as last sampled.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct AtBoundary<'a> {
+    /// This process (and its reaped children) now.
+    pub(crate) reading: &'a SelfReading,
+    /// The descendants as the last sample read them.
+    pub(crate) descendants: &'a [Descendant],
+    /// Whether some of them may have exited since that sample...
+    pub(crate) changed: bool,
+    /// ...and, per descendant, whether it was found exited.
+    pub(crate) gone: &'a [bool],
+}
+
+/// What some calls' counters grew by while they were open, for a measurement's
+/// [`figures`](Measurement::figures).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Growth<'a> {
+    /// One per counter, in order.
+    pub(crate) counters: &'a [u64],
+    /// The calls' threads' own clock, where it was read at both ends of some call.
+    pub(crate) thread_micros: Option<u64>,
 }
 
 /// A measurement read at every full sample, on the sampler thread (see the module docs).
@@ -63,8 +98,46 @@ pub(crate) trait Measurement: Send {
     /// reaped before it, its peak would count as the tree's.
     fn close(&mut self) {}
 
-    /// Reads now, for the tree `tree` just read.
-    fn sample(&mut self, tree: &TreeReading) -> Reading<'_>;
+    /// Reads now, for the tree `tree` just read at `elapsed` seconds from the start.
+    fn sample(&mut self, tree: &TreeReading, elapsed: f64) -> Reading<'_>;
+
+    /// How many counters it keeps: cumulative figures (CPU time, bytes read) that the
+    /// engine publishes at every reading and differences per call, so that a record's
+    /// figures are what they grew by while its calls were open. The engine holds a
+    /// measurement of counters itself, not the sampler thread: its hooks run in the
+    /// engine's lock, so they read nothing slow (they fold what the tree's readers
+    /// read). Its [`Reading::counters`] are the counters now.
+    fn counters(&self) -> usize {
+        0
+    }
+
+    /// At a stage boundary that read anew, on the call's thread, in the engine's lock:
+    /// a measurement of counters gives them now.
+    fn boundary(&mut self, at: &AtBoundary<'_>) -> Option<&[u64]> {
+        let _ = at;
+        None
+    }
+
+    /// A clock of the calling thread's own share (its CPU time), which the engine
+    /// reads on the call's thread at entries and exits, at most once a reuse window,
+    /// and differences like the counters.
+    fn thread_clock(&self) -> Option<fn() -> Option<u64>> {
+        None
+    }
+
+    /// A measurement of counters: a record's figures (one per declared field, in
+    /// order, `None` for a computed one), from what its counters grew by while its
+    /// calls were open over `wall_seconds`; `None` where no counter was given yet.
+    fn figures(&self, growth: Option<&Growth<'_>>, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
+        let _ = (growth, wall_seconds);
+        out.clear();
+    }
+
+    /// A measurement of counters: the whole run's figures over `wall_seconds`, like
+    /// [`figures`](Measurement::figures).
+    fn run_figures(&self, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
+        self.figures(None, wall_seconds, out);
+    }
 
     /// Its section of the report (what it is, what it saw, why a figure is missing),
     /// under its declared key; `None` when unchanged since the last call.
@@ -114,11 +187,12 @@ macro_rules! measurements {
         /// [`Measurement::open`]); a measurement of kernel files may open or probe them,
         /// so that whether it measures is known from the start.
         pub(crate) fn open(config: &Config) -> Vec<Box<dyn Measurement>> {
-            let core = core(config);
+            // The core's, and CPU and I/O: the engine holds that one (it has counters).
+            let core = core(config).into_iter().chain([cpu::open()]);
             if !config.measurements {
-                return core;
+                return core.collect();
             }
-            let all = core.into_iter();
+            let all = core;
             #[cfg(feature = "gpu")]
             let all = all.chain([
                 Box::new(gpu::source::Gpu::new(gpu::plan(config))) as Box<dyn Measurement>

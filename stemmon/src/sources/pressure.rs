@@ -63,7 +63,7 @@ impl Measurement for Pressure {
         self.opened
     }
 
-    fn sample(&mut self, _tree: &TreeReading) -> Reading<'_> {
+    fn sample(&mut self, _tree: &TreeReading, _elapsed: f64) -> Reading<'_> {
         // Only a reading adds stall time to the stages open at it; the timeline keeps the
         // last reading's share between readings, as a gauge.
         self.figures = [None; 2];
@@ -96,6 +96,7 @@ impl Measurement for Pressure {
             series: &self.series,
             processes: &[],
             note: None,
+            counters: &[],
         }
     }
 

@@ -206,7 +206,7 @@ impl Measurement for Gpu {
         }
     }
 
-    fn sample(&mut self, tree: &TreeReading) -> Reading<'_> {
+    fn sample(&mut self, tree: &TreeReading, _elapsed: f64) -> Reading<'_> {
         self.figures = [None; 2];
         self.series = [None; 1];
         self.processes.clear();
@@ -269,6 +269,7 @@ impl Measurement for Gpu {
             series: &self.series,
             processes: &self.processes,
             note: None,
+            counters: &[],
         }
     }
 

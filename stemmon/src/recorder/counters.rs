@@ -1,82 +1,52 @@
-//! CPU and I/O per stage and for the run (the book's `cpu-io.md`).
+//! The measurement of counters in the engine (the book's `architecture.md`): cumulative
+//! figures that the measurement gives at every fresh boundary reading and every full
+//! sample, published here for calls to read without a lock and differenced per call.
+//! Nothing here knows what the counters count (CPU time, bytes read): the measurement
+//! turns a record's growth into its figures.
 //!
-//! The tree's counters (user and system time, storage bytes read and written, major
-//! faults) are one cumulative figure, [`Published`], raised at every fresh boundary
-//! reading (this process's `RUSAGE_SELF`, its reaped children's `RUSAGE_CHILDREN`, the
-//! live descendants as last sampled, those found exited left out) and at every full
-//! sample (every live process's `stat` and `io` read anew). Each field only rises: a
-//! descendant that exited and is not reaped yet leaves the live sum before its figures
-//! reach `RUSAGE_CHILDREN`, and the dip this would make is held until they do.
-//!
-//! A call notes the figure at its entry and adds the difference at its exit (the
-//! published figure is read without a lock), so a stage's figures are the tree's
-//! growth while each of its calls was open, summed over calls: exact to the boundary
-//! reuse window (a reused reading is up to 1 ms old) and, for what live descendants
-//! did, to the sampling interval (their `stat` is read at samples; what they did since
-//! shows at the next sample or when they are reaped). Two calls of one stage open at
-//! once on two threads each count the whole tree's growth, as `wall_seconds` counts
-//! each call's time: `cpu_cores` (their sum over the sum of the wall times) is still
-//! the cores the tree used while the stage was open.
-//!
-//! The thread's own CPU (`RUSAGE_THREAD`) is read at a call's entry when the thread's
-//! last reading is older than the reuse window, and at every exit that takes the
-//! shared state (a call longer than the window, an error, a first completion), so a
-//! call's `cpu_thread_seconds` is exact to 1 ms of its thread's CPU. An async call
-//! counts the CPU of the thread that opened it between its open and its close (other
-//! work of that thread meanwhile included), and, closed on another thread, up to its
-//! thread's last reading.
+//! A call notes the counters at its entry and adds the difference at its exit
+//! ([`marks`]), so a record's growth is what the counters grew by while each of its
+//! calls was open, summed over calls. The measurement's thread clock (a thread's own
+//! CPU time) is read on the call's thread at an entry when the thread's last reading is
+//! older than the reuse window, and at every exit that takes the shared state.
 
-use super::{seconds, Recorder, State};
-use crate::memory::{Descendant, SelfReading, TreeReading, Usage};
-use crate::report::CpuIo;
+use super::{Recorder, State};
+use crate::report::{Report, StageReport, TimelinePoint};
+use crate::sources::{AtBoundary, Growth, Measurement};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use stemmon_report::fields::Series;
 
 mod marks;
 
-pub(crate) use super::tally::{CallCpu, Clock};
+pub(crate) use super::tally::{Clock, Counters, Tally, MAX_COUNTERS};
 
-/// The tree's counters as last read, for every call's entry and exit to read without
-/// a lock. Written under the state lock, at most about once a millisecond; the fields
-/// are read one by one, so a reader may see one field of a newer reading than another
-/// (each is still a figure the tree reached, so no difference is ever negative).
+/// The counters as last given, for every call's entry and exit to read without a lock.
+/// Written under the state lock, at most about once a millisecond; the counters are
+/// read one by one, so a reader may see one of a newer figure than another (each is
+/// still a figure the counter reached, so no difference is ever negative).
 #[derive(Debug, Default)]
 #[repr(align(128))]
 pub(crate) struct Published {
-    user: AtomicU64,
-    system: AtomicU64,
-    read: AtomicU64,
-    write: AtomicU64,
-    major: AtomicU64,
+    values: [AtomicU64; MAX_COUNTERS],
     /// Bumped at every store: a call whose exit sees the number its entry saw had no
     /// growth to count, and skips the arithmetic.
     generation: AtomicU64,
-    /// Some reading has been published.
+    /// Some figure has been published.
     read_once: AtomicBool,
 }
 
-/// A timeline point's cores are measured over at least this long (seconds): a
-/// descendant's CPU comes in 10 ms clock ticks, so one tick moves a point by at most
-/// 0.1 core.
-const MIN_CORES_SECONDS: f64 = 0.1;
-
 impl Published {
     #[inline]
-    fn load(&self) -> Usage {
-        Usage {
-            user_micros: self.user.load(Ordering::Relaxed),
-            system_micros: self.system.load(Ordering::Relaxed),
-            read_bytes: self.read.load(Ordering::Relaxed),
-            write_bytes: self.write.load(Ordering::Relaxed),
-            major_faults: self.major.load(Ordering::Relaxed),
-        }
+    fn load(&self) -> Counters {
+        Counters(std::array::from_fn(|index| {
+            self.values[index].load(Ordering::Relaxed)
+        }))
     }
 
-    fn store(&self, usage: Usage) {
-        self.user.store(usage.user_micros, Ordering::Relaxed);
-        self.system.store(usage.system_micros, Ordering::Relaxed);
-        self.read.store(usage.read_bytes, Ordering::Relaxed);
-        self.write.store(usage.write_bytes, Ordering::Relaxed);
-        self.major.store(usage.major_faults, Ordering::Relaxed);
+    pub(super) fn store(&self, counters: &[u64]) {
+        for (value, &counter) in self.values.iter().zip(counters) {
+            value.store(counter, Ordering::Relaxed);
+        }
         self.generation.fetch_add(1, Ordering::Release);
         self.read_once.store(true, Ordering::Relaxed);
     }
@@ -87,179 +57,167 @@ impl Published {
     }
 }
 
-/// The tree's counters as the engine composes them (see the module docs).
-#[derive(Debug, Default)]
-pub(crate) struct TreeCpu {
-    /// The first figure published: the run's figures count from it.
-    start: Option<Usage>,
-    /// The newest figure published (each field the highest yet).
-    now: Option<Usage>,
-    /// The root's own counters, where it is not this process.
-    root: Usage,
-    /// The live descendants' counters as last sampled, the exited ones left out.
-    live: Usage,
-    /// Seconds and CPU microseconds at the last sample: the timeline's `cpu_cores`.
-    last_sample: Option<(f64, u64)>,
-    /// Why some process's I/O could not be read (the first reason).
-    pub(crate) io_missing: Option<String>,
+/// The engine's measurement of counters, if it has one, and what its last sample gave.
+#[derive(Default)]
+pub(crate) struct Counted {
+    measurement: Option<Box<dyn Measurement>>,
+    /// The counters the last sample gave, until published.
+    sampled: Option<Counters>,
+    /// The series the last sample gave, for its timeline point.
+    series: Vec<(&'static Series, Option<f64>)>,
 }
 
-impl TreeCpu {
-    fn publish(&mut self, raw: Usage) -> Usage {
-        let now = self.now.map_or(raw, |now| now.max(raw));
-        self.start.get_or_insert(raw);
-        self.now = Some(now);
-        now
+impl std::fmt::Debug for Counted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = self.measurement.as_ref().map(|m| m.declared().name);
+        f.debug_struct("Counted")
+            .field("measurement", &name)
+            .finish()
+    }
+}
+
+impl Counted {
+    /// Holds `measurement`, which has counters (at most [`MAX_COUNTERS`]).
+    pub(super) fn of(measurement: Box<dyn Measurement>) -> Counted {
+        debug_assert!(measurement.counters() <= MAX_COUNTERS);
+        Counted {
+            measurement: Some(measurement),
+            ..Counted::default()
+        }
     }
 
-    /// Takes in a fresh boundary reading; `changed`: some of `descendants` may have
-    /// exited, and `gone` says which. Returns the figure to publish.
+    /// The measurement's section as it is now into `extra`.
+    pub(super) fn section_into(&mut self, extra: &mut super::extra::Extra) {
+        let Some(measurement) = self.measurement.as_mut() else {
+            return;
+        };
+        if let Some(value) = measurement.section() {
+            extra.section(measurement.declared(), value);
+        }
+    }
+
+    /// The thread clock of the measurement, if it has one.
+    pub(super) fn thread_clock(&self) -> Option<fn() -> Option<u64>> {
+        self.measurement.as_ref()?.thread_clock()
+    }
+
+    /// The counters a fresh boundary reading gives, and the measurement's section where
+    /// it changed.
     pub(super) fn boundary(
         &mut self,
-        reading: &SelfReading,
-        changed: bool,
-        descendants: &[Descendant],
-        gone: &[bool],
-    ) -> Option<Usage> {
-        let own = reading.usage?;
-        if changed {
-            self.live = descendants
-                .iter()
-                .enumerate()
-                .filter(|(index, _)| !gone.get(*index).copied().unwrap_or(false))
-                .fold(Usage::ZERO, |sum, (_, d)| sum.plus(d.usage));
+        at: &AtBoundary<'_>,
+        extra: &mut super::extra::Extra,
+    ) -> Option<&[u64]> {
+        let measurement = self.measurement.as_mut()?;
+        if let Some(value) = measurement.section() {
+            extra.section(measurement.declared(), value);
         }
-        Some(self.publish(own.plus(self.root).plus(self.live)))
+        measurement.boundary(at)
     }
 
-    /// Takes in a full sample at `elapsed` seconds; returns the tree's CPU use in cores
-    /// since the previous sample (`None` for the first, or where CPU is not read).
-    pub(super) fn sampled(&mut self, reading: &TreeReading, elapsed: f64) -> Option<f64> {
-        if self.io_missing.is_none() {
-            self.io_missing.clone_from(&reading.io_missing);
-        }
-        let own = reading.own_usage?;
-        self.root = reading.root_usage;
-        self.live = reading
-            .descendants
-            .iter()
-            .fold(Usage::ZERO, |sum, d| sum.plus(d.usage));
-        // A root that is not this process (`stemmon run`'s command, and the tree under
-        // it) started with the run: all it did is the run's, even where it was done
-        // (or the command ended) before the first sample.
-        if self.start.is_none() && reading.root_usage != Usage::ZERO {
-            self.start = Some(own);
-        }
-        let now = self.publish(own.plus(self.root).plus(self.live));
-        let cpu = now.cpu_micros();
-        let Some((at, before)) = self.last_sample else {
-            self.last_sample = Some((elapsed, cpu));
-            return None;
+    /// Takes in a full sample at `elapsed` seconds: keeps the counters it gives to
+    /// publish ([`take_sampled`](Counted::take_sampled)) and its series for the
+    /// timeline ([`series_into`](Counted::series_into)); its section goes into `extra`.
+    pub(super) fn sampled(
+        &mut self,
+        reading: &crate::memory::TreeReading,
+        elapsed: f64,
+        extra: &mut super::extra::Extra,
+    ) {
+        self.series.clear();
+        let Some(measurement) = self.measurement.as_mut() else {
+            return;
         };
-        let wall = elapsed - at;
-        if wall < MIN_CORES_SECONDS {
-            // Over a few tens of milliseconds (fast sampling, the sample at `finish`)
-            // one 10 ms tick would read as a third of a core or more. The interval is
-            // carried into the next point.
-            return None;
+        let declared = measurement.declared();
+        let read = measurement.sample(reading, elapsed);
+        self.series
+            .extend(declared.series.iter().zip(read.series.iter().copied()));
+        self.sampled = (!read.counters.is_empty()).then(|| Counters::of(read.counters));
+        if let Some(value) = measurement.section() {
+            extra.section(declared, value);
         }
-        self.last_sample = Some((elapsed, cpu));
-        Some(cpu.saturating_sub(before) as f64 / 1e6 / wall)
     }
 
-    /// The newest figure, if any was read.
-    pub(super) fn now(&self) -> Option<Usage> {
-        self.now
+    /// The counters the last sample gave, once.
+    pub(super) fn take_sampled(&mut self) -> Option<Counters> {
+        self.sampled.take()
     }
 
-    /// The run's figures over `wall_seconds`.
-    pub(super) fn run_report(&self, wall_seconds: f64) -> CpuIo {
-        let calls = CallCpu {
-            tree: self
-                .now
-                .unwrap_or_default()
-                .minus(self.start.unwrap_or_default()),
-            ..CallCpu::ZERO
+    /// The last sample's series into its timeline point `point`.
+    pub(super) fn series_into(&self, point: &mut TimelinePoint) {
+        for &(series, value) in &self.series {
+            series.set(point, value);
+        }
+    }
+
+    /// Writes the figures of `tally` over `wall_seconds` into `stage`.
+    pub(super) fn stage(&self, tally: Option<&Tally>, wall_seconds: f64, stage: &mut StageReport) {
+        let Some(measurement) = &self.measurement else {
+            return;
         };
-        let mut report = self.report(self.now.map(|_| calls), wall_seconds);
-        // The threads' own figure belongs to stages: the run's is its tree's.
-        report.cpu_thread_seconds = None;
-        report
+        let growth = tally.map(|tally| Growth {
+            counters: &tally.counters.0[..measurement.counters()],
+            thread_micros: tally.thread_read.then_some(tally.thread_micros),
+        });
+        let mut figures = Vec::new();
+        measurement.figures(growth.as_ref(), wall_seconds, &mut figures);
+        for (field, value) in measurement.declared().fields.iter().zip(figures) {
+            if field.is_key() {
+                field.set(stage, value);
+            }
+        }
     }
 
-    /// The report's figures of `calls` over `wall_seconds` (`None`: CPU not read).
-    pub(super) fn report(&self, calls: Option<CallCpu>, wall_seconds: f64) -> CpuIo {
-        let Some(calls) = calls.filter(|_| self.now.is_some()) else {
-            return CpuIo::default();
+    /// Writes the whole run's figures over `wall_seconds` into `report`.
+    pub(super) fn run(&self, wall_seconds: f64, report: &mut Report) {
+        let Some(measurement) = &self.measurement else {
+            return;
         };
-        let user = seconds(calls.tree.user_micros * 1_000);
-        let system = seconds(calls.tree.system_micros * 1_000);
-        let io = self.io_missing.is_none();
-        {
-            let mut built = CpuIo::default();
-            built.cpu_user_seconds = Some(user);
-            built.cpu_system_seconds = Some(system);
-            built.cpu_cores = (wall_seconds > 0.0).then(|| (user + system) / wall_seconds);
-            built.cpu_thread_seconds = calls
-                .thread_read
-                .then(|| seconds(calls.thread_micros * 1_000));
-            built.io_read_bytes = io.then_some(calls.tree.read_bytes);
-            built.io_write_bytes = io.then_some(calls.tree.write_bytes);
-            built.major_faults = Some(calls.tree.major_faults);
-            built
+        let mut figures = Vec::new();
+        measurement.run_figures(wall_seconds, &mut figures);
+        for (field, value) in measurement.declared().fields.iter().zip(figures) {
+            if field.is_key() {
+                field.set_run(report, value);
+            }
         }
-    }
-
-    /// Why the report has no I/O figures, if it has none.
-    pub(super) fn io_missing(&self) -> Option<String> {
-        if self.now.is_none() {
-            return Some(
-                "CPU and I/O were not read (they are read from getrusage and /proc, on Linux)"
-                    .to_owned(),
-            );
-        }
-        self.io_missing.clone()
     }
 }
 
 impl Recorder {
-    /// Records a child of this process that exited (read before it was reaped) in the
-    /// report's `processes`.
-    pub(crate) fn child_exited(&self, child: &Descendant) {
-        let elapsed = self.elapsed(self.clock.raw());
-        let mut state = self.lock();
-        if state.ended.is_none() {
-            state.processes.saw(child, elapsed);
-        }
-    }
-
-    /// Publishes `usage`, the tree's figure now, for calls to read.
-    pub(super) fn publish_cpu(&self, usage: Option<Usage>) {
-        if let Some(usage) = usage {
-            self.cpu_now.store(usage);
+    /// Publishes `counters`, the figures now, for calls to read.
+    pub(super) fn publish(&self, counters: Option<Counters>) {
+        if let Some(counters) = counters {
+            self.published.store(&counters.0);
         }
     }
 }
 
 impl State {
-    /// The report's figures of record `id`, its open calls' `open` included, over its
-    /// `wall_seconds`.
-    pub(super) fn stage_cpu(&self, id: usize, open: Option<&CallCpu>, wall_seconds: f64) -> CpuIo {
+    /// Writes the figures of record `id`, its open calls' `open` included, over its
+    /// `wall_seconds` into `stage`.
+    pub(super) fn stage_counted(
+        &self,
+        id: usize,
+        open: Option<&Tally>,
+        wall_seconds: f64,
+        stage: &mut StageReport,
+    ) {
         let Some(record) = self.records.list.get(id) else {
-            return CpuIo::default();
+            return;
         };
-        let mut calls = record.cpu;
+        let mut tally = record.counted;
         if let Some(open) = open {
-            calls.add(open);
+            tally.add(open);
         }
-        self.cpu.report(Some(calls), wall_seconds)
+        self.counted.stage(Some(&tally), wall_seconds, stage);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::fake::Rig;
-    use super::*;
+    use crate::memory::{Descendant, TreeReading, Usage};
+    use crate::report::CpuIo;
 
     fn usage(cpu_ms: u64, written: u64) -> Usage {
         Usage {
@@ -324,7 +282,7 @@ mod tests {
     fn frame_marks(slot: &crate::recorder::ThreadSlot) -> (Vec<u16>, usize) {
         let thread = slot.lock();
         let marks = thread.stack.iter().map(|frame| frame.mark).collect();
-        (marks, thread.cpu.marks.len())
+        (marks, thread.marks.marks.len())
     }
 
     /// The stage paths' user CPU seconds in `rig`'s report.
