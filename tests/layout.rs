@@ -153,6 +153,38 @@ fn the_engine_does_no_io() {
     }
 }
 
+/// The engine aggregates the measurements' figures by their declarations alone: no
+/// code of `recorder/` names a figure of a measurement (CPU and I/O's, the cgroup's,
+/// the GPU's, the descriptors', the pressure's) or what one reads.
+#[test]
+fn the_engine_names_no_measurements_figure() {
+    let forbidden = [
+        "cpu_io",
+        "CpuIo",
+        "cpu_cores",
+        "cpu_user",
+        "io_missing",
+        "io_read",
+        "Usage",
+        "thread_cpu",
+        "cgroup_",
+        "oom_kill",
+        "gpu",
+        "tree_fds",
+        "pressure",
+        "sources::cpu",
+    ];
+    let mut found = Vec::new();
+    for (path, code) in sources_under("recorder") {
+        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
+            for name in forbidden.iter().filter(|name| line.contains(*name)) {
+                found.push(format!("{path} names {name}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{found:#?}");
+}
+
 /// The runtime's one OS seam: no code outside `sys/` names a path of `/proc` or `/sys`
 /// (a message may say that a figure comes from `/proc`; a literal path is a read).
 #[test]

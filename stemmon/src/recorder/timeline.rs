@@ -19,6 +19,7 @@
 use crate::memory::TreeReading;
 use crate::report::TimelinePoint;
 use std::collections::VecDeque;
+use stemmon_report::fields::measures::CORE;
 
 /// The point of `reading`, taken `elapsed` seconds into the run, with `bound` as the
 /// tree's bound; it stands for `samples` samples (0: a boundary's reading raising the
@@ -137,13 +138,16 @@ fn merge_into(earlier: &mut TimelinePoint, later: TimelinePoint) {
     earlier.parent_rss_bytes = max_of(earlier.parent_rss_bytes, later.parent_rss_bytes);
     earlier.children_rss_bytes = max_of(earlier.children_rss_bytes, later.children_rss_bytes);
     earlier.tree_rss_bound_bytes = max_of(earlier.tree_rss_bound_bytes, later.tree_rss_bound_bytes);
-    earlier.cgroup_memory_bytes = max_of(earlier.cgroup_memory_bytes, later.cgroup_memory_bytes);
     earlier.process_count = earlier.process_count.max(later.process_count);
     earlier.heap_live_bytes = max_of(earlier.heap_live_bytes, later.heap_live_bytes);
-    earlier.cpu_cores = match (earlier.cpu_cores, later.cpu_cores) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    };
+    // The core measurements' typed series (the cgroup's charge, the cores): the higher.
+    for series in CORE.iter().flat_map(|measure| measure.series) {
+        let high = match (series.of_point(earlier), series.of_point(&later)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        };
+        series.set(earlier, high);
+    }
     earlier.samples = earlier.samples.saturating_add(later.samples);
     super::extra::merge_figures(earlier, &later);
 }
@@ -265,6 +269,22 @@ mod tests {
         assert_eq!(max_of(Some(5), None), Some(5));
         assert_eq!(max_of(None, None), None);
         assert_eq!(max_of(Some(5), Some(9)), Some(9));
+    }
+
+    #[test]
+    fn merged_points_keep_the_higher_of_the_core_measurements_series() {
+        let (mut earlier, mut later) = (sample(0, MIB), sample(1, MIB));
+        (earlier.cpu_cores, later.cpu_cores) = (Some(2.5), Some(1.0));
+        later.cgroup_memory_bytes = Some(3 * MIB);
+        merge_into(&mut earlier, later);
+        assert_eq!(earlier.cpu_cores, Some(2.5));
+        assert_eq!(earlier.cgroup_memory_bytes, Some(3 * MIB));
+        let (mut earlier, mut later) = (sample(0, MIB), sample(1, MIB));
+        (earlier.cgroup_memory_bytes, later.cpu_cores) = (Some(5 * MIB), Some(0.5));
+        later.cgroup_memory_bytes = Some(4 * MIB);
+        merge_into(&mut earlier, later);
+        assert_eq!(earlier.cpu_cores, Some(0.5));
+        assert_eq!(earlier.cgroup_memory_bytes, Some(5 * MIB));
     }
 
     #[test]
