@@ -329,7 +329,7 @@ impl Recorder {
                         gone: &boundary.gone,
                     };
                     if let Some(counters) = state.counted.boundary(&at, &mut state.extra) {
-                        self.published.store(counters);
+                        self.counters.store(counters);
                     }
                     Some((reading, began, unseen))
                 }

@@ -124,7 +124,7 @@ impl Recorder {
         let call = thread.open_call(record, now, slot.id);
         let poll = poll.then(|| self.push(slot, thread, record));
         self.count_entry(thread, record, now);
-        self.count_open(thread, call.seq, record, now);
+        self.counters.open(thread, call.seq, record, now);
         (call, poll)
     }
 
@@ -231,7 +231,8 @@ impl Recorder {
         let quiet = error.is_none() && ticks < self.reuse_ticks;
         if quiet && reuse && thread.has_completed(call.record) {
             thread.delta(call.record).saw_boundary = true;
-            self.count_close(&mut thread, call.seq, now, super::counters::Clock::Window);
+            self.counters
+                .close(&mut thread, call.seq, now, super::counters::Clock::Window);
             return true;
         }
         thread.mark_completed(call.record);
@@ -239,7 +240,8 @@ impl Recorder {
         self.merge(&mut state, &mut thread);
         let edge = super::Edge::exit_after(self.clock.delta_as_nanos(0, ticks));
         self.boundary_reading(&mut state, &thread, now, call.record, edge);
-        self.count_close(&mut thread, call.seq, now, super::counters::Clock::Fresh);
+        self.counters
+            .close(&mut thread, call.seq, now, super::counters::Clock::Fresh);
         state.apply_intervals_since(call.record, call.started);
         let message = state.finish_call(call.record, self.clock.delta_as_nanos(0, ticks), error);
         if let Some(message) = message {
@@ -270,7 +272,8 @@ impl Recorder {
             return;
         }
         self.closed_span(&home, &mut thread, call.seq);
-        self.count_close(&mut thread, call.seq, now, super::counters::Clock::Kept);
+        self.counters
+            .close(&mut thread, call.seq, now, super::counters::Clock::Kept);
         let mut state = self.lock();
         // The open's count first, so the record never has more completed than calls.
         self.merge(&mut state, &mut thread);

@@ -10,7 +10,6 @@
 //! CPU time) is read on the call's thread at an entry when the thread's last reading is
 //! older than the reuse window, and at every exit that takes the shared state.
 
-use super::{Recorder, State};
 use crate::report::{Report, StageReport, TimelinePoint};
 use crate::sources::{AtBoundary, Growth, Measurement};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -43,7 +42,7 @@ impl Published {
         }))
     }
 
-    pub(super) fn store(&self, counters: &[u64]) {
+    fn store(&self, counters: &[u64]) {
         for (value, &counter) in self.values.iter().zip(counters) {
             value.store(counter, Ordering::Relaxed);
         }
@@ -183,33 +182,38 @@ impl Counted {
     }
 }
 
-impl Recorder {
-    /// Publishes `counters`, the figures now, for calls to read.
+/// What calls read of the counters without a lock: the counters as last given, the
+/// measurement's clock of the calling thread and the reuse window within which a
+/// thread's clock is not read again. Its methods on the call path are in [`marks`].
+#[derive(Debug)]
+pub(crate) struct CallCounters {
+    published: Published,
+    /// The clock of the calling thread's own share (its CPU time), a fake in tests.
+    pub(super) thread_clock: fn() -> Option<u64>,
+    /// Clock ticks in the boundary reuse window.
+    reuse_ticks: u64,
+}
+
+impl CallCounters {
+    /// With `thread_clock` and a reuse window of `reuse_ticks`.
+    pub(super) fn new(thread_clock: fn() -> Option<u64>, reuse_ticks: u64) -> CallCounters {
+        CallCounters {
+            published: Published::default(),
+            thread_clock,
+            reuse_ticks,
+        }
+    }
+
+    /// Publishes `counters` as given, for calls to read.
+    pub(super) fn store(&self, counters: &[u64]) {
+        self.published.store(counters);
+    }
+
+    /// Publishes `counters`, if any.
     pub(super) fn publish(&self, counters: Option<Counters>) {
         if let Some(counters) = counters {
             self.published.store(&counters.0);
         }
-    }
-}
-
-impl State {
-    /// Writes the figures of record `id`, its open calls' `open` included, over its
-    /// `wall_seconds` into `stage`.
-    pub(super) fn stage_counted(
-        &self,
-        id: usize,
-        open: Option<&Tally>,
-        wall_seconds: f64,
-        stage: &mut StageReport,
-    ) {
-        let Some(record) = self.records.list.get(id) else {
-            return;
-        };
-        let mut tally = record.counted;
-        if let Some(open) = open {
-            tally.add(open);
-        }
-        self.counted.stage(Some(&tally), wall_seconds, stage);
     }
 }
 

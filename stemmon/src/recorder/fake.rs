@@ -119,7 +119,7 @@ impl Rig {
             &mut vec![crate::sources::cpu::open()],
         );
         THREAD_CPU.with(|cpu| cpu.set(None));
-        recorder.thread_clock = fake_thread_cpu;
+        recorder.counters.thread_clock = fake_thread_cpu;
         Rig {
             recorder,
             clock: mock,

@@ -28,7 +28,7 @@ use super::owned::OwnedGuard;
 use super::records::Records;
 use super::tally::{HeapDelta, HeapMark, NONE};
 use super::thread::{take_at, Frame, ThreadState};
-use super::{Recorder, State};
+use super::timeline::Timeline;
 use crate::heap::slots::{self, Counts, Slot};
 use crate::report::{HeapReport, StageReport, TimelinePoint};
 
@@ -263,29 +263,31 @@ impl HeapSweep {
     }
 }
 
-impl Recorder {
-    /// Charges what threads with no frame open counted since the last sweep to the
-    /// stages open on the monitor's own thread; keeps the live heap's peak and raises
-    /// the timeline's newest point to it. Under the state lock.
-    pub(super) fn sweep_heap(&self, state: &mut State, now: u64) {
-        let owner_record = self.owner_record(&state.records);
-        self.sweep_heap_to(state, now, owner_record);
-    }
-
-    /// [`Recorder::sweep_heap`], charging `owner_record` and its ancestors (`None`:
-    /// nobody): a call closing on the monitor's thread sweeps for itself.
-    pub(super) fn sweep_heap_to(&self, state: &mut State, now: u64, owner_record: Option<u32>) {
+impl HeapSweep {
+    /// Charges what threads with no frame open counted since the last sweep to
+    /// `owner_record` and its ancestors in `records` (`None`: nobody; the stages open
+    /// on the monitor's own thread, or a call closing there, which sweeps for itself);
+    /// keeps the live heap's peak and raises `timeline`'s newest point, at `elapsed`
+    /// seconds, to it. `others`: the monitor covers threads beyond its own. Under the
+    /// state lock.
+    pub(super) fn sweep(
+        &mut self,
+        records: &mut Records,
+        timeline: &mut Timeline,
+        elapsed: f64,
+        owner_record: Option<u32>,
+        others: bool,
+    ) {
         if !slots::installed() {
             return;
         }
-        let State { heap, records, .. } = state;
+        let heap = self;
         let claimed = slots::claimed();
         let known = heap.at_start;
         if heap.seen.len() < claimed.len() {
             heap.seen.resize(claimed.len(), Seen::default());
         }
         // A monitor of its own thread only covers no other thread: nothing to sweep.
-        let others = !self.config.current_thread_only;
         for (index, slot) in claimed.iter().enumerate().filter(|_| others) {
             let seen = &mut heap.seen[index];
             if slot.is_own() || heap.owner == Some(index as u32) {
@@ -337,8 +339,7 @@ impl Recorder {
         let (_, live) = heap.totals();
         let live = live.max(0) as u64;
         heap.peak_live = heap.peak_live.max(live);
-        let elapsed = self.elapsed(now);
-        state.samples.timeline.raise_last({
+        timeline.raise_last({
             let mut built = TimelinePoint::default();
             built.elapsed_seconds = elapsed;
             built.end_seconds = elapsed;
@@ -349,7 +350,7 @@ impl Recorder {
     }
 
     /// The report's `heap`.
-    pub(super) fn heap_report(&self, state: &State) -> HeapReport {
+    pub(super) fn report(&self) -> HeapReport {
         let Some(inner) = slots::allocator() else {
             return {
                 let mut built = HeapReport::default();
@@ -357,8 +358,8 @@ impl Recorder {
                 built
             };
         };
-        let (all, live) = state.heap.totals();
-        let since = all.since(&state.heap.start);
+        let (all, live) = self.totals();
+        let since = all.since(&self.start);
         let live = live.max(0) as u64;
         {
             let mut built = HeapReport::default();
@@ -366,7 +367,7 @@ impl Recorder {
             built.allocations = Some(since.allocations);
             built.allocated_bytes = Some(since.allocated);
             built.live_bytes = Some(live);
-            built.peak_live_bytes = Some(state.heap.peak_live.max(live));
+            built.peak_live_bytes = Some(self.peak_live.max(live));
             built.missing = None;
             built
         }

@@ -172,11 +172,8 @@ pub(crate) struct Recorder {
     ended: AtomicBool,
     /// Ticks of the newest boundary reading.
     boundary_at: Padded<AtomicU64>,
-    /// The counters as last given, for calls to read without a lock.
-    published: counters::Published,
-    /// The measurement of counters' clock of the calling thread (its CPU time), a fake
-    /// in tests.
-    thread_clock: fn() -> Option<u64>,
+    /// What calls read of the counters without a lock.
+    counters: counters::CallCounters,
     /// The record open on the monitor's own thread, plus one (0: none): where a stage
     /// entered on an idle thread nests (fork-join). Written by that thread only.
     owner_top: Padded<AtomicU32>,
@@ -239,8 +236,7 @@ impl Recorder {
             // No reading yet: one reuse window before the start, so the first is fresh.
             boundary_at: Padded(AtomicU64::new(origin.wrapping_sub(reuse_ticks))),
             owner_top: Padded(AtomicU32::new(0)),
-            published: counters::Published::default(),
-            thread_clock,
+            counters: counters::CallCounters::new(thread_clock, reuse_ticks),
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),
@@ -336,6 +332,32 @@ impl Recorder {
             let mut state = self.lock();
             self.merge(&mut state, &mut thread);
         }
+    }
+
+    /// Sweeps the heap for the stages open on the monitor's own thread (see
+    /// [`heap::HeapSweep::sweep`]).
+    fn sweep_heap(&self, state: &mut State, now: u64) {
+        let owner_record = self.owner_record(&state.records);
+        self.sweep_heap_to(state, now, owner_record);
+    }
+
+    /// Sweeps the heap for `owner_record` (`None`: nobody).
+    fn sweep_heap_to(&self, state: &mut State, now: u64, owner_record: Option<u32>) {
+        let State {
+            heap,
+            records,
+            samples,
+            ..
+        } = state;
+        let others = !self.config.current_thread_only;
+        let elapsed = self.elapsed(now);
+        heap.sweep(
+            records,
+            &mut samples.timeline,
+            elapsed,
+            owner_record,
+            others,
+        );
     }
 
     /// Records a child of this process that exited (read before it was reaped) in the

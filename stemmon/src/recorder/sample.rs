@@ -154,7 +154,7 @@ impl Recorder {
         };
         state.apply_sample(reading, &mut scratch, stage, times);
         self.sweep_heap(&mut state, done);
-        self.publish(state.counted.take_sampled());
+        self.counters.publish(state.counted.take_sampled());
         // Empty but for a sample that has a line to log: taking it costs nothing.
         let notes = scratch.taken.take_notes();
         state.samples.scratch = scratch;

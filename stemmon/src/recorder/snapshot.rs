@@ -70,7 +70,7 @@ impl Recorder {
                 .collect();
             (
                 calls,
-                self.open_counted_of(&held),
+                self.counters.open_of(&held),
                 open_heap_of(&held),
                 threads,
             )
@@ -125,7 +125,13 @@ impl Recorder {
                 built.peaks = record.stats.peaks.clone();
                 built.high_water = record.stats.high_water_report();
                 built.heap = record.heap.report();
-                state.stage_counted(id, open_counted.get(id), wall_seconds, &mut built);
+                let mut counted = record.counted;
+                if let Some(open) = open_counted.get(id) {
+                    counted.add(open);
+                }
+                state
+                    .counted
+                    .stage(Some(&counted), wall_seconds, &mut built);
                 state.extra.stage(&record.extra, &mut built);
                 built
             });
@@ -200,7 +206,7 @@ impl Recorder {
                 built.spans = state.spans.list.clone();
                 built.timeline = state.samples.timeline.points();
             }
-            built.heap = self.heap_report(&state);
+            built.heap = state.heap.report();
             state.counted.run(wall_seconds, &mut built);
             state.extra.run(&mut built);
             built

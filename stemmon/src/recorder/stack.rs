@@ -35,7 +35,7 @@ impl Recorder {
         }
         self.count_entry(&mut thread, record, now);
         // The CPU mark first: a list it grows is the engine's, not the call's heap.
-        self.count_enter(&mut thread, now);
+        self.counters.enter(&mut thread, now);
         heap::entered(&mut thread, slot.id != 0);
         Entered::Pushed(seq)
     }
@@ -168,7 +168,8 @@ impl Recorder {
         delta.max_ticks = delta.max_ticks.max(ticks);
         if fast {
             delta.saw_boundary = true;
-            self.count_exit(&mut thread, &frame, now, counters::Clock::Window);
+            self.counters
+                .exit(&mut thread, &frame, now, counters::Clock::Window);
             return;
         }
         thread.mark_completed(frame.record);
@@ -189,7 +190,8 @@ impl Recorder {
         }
         let edge = Edge::exit_after(self.clock.delta_as_nanos(0, ticks));
         self.boundary_reading(&mut state, &thread, now, frame.record, edge);
-        self.count_exit(&mut thread, &frame, now, counters::Clock::Fresh);
+        self.counters
+            .exit(&mut thread, &frame, now, counters::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         self.keep_span(

@@ -1,17 +1,18 @@
 //! The entry figures of the calls open on each thread, and what each call adds at its
-//! exit: the tree's growth (from [`Published`](super::Published)) and its thread's CPU.
+//! exit: the counters' growth (from [`Published`](super::Published)) and its thread's
+//! clock's.
 
 use super::super::owned::OwnedGuard;
 use super::super::tally::{CallMark, Clock, Counters, Mark, Tally, UNREAD};
 use super::super::thread::{take_at, Frame, ThreadState, NO_MARK};
-use super::super::Recorder;
+use super::CallCounters;
 use std::sync::atomic::Ordering;
 
 /// At most this many calls per thread note their entry figures (each kind, sync and
 /// async); deeper ones (only a runaway stack reaches this) count nothing.
 const MAX_OPEN_MARKS: usize = NO_MARK as usize;
 
-impl Recorder {
+impl CallCounters {
     /// The figures at the entry of a call now, with the generation read first.
     #[inline]
     fn mark_now(&self, generation: u64, thread: u64) -> Mark {
@@ -25,7 +26,7 @@ impl Recorder {
     /// Notes the figures at the entry of the sync call on top of `thread`'s stack: the
     /// newest mark, added first if the figures changed since it was taken.
     #[inline(always)]
-    pub(in crate::recorder) fn count_enter(&self, thread: &mut ThreadState, now: u64) {
+    pub(in crate::recorder) fn enter(&self, thread: &mut ThreadState, now: u64) {
         let generation = self.published.generation();
         let marks = &mut thread.marks;
         let micros = marks.clock(now, Clock::Window, self.reuse_ticks, self.thread_clock);
@@ -68,7 +69,7 @@ impl Recorder {
     /// `frame` was just taken off the stack. A call that entered with the newest mark
     /// and sees the same figures now had no growth (most short calls).
     #[inline(always)]
-    pub(in crate::recorder) fn count_exit(
+    pub(in crate::recorder) fn exit(
         &self,
         thread: &mut ThreadState,
         frame: &Frame,
@@ -116,7 +117,7 @@ impl Recorder {
     }
 
     /// Notes the figures at the entry of the async call `seq` of `record` on `thread`.
-    pub(in crate::recorder) fn count_open(
+    pub(in crate::recorder) fn open(
         &self,
         thread: &mut ThreadState,
         seq: u64,
@@ -135,7 +136,7 @@ impl Recorder {
 
     /// Adds to its record's counters on `thread` the growth since the async call `seq`
     /// opened.
-    pub(in crate::recorder) fn count_close(
+    pub(in crate::recorder) fn close(
         &self,
         thread: &mut ThreadState,
         seq: u64,
@@ -155,10 +156,7 @@ impl Recorder {
 
     /// The figures of the calls open now on the threads `held`, by record: the tree's
     /// growth since each entered, and its thread's CPU up to its last reading.
-    pub(in crate::recorder) fn open_counted_of(
-        &self,
-        held: &[OwnedGuard<'_, ThreadState>],
-    ) -> Vec<Tally> {
+    pub(in crate::recorder) fn open_of(&self, held: &[OwnedGuard<'_, ThreadState>]) -> Vec<Tally> {
         let mut open = Vec::new();
         if !self.published.read_once.load(Ordering::Relaxed) {
             return open;
