@@ -34,7 +34,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         self.count_entry(&mut thread, record, now);
-        // The CPU mark first: a list it grows is the engine's, not the call's heap.
+        // The counters' mark first: a list it grows is the engine's, not the call's heap.
         self.counters.enter(&mut thread, now);
         heap::entered(&mut thread, slot.id != 0);
         Entered::Pushed(seq)
