@@ -214,3 +214,137 @@ impl Measurement for Cpu {
         Some(missing.into())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Descendant, SelfReading};
+
+    fn usage(user_ms: u64, read: u64) -> Usage {
+        Usage {
+            user_micros: user_ms * 1_000,
+            system_micros: 500_000,
+            read_bytes: read,
+            write_bytes: 2 * read,
+            major_faults: 3,
+        }
+    }
+
+    /// The figures of `growth` over `wall` seconds, by key.
+    fn by_key(
+        cpu: &dyn Measurement,
+        growth: &[u64],
+        thread: Option<u64>,
+        wall: f64,
+    ) -> Vec<(&'static str, Option<f64>)> {
+        let growth = Growth {
+            counters: growth,
+            thread_micros: thread,
+        };
+        let mut out = Vec::new();
+        cpu.figures(Some(&growth), wall, &mut out);
+        MEASURE.fields.iter().map(|f| f.key).zip(out).collect()
+    }
+
+    #[test]
+    fn each_figure_is_its_own_fields_in_the_declarations_order() {
+        let mut cpu = open();
+        let reading = TreeReading {
+            own_usage: Some(usage(1_000, 4096)),
+            ..TreeReading::default()
+        };
+        let read = cpu.sample(&reading, 1.0);
+        assert_eq!(read.counters, [1_000_000, 500_000, 4096, 8192, 3]);
+        let figures = by_key(
+            &*cpu,
+            &[2_000_000, 500_000, 4096, 8192, 3],
+            Some(250_000),
+            5.0,
+        );
+        assert_eq!(
+            figures,
+            [
+                ("cpu_user_seconds", Some(2.0)),
+                ("cpu_system_seconds", Some(0.5)),
+                ("cpu_seconds", None),
+                ("cpu_cores", Some(0.5)),
+                ("cpu_thread_seconds", Some(0.25)),
+                ("io_read_bytes", Some(4096.0)),
+                ("io_write_bytes", Some(8192.0)),
+                ("major_faults", Some(3.0)),
+            ]
+        );
+    }
+
+    #[test]
+    fn unreadable_io_leaves_the_io_figures_out_and_says_why() {
+        let mut cpu = open();
+        assert_eq!(cpu.section(), Some(NOT_READ.into()));
+        let reading = TreeReading {
+            own_usage: Some(usage(0, 0)),
+            io_missing: Some("another user's io".to_owned()),
+            ..TreeReading::default()
+        };
+        cpu.sample(&reading, 1.0);
+        assert_eq!(cpu.section(), Some("another user's io".into()));
+        assert_eq!(cpu.section(), None, "unchanged since");
+        let figures = by_key(&*cpu, &[1, 1, 1, 1, 1], None, 1.0);
+        let read = figures.iter().find(|(key, _)| *key == "io_read_bytes");
+        assert_eq!(read, Some(&("io_read_bytes", None)));
+        let thread = figures.iter().find(|(key, _)| *key == "cpu_thread_seconds");
+        assert_eq!(thread, Some(&("cpu_thread_seconds", None)));
+    }
+
+    #[test]
+    fn a_boundary_leaves_out_the_descendants_found_gone_and_no_counter_falls() {
+        let mut cpu = open();
+        let live = |pid, user_ms| Descendant {
+            pid,
+            usage: usage(user_ms, 0),
+            ..Descendant::default()
+        };
+        let descendants = [live(7, 300), live(8, 100)];
+        let reading = TreeReading {
+            own_usage: Some(usage(0, 0)),
+            descendants: descendants.to_vec(),
+            ..TreeReading::default()
+        };
+        let sampled = cpu.sample(&reading, 1.0).counters[0];
+        assert_eq!(sampled, 400_000);
+        // 7 exited, not reaped yet: it leaves the live sum, and the sum holds.
+        let own = SelfReading {
+            usage: Some(usage(0, 0)),
+            ..SelfReading::default()
+        };
+        let at = AtBoundary {
+            reading: &own,
+            descendants: &descendants,
+            changed: true,
+            gone: &[true, false],
+        };
+        assert_eq!(cpu.boundary(&at).unwrap()[0], 400_000);
+        // Reaped with 350 ms in all: RUSAGE_CHILDREN has it.
+        let reaped = SelfReading {
+            usage: Some(usage(350, 0)),
+            ..SelfReading::default()
+        };
+        let at = AtBoundary {
+            reading: &reaped,
+            ..at
+        };
+        assert_eq!(cpu.boundary(&at).unwrap()[0], 450_000);
+    }
+
+    #[test]
+    fn the_cores_of_a_point_cover_at_least_a_tenth_of_a_second() {
+        let mut cpu = open();
+        let at = |user_ms| TreeReading {
+            own_usage: Some(usage(user_ms, 0)),
+            ..TreeReading::default()
+        };
+        assert_eq!(cpu.sample(&at(0), 1.0).series, [None]);
+        assert_eq!(cpu.sample(&at(100), 1.05).series, [None]);
+        let cores = cpu.sample(&at(300), 1.5).series[0].unwrap();
+        assert!((cores - 0.6).abs() < 1e-9, "{cores}");
+    }
+}
