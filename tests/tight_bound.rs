@@ -491,5 +491,11 @@ fn a_child_under_an_inherited_maximum_is_counted_or_flagged() {
             None => assert!(at_least.is_some(), "{high_water:?}"),
         }
         assert_eq!(bound.is_some(), recorded, "{high_water:?}");
+        let missing = report.high_water_marks.missing.unwrap_or_default();
+        assert_eq!(
+            missing.contains("maximum from before the start"),
+            !recorded,
+            "{missing}"
+        );
     }
 }

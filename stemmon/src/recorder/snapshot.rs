@@ -188,8 +188,11 @@ impl Recorder {
             built.high_water_marks = self.info.marks.clone();
             built.high_water_marks.unseen = total.stats.unseen;
             if total.stats.unseen > 0 {
-                let unseen = "descendants reaped by another process of the tree count with their \
-                     last sampled mark (no exit records: taskstats needs CAP_NET_ADMIN)";
+                let unseen = "processes ended at a peak nobody read, counted at their last \
+                     sampled mark or not at all (no exit records: taskstats needs \
+                     CAP_NET_ADMIN): reaped by another process of the tree, several reaped \
+                     in one interval, or reaped under a RUSAGE_CHILDREN maximum from before \
+                     the start";
                 let marks = &mut built.high_water_marks;
                 marks.missing = Some(match marks.missing.take() {
                     Some(why) => format!("{why}; {unseen}"),
