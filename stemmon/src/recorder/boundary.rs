@@ -328,9 +328,8 @@ impl Recorder {
                         changed,
                         gone: &boundary.gone,
                     };
-                    if let Some(counters) = state.counted.boundary(&at, &mut state.extra) {
-                        self.counters.store(counters);
-                    }
+                    let counters = state.counted.boundary(&at, &mut state.extra);
+                    self.counters.publish(counters);
                     Some((reading, began, unseen))
                 }
                 None => return,

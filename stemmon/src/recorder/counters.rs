@@ -100,18 +100,19 @@ impl Counted {
         self.measurement.as_ref()?.thread_clock()
     }
 
-    /// The counters a fresh boundary reading gives, and the measurement's section where
-    /// it changed.
+    /// The counters a fresh boundary reading gives; the measurement's section goes into
+    /// `extra` where it changed (its first counters may change it).
     pub(super) fn boundary(
         &mut self,
         at: &AtBoundary<'_>,
         extra: &mut super::extra::Extra,
-    ) -> Option<&[u64]> {
+    ) -> Option<Counters> {
         let measurement = self.measurement.as_mut()?;
+        let counters = measurement.boundary(at).map(Counters::of);
         if let Some(value) = measurement.section() {
             extra.section(measurement.declared(), value);
         }
-        measurement.boundary(at)
+        counters
     }
 
     /// Takes in a full sample at `elapsed` seconds: keeps the counters it gives to
@@ -202,11 +203,6 @@ impl CallCounters {
             thread_clock,
             reuse_ticks,
         }
-    }
-
-    /// Publishes `counters` as given, for calls to read.
-    pub(super) fn store(&self, counters: &[u64]) {
-        self.published.store(counters);
     }
 
     /// Publishes `counters`, if any.
@@ -444,6 +440,19 @@ mod tests {
         let report = rig.recorder.snapshot();
         let cpu = report.stage("children").unwrap().cpu_io.cpu_user_seconds;
         assert_eq!(cpu, Some(0.4));
+    }
+
+    #[test]
+    fn the_first_reading_at_a_boundary_says_the_figures_are_read() {
+        let rig = Rig::new();
+        let main = rig.thread();
+        rig.set_usage(usage(100, 0));
+        let call = rig.recorder.enter(&main, "first".into());
+        // No sample, and no boundary reading but the entry's.
+        let report = rig.recorder.snapshot();
+        assert_eq!(report.io_missing, None);
+        assert_eq!(report.cpu_io.cpu_user_seconds, Some(0.0));
+        rig.recorder.exit(&main, call);
     }
 
     #[test]
