@@ -278,6 +278,11 @@ impl Recorder {
         seconds(self.clock.delta_as_nanos(self.origin, ticks))
     }
 
+    /// Seconds from clock ticks `begun` to now.
+    fn since(&self, begun: u64) -> f64 {
+        seconds(self.clock.delta_as_nanos(begun, self.clock.raw()))
+    }
+
     fn ticks_seconds(&self, ticks: u64) -> f64 {
         seconds(self.clock.delta_as_nanos(0, ticks))
     }

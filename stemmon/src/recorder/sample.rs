@@ -10,7 +10,7 @@
 use super::calls::OpenFrame;
 use super::thread::POLL;
 use super::timeline::Timeline;
-use super::{seconds, Line, OpenStage, Recorder, State};
+use super::{Line, OpenStage, Recorder, State};
 use crate::memory::{TreeReader, TreeReading};
 use crate::report::SampleReport;
 use crate::sources::Measurement;
@@ -143,7 +143,7 @@ impl Recorder {
                 let message = format!("could not read the process tree: {error}");
                 state.failures.sampling = Some(message.clone());
                 state.samples.scratch = scratch;
-                self.count_sample(&mut state, begun);
+                state.samples.health.count(self.since(begun));
                 return Err(message);
             }
         };
@@ -158,7 +158,7 @@ impl Recorder {
         // Empty but for a sample that has a line to log: taking it costs nothing.
         let notes = scratch.taken.take_notes();
         state.samples.scratch = scratch;
-        self.count_sample(&mut state, begun);
+        state.samples.health.count(self.since(begun));
         drop(state);
         for note in notes {
             self.log_event(Line::Text(note), OpenStage::OwnerNow);
@@ -167,14 +167,12 @@ impl Recorder {
     }
 }
 
-impl Recorder {
-    /// Counts a sample attempt that began at clock ticks `begun` and ends now.
-    fn count_sample(&self, state: &mut State, begun: u64) {
-        let took = seconds(self.clock.delta_as_nanos(begun, self.clock.raw()));
-        let health = &mut state.samples.health;
-        health.attempts += 1;
-        health.seconds += took;
-        health.max_seconds = health.max_seconds.max(took);
+impl Health {
+    /// Counts a sample attempt that took `took` seconds.
+    fn count(&mut self, took: f64) {
+        self.attempts += 1;
+        self.seconds += took;
+        self.max_seconds = self.max_seconds.max(took);
     }
 }
 

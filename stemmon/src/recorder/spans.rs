@@ -2,7 +2,7 @@
 //! there is room, so a hot stage cannot crowd out the calls worth a look.
 
 use super::thread::Frame;
-use super::{seconds, Recorder, State, LONG_CALL_NANOS};
+use super::{seconds, LONG_CALL_NANOS};
 use crate::report::Span;
 use std::borrow::Cow;
 
@@ -45,14 +45,14 @@ impl Spans {
     }
 }
 
-impl Recorder {
-    /// Keeps the call of `frame`, `nanos` long on thread `thread`, in `spans` if it may.
-    pub(super) fn keep_span(
-        &self,
-        state: &mut State,
+impl Spans {
+    /// Keeps the call of `frame`, begun `start_seconds` from the start and `nanos` long
+    /// on thread `thread`, if it may.
+    pub(super) fn keep_call(
+        &mut self,
         frame: &Frame,
         thread: u32,
-        nanos: u64,
+        (start_seconds, nanos): (f64, u64),
         error: &Option<Cow<'static, str>>,
         message: Option<Box<str>>,
     ) {
@@ -60,13 +60,13 @@ impl Recorder {
             let mut built = Span::default();
             built.stage_id = frame.record;
             built.thread = thread;
-            built.start_seconds = self.elapsed(frame.entered);
+            built.start_seconds = start_seconds;
             built.wall_seconds = seconds(nanos);
             built.error = error.as_ref().map(|e| e.to_string());
             built.error_message = message.map(String::from);
             built
         };
-        state.spans.keep(span, nanos >= LONG_CALL_NANOS);
+        self.keep(span, nanos >= LONG_CALL_NANOS);
     }
 }
 

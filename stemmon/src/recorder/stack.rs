@@ -194,14 +194,10 @@ impl Recorder {
             .exit(&mut thread, &frame, now, counters::Clock::Fresh);
         state.apply_intervals_since(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
-        self.keep_span(
-            &mut state,
-            &frame,
-            slot.id,
-            nanos,
-            &error,
-            message.flatten(),
-        );
+        let timed = (self.elapsed(frame.entered), nanos);
+        let message = message.flatten();
+        let spans = &mut state.spans;
+        spans.keep_call(&frame, slot.id, timed, &error, message);
         let message = state.finish_call(frame.record, nanos, error);
         if let Some(message) = message {
             let stage = OpenStage::on_thread(&thread.stack, slot.id);
