@@ -120,6 +120,31 @@ fn assert_own_peak(what: &str, report: &Report, truth: u64) {
     assert_eq!(report.high_water_marks.unseen, 0, "{what}");
 }
 
+/// A command that peaks, then `exec`s a small program: its exit record has the last
+/// program's memory alone (a bound of 21 MiB, an own peak of 3 MiB, for `wait4`'s 320),
+/// its rusage the peak of every program it ran.
+#[test]
+fn a_command_that_execs_after_its_peak_keeps_that_peak() {
+    let _serial = serial();
+    let script = "import os, time\n\
+                  b = b'x' * (300 << 20)\n\
+                  time.sleep(0.2)\n\
+                  os.execvp('sleep', ['sleep', '0.3'])";
+    // The interpreter itself: a shim on PATH (pyenv) would reap children of its own.
+    let python = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    let python = String::from_utf8(python.stdout).unwrap();
+    let argv = [python.trim(), "-c", script];
+    let truth = wait4_maxrss(&argv);
+    assert!(truth >= 300 * MIB, "{truth}");
+    let (code, _, report) = run(&["--sample-interval", "60"], &argv, &[]);
+    assert_eq!(code, Some(0));
+    assert_bounds("exec after the peak", &report, truth);
+    assert_own_peak("exec after the peak", &report, truth);
+}
+
 #[test]
 fn a_short_threaded_commands_own_exact_peak_is_its_exit_maxrss() {
     let _serial = serial();

@@ -207,7 +207,9 @@ impl MonitorBuilder {
     /// process that started the root, when it started it. The kernel carries it into
     /// the root's own `ru_maxrss` across `exec` (the peak of the image it replaced), so
     /// the root's exit figure, and `/usr/bin/time`'s for it, never read below it; the
-    /// report's `spawn_floor_bytes` says so. `stemmon run` passes its own.
+    /// report's `spawn_floor_bytes` says so. More than 1 MiB above it, the exited root's
+    /// rusage raises its exact peak: the peak of a program it replaced by `exec`, which
+    /// its exit record does not have. `stemmon run` passes its own.
     pub fn spawn_floor(mut self, bytes: u64) -> Self {
         self.config.spawn_floor = Some(bytes);
         self

@@ -79,6 +79,8 @@ pub(crate) struct ReaderSettings {
     pub(crate) root: Option<u32>,
     /// With `root`: this process's other children count as descendants too.
     pub(crate) adopted_orphans: bool,
+    /// With `root`: the mark of the process that started it, then (the spawn floor).
+    pub(crate) spawn_floor: Option<u64>,
 }
 
 impl ReaderSettings {
@@ -91,6 +93,7 @@ impl ReaderSettings {
             reset_marks: config.reset_marks,
             root: config.root,
             adopted_orphans: config.adopted_orphans && config.root.is_some(),
+            spawn_floor: config.spawn_floor.filter(|_| config.root.is_some()),
         }
     }
 

@@ -221,6 +221,11 @@ pub(crate) struct Ledger {
     /// This process's own CPU microseconds when the monitor started: its line in the
     /// report's `processes` counts from there.
     own_cpu_start: u64,
+    /// The spawn floor of a root this process started, plus 1 MiB (`u64::MAX` where it
+    /// is not known): an exited root's rusage above it is the peak of a program the
+    /// root ran, perhaps one it replaced by `exec`; below it, perhaps the image of the
+    /// process that started it.
+    floor: u64,
 }
 
 impl Ledger {
@@ -241,7 +246,23 @@ impl Ledger {
             tree: Mutex::new(TreeLedger::default()),
             own_cpu_start: super::reaped::usage_of(&super::reaped::rusage(libc::RUSAGE_SELF))
                 .cpu_micros(),
+            floor: u64::MAX,
         }
+    }
+
+    /// A ledger like [`new`](Ledger::new)'s for a root started by a process whose mark
+    /// was `spawn_floor` then (see [`Ledger::floor`]).
+    pub(crate) fn with_spawn_floor(spawn_floor: Option<u64>) -> Ledger {
+        Ledger {
+            floor: spawn_floor.map_or(u64::MAX, |floor| floor.saturating_add(1 << 20)),
+            ..Ledger::new()
+        }
+    }
+
+    /// An exited root's peak over every program it ran, from its rusage's `peak`: where
+    /// that is its own (`reaped_none`: it reaped no child) and above the spawn floor.
+    pub(crate) fn ran_peak(&self, peak: Option<u64>, reaped_none: bool) -> Option<u64> {
+        peak.filter(|&peak| reaped_none && peak > self.floor)
     }
 
     /// This process's own CPU microseconds when the monitor started.
@@ -274,6 +295,19 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exited_roots_rusage_is_its_peak_only_above_the_spawn_floor_and_its_own() {
+        const MIB: u64 = 1 << 20;
+        let ledger = Ledger::with_spawn_floor(Some(10 * MIB));
+        // The image of the process that started it, carried across `exec`: not its own.
+        assert_eq!(ledger.ran_peak(Some(10 * MIB + 4096), true), None);
+        assert_eq!(ledger.ran_peak(Some(300 * MIB), true), Some(300 * MIB));
+        // Merged with the children it reaped.
+        assert_eq!(ledger.ran_peak(Some(300 * MIB), false), None);
+        // No floor known (a root this process did not say it started).
+        assert_eq!(Ledger::new().ran_peak(Some(300 * MIB), true), None);
+    }
 
     #[test]
     fn the_exited_set_is_bounded_and_emptied_by_each_sample() {

@@ -355,11 +355,9 @@ impl TreeReader for ProcReader {
                         }
                         *root_reaps = reaps;
                     } else if self.marks {
-                        // The root has exited and waits to be reaped (`stemmon run` reaps
-                        // its command after the last sample): its mark went with its
-                        // memory. Its exit record has its own peak; else its rusage has
-                        // it, merged with those of the children it waited for, so that
-                        // it is its own only where it reaped none.
+                        // Exited, not reaped yet (`stemmon run` reaps it after the last
+                        // sample): its rusage has its peak over every program it `exec`d
+                        // (its record: the last one's), merged with the children it reaped.
                         let reaped_none = reaps == Some(0);
                         let record = take(pid);
                         if let Some(exit) = &record {
@@ -368,8 +366,9 @@ impl TreeReader for ProcReader {
                         }
                         root.usage.write_bytes = root.usage.write_bytes.max(*root_wrote);
                         reading.root_usage = root.usage;
+                        let ran = ledger.ran_peak(root.exited_peak, reaped_none);
                         match (record, root.exited_peak) {
-                            (Some(exit), _) => reading.parent_hwm = Some(exit.hiwater),
+                            (Some(exit), _) => reading.parent_hwm = Some(exit.hiwater).max(ran),
                             (None, Some(figure)) if reaped_none => {
                                 reading.parent_hwm = Some(figure.max(*root_last))
                             }

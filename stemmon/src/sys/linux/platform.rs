@@ -25,7 +25,7 @@ impl ReaderHandle {
     pub(crate) fn new(settings: ReaderSettings) -> ReaderHandle {
         ReaderHandle {
             settings,
-            ledger: Arc::new(Ledger::new()),
+            ledger: Arc::new(Ledger::with_spawn_floor(settings.spawn_floor)),
         }
     }
 
