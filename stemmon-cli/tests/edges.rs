@@ -120,29 +120,56 @@ fn assert_own_peak(what: &str, report: &Report, truth: u64) {
     assert_eq!(report.high_water_marks.unseen, 0, "{what}");
 }
 
+/// Holds 300 MiB, then `exec`s `sleep`.
+const EXEC_AFTER_PEAK: &str = "import os, time; b = b'x' * (300 << 20); time.sleep(0.2); \
+                               os.execvp('sleep', ['sleep', '0.3'])";
+
+/// The Python interpreter itself: a shim on PATH (pyenv) would reap children of its own.
+fn python() -> String {
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .unwrap();
+    String::from_utf8(python.stdout).unwrap().trim().to_owned()
+}
+
 /// A command that peaks, then `exec`s a small program: its exit record has the last
 /// program's memory alone (a bound of 21 MiB, an own peak of 3 MiB, for `wait4`'s 320),
 /// its rusage the peak of every program it ran.
 #[test]
 fn a_command_that_execs_after_its_peak_keeps_that_peak() {
     let _serial = serial();
-    let script = "import os, time\n\
-                  b = b'x' * (300 << 20)\n\
-                  time.sleep(0.2)\n\
-                  os.execvp('sleep', ['sleep', '0.3'])";
-    // The interpreter itself: a shim on PATH (pyenv) would reap children of its own.
-    let python = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .unwrap();
-    let python = String::from_utf8(python.stdout).unwrap();
-    let argv = [python.trim(), "-c", script];
+    let python = python();
+    let argv = [python.as_str(), "-c", EXEC_AFTER_PEAK];
     let truth = wait4_maxrss(&argv);
     assert!(truth >= 300 * MIB, "{truth}");
     let (code, _, report) = run(&["--sample-interval", "60"], &argv, &[]);
     assert_eq!(code, Some(0));
     assert_bounds("exec after the peak", &report, truth);
     assert_own_peak("exec after the peak", &report, truth);
+}
+
+/// The same program run by a shell: its exit record, which has the last program's
+/// memory alone, is all that counts it (a bound of 11.5 MiB for `wait4`'s 320). The
+/// shell's exit figure, which has the peaks of the children it waited for, says that the
+/// bound is none: the figure is "at least" that peak.
+#[test]
+fn a_grandchild_that_execs_after_its_peak_leaves_no_bound_below_it() {
+    let _serial = serial();
+    let script = format!("{} -c \"{EXEC_AFTER_PEAK}\"; true", python());
+    let argv = ["sh", "-c", script.as_str()];
+    let truth = wait4_maxrss(&argv);
+    assert!(truth >= 300 * MIB, "{truth}");
+    let (code, _, report) = run(&["--sample-interval", "60"], &argv, &[]);
+    assert_eq!(code, Some(0));
+    let h = &report.high_water;
+    assert_eq!(h.peak_tree_rss_bound_bytes, None, "{h:?}");
+    let least = h.peak_tree_rss_at_least_bytes.unwrap();
+    assert!(
+        least as f64 >= truth as f64 * 0.98,
+        "at least {least} for {truth}"
+    );
+    assert!(report.high_water_marks.unseen >= 1);
 }
 
 #[test]

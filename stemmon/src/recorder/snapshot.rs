@@ -34,6 +34,45 @@ impl Open {
     }
 }
 
+/// Why processes ended unseen without exit records.
+const UNSEEN: &str = "processes ended at a peak nobody read, counted at their last sampled \
+     mark or not at all (no exit records: taskstats needs CAP_NET_ADMIN): reaped by \
+     another process of the tree, several reaped in one interval, or reaped under a \
+     RUSAGE_CHILDREN maximum from before the start";
+
+/// Why processes ended unseen with them.
+const UNSEEN_WITH_RECORDS: &str = "processes ended at a peak nobody read: exit records were \
+     dropped, or a process peaked and then exec'd a smaller program (its exit record has \
+     the last program's memory alone; the command's exit figure is above the bound)";
+
+/// A root this process started (`stemmon run`'s command): its exit rusage is the peak of
+/// one process, its own over every program it ran or one it waited for, and more than
+/// 1 MiB above the spawn floor `floor` a real one. A tree's bound below it is none: a
+/// process that peaked and then `exec`d a small program has an exit record of the last
+/// program's memory alone. The figure is then "at least" that peak.
+fn no_bound_below_the_commands_exit(report: &mut Report, floor: Option<u64>) {
+    let Some(floor) = floor else {
+        return;
+    };
+    let command = report.processes.iter().find(|p| p.pid == report.pid);
+    let Some(exit) = command.and_then(|p| p.exit_maxrss_bytes) else {
+        return;
+    };
+    if exit <= floor.saturating_add(1 << 20) {
+        return;
+    }
+    let h = &mut report.high_water;
+    if h.peak_tree_rss_bound_bytes
+        .is_some_and(|bound| bound < exit)
+    {
+        h.peak_tree_rss_at_least_bytes = h.peak_tree_rss_bound_bytes.take();
+        report.high_water_marks.unseen += 1;
+    }
+    if let Some(least) = &mut h.peak_tree_rss_at_least_bytes {
+        *least = (*least).max(exit);
+    }
+}
+
 impl Recorder {
     /// The report as of now: every thread's counters merged first.
     pub(crate) fn snapshot(&self) -> Report {
@@ -187,12 +226,16 @@ impl Recorder {
             built.high_water = total.stats.high_water_report();
             built.high_water_marks = self.info.marks.clone();
             built.high_water_marks.unseen = total.stats.unseen;
-            if total.stats.unseen > 0 {
-                let unseen = "processes ended at a peak nobody read, counted at their last \
-                     sampled mark or not at all (no exit records: taskstats needs \
-                     CAP_NET_ADMIN): reaped by another process of the tree, several reaped \
-                     in one interval, or reaped under a RUSAGE_CHILDREN maximum from before \
-                     the start";
+            let floor = self
+                .config
+                .spawn_floor
+                .filter(|_| self.config.root.is_some());
+            no_bound_below_the_commands_exit(&mut built, floor);
+            if built.high_water_marks.unseen > 0 {
+                let unseen = match built.high_water_marks.exit_records {
+                    true => UNSEEN_WITH_RECORDS,
+                    false => UNSEEN,
+                };
                 let marks = &mut built.high_water_marks;
                 marks.missing = Some(match marks.missing.take() {
                     Some(why) => format!("{why}; {unseen}"),
