@@ -83,6 +83,14 @@ pub(crate) struct ReaderSettings {
     pub(crate) spawn_floor: Option<u64>,
 }
 
+/// Whether `peak`, an exited root's rusage peak, is that of a program the root ran, not
+/// the image of the process that started it, which the kernel carries across `exec`:
+/// more than 1 MiB above the spawn floor `floor` (that process's mark when it started
+/// the root).
+pub(crate) fn above_spawn_floor(peak: u64, floor: u64) -> bool {
+    peak > floor.saturating_add(1 << 20)
+}
+
 impl ReaderSettings {
     /// The reader settings of a monitor's settings.
     pub(crate) fn of(config: &Config) -> ReaderSettings {

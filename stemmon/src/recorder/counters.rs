@@ -150,20 +150,26 @@ impl Counted {
         }
     }
 
-    /// Writes the figures of `tally` over `wall_seconds` into `stage`.
-    pub(super) fn stage(&self, tally: Option<&Tally>, wall_seconds: f64, stage: &mut StageReport) {
+    /// Writes the figures of `tally` over `wall_seconds` into `stage`; `figures` is a
+    /// buffer to reuse (a snapshot writes every stage's).
+    pub(super) fn stage(
+        &self,
+        tally: &Tally,
+        wall_seconds: f64,
+        stage: &mut StageReport,
+        figures: &mut Vec<Option<f64>>,
+    ) {
         let Some(measurement) = &self.measurement else {
             return;
         };
-        let growth = tally.map(|tally| Growth {
+        let growth = Growth {
             counters: &tally.counters.0[..measurement.counters()],
             thread_micros: tally.thread_read.then_some(tally.thread_micros),
-        });
-        let mut figures = Vec::new();
-        measurement.figures(growth.as_ref(), wall_seconds, &mut figures);
-        for (field, value) in measurement.declared().fields.iter().zip(figures) {
+        };
+        measurement.figures(&growth, wall_seconds, figures);
+        for (field, value) in measurement.declared().fields.iter().zip(figures.iter()) {
             if field.is_key() {
-                field.set(stage, value);
+                field.set(stage, *value);
             }
         }
     }

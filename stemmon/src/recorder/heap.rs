@@ -267,14 +267,14 @@ impl HeapSweep {
     /// Charges what threads with no frame open counted since the last sweep to
     /// `owner_record` and its ancestors in `records` (`None`: nobody; the stages open
     /// on the monitor's own thread, or a call closing there, which sweeps for itself);
-    /// keeps the live heap's peak and raises `timeline`'s newest point, at `elapsed`
-    /// seconds, to it. `others`: the monitor covers threads beyond its own. Under the
+    /// keeps the live heap's peak and raises `timeline`'s newest point, at `elapsed()`
+    /// seconds (read only where `stemmon::Alloc` counts), to it. `others`: the monitor covers threads beyond its own. Under the
     /// state lock.
     pub(super) fn sweep(
         &mut self,
         records: &mut Records,
         timeline: &mut Timeline,
-        elapsed: f64,
+        elapsed: impl FnOnce() -> f64,
         owner_record: Option<u32>,
         others: bool,
     ) {
@@ -339,6 +339,7 @@ impl HeapSweep {
         let (_, live) = heap.totals();
         let live = live.max(0) as u64;
         heap.peak_live = heap.peak_live.max(live);
+        let elapsed = elapsed();
         timeline.raise_last({
             let mut built = TimelinePoint::default();
             built.elapsed_seconds = elapsed;

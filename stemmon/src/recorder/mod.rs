@@ -355,7 +355,7 @@ impl Recorder {
             ..
         } = state;
         let others = !self.config.current_thread_only;
-        let elapsed = self.elapsed(now);
+        let elapsed = || self.elapsed(now);
         heap.sweep(
             records,
             &mut samples.timeline,

@@ -58,7 +58,7 @@ fn no_bound_below_the_commands_exit(report: &mut Report, floor: Option<u64>) {
     let Some(exit) = command.and_then(|p| p.exit_maxrss_bytes) else {
         return;
     };
-    if exit <= floor.saturating_add(1 << 20) {
+    if !crate::memory::above_spawn_floor(exit, floor) {
         return;
     }
     let h = &mut report.high_water;
@@ -132,6 +132,7 @@ impl Recorder {
         // Paths are built here, each from its parent's, in one pass (a parent is always
         // an earlier record): the work is linear in the paths written.
         let mut stages: Vec<StageReport> = Vec::with_capacity(state.records.list.len());
+        let mut figures = Vec::new();
         for (id, (record, open)) in state.records.list.iter().zip(open).enumerate() {
             let (min, max) = match (record.completed, open.calls) {
                 (0, 0) => (0.0, 0.0),
@@ -168,9 +169,8 @@ impl Recorder {
                 if let Some(open) = open_counted.get(id) {
                     counted.add(open);
                 }
-                state
-                    .counted
-                    .stage(Some(&counted), wall_seconds, &mut built);
+                let counters = &state.counted;
+                counters.stage(&counted, wall_seconds, &mut built, &mut figures);
                 state.extra.stage(&record.extra, &mut built);
                 built
             });

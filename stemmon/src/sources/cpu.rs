@@ -160,12 +160,12 @@ impl Measurement for Cpu {
         }
     }
 
-    fn figures(&self, growth: Option<&Growth<'_>>, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
+    fn figures(&self, growth: &Growth<'_>, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
         out.clear();
         out.resize(MEASURE.fields.len(), None);
-        let Some(growth) = growth.filter(|_| self.now.is_some()) else {
+        if self.now.is_none() {
             return;
-        };
+        }
         let counter = |index: usize| growth.counters.get(index).copied().unwrap_or(0);
         let user = counter(0) as f64 / 1e6;
         let system = counter(1) as f64 / 1e6;
@@ -200,7 +200,7 @@ impl Measurement for Cpu {
             // The threads' own figure belongs to stages: the run's is its tree's.
             thread_micros: None,
         };
-        self.figures(Some(&growth), wall_seconds, out);
+        self.figures(&growth, wall_seconds, out);
     }
 
     fn section(&mut self) -> Option<serde_json::Value> {
@@ -242,7 +242,7 @@ mod tests {
             thread_micros: thread,
         };
         let mut out = Vec::new();
-        cpu.figures(Some(&growth), wall, &mut out);
+        cpu.figures(&growth, wall, &mut out);
         MEASURE.fields.iter().map(|f| f.key).zip(out).collect()
     }
 

@@ -125,10 +125,11 @@ pub(crate) trait Measurement: Send {
         None
     }
 
-    /// A measurement of counters: a record's figures (one per declared field, in
-    /// order, `None` for a computed one), from what its counters grew by while its
-    /// calls were open over `wall_seconds`; `None` where no counter was given yet.
-    fn figures(&self, growth: Option<&Growth<'_>>, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
+    /// A measurement of counters: a record's figures into `out` (one per declared
+    /// field, in order, `None` for a computed one, all `None` where no counter was
+    /// given yet), from what its counters grew by while its calls were open over
+    /// `wall_seconds`.
+    fn figures(&self, growth: &Growth<'_>, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
         let _ = (growth, wall_seconds);
         out.clear();
     }
@@ -136,7 +137,8 @@ pub(crate) trait Measurement: Send {
     /// A measurement of counters: the whole run's figures over `wall_seconds`, like
     /// [`figures`](Measurement::figures).
     fn run_figures(&self, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
-        self.figures(None, wall_seconds, out);
+        let _ = wall_seconds;
+        out.clear();
     }
 
     /// Its section of the report (what it is, what it saw, why a figure is missing),

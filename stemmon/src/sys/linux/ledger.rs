@@ -221,11 +221,9 @@ pub(crate) struct Ledger {
     /// This process's own CPU microseconds when the monitor started: its line in the
     /// report's `processes` counts from there.
     own_cpu_start: u64,
-    /// The spawn floor of a root this process started, plus 1 MiB (`u64::MAX` where it
-    /// is not known): an exited root's rusage above it is the peak of a program the
-    /// root ran, perhaps one it replaced by `exec`; below it, perhaps the image of the
-    /// process that started it.
-    floor: u64,
+    /// The spawn floor of a root this process started, where it is known (see
+    /// [`above_spawn_floor`](crate::memory::above_spawn_floor)).
+    spawn_floor: Option<u64>,
 }
 
 impl Ledger {
@@ -246,15 +244,15 @@ impl Ledger {
             tree: Mutex::new(TreeLedger::default()),
             own_cpu_start: super::reaped::usage_of(&super::reaped::rusage(libc::RUSAGE_SELF))
                 .cpu_micros(),
-            floor: u64::MAX,
+            spawn_floor: None,
         }
     }
 
     /// A ledger like [`new`](Ledger::new)'s for a root started by a process whose mark
-    /// was `spawn_floor` then (see [`Ledger::floor`]).
+    /// was `spawn_floor` then.
     pub(crate) fn with_spawn_floor(spawn_floor: Option<u64>) -> Ledger {
         Ledger {
-            floor: spawn_floor.map_or(u64::MAX, |floor| floor.saturating_add(1 << 20)),
+            spawn_floor,
             ..Ledger::new()
         }
     }
@@ -262,7 +260,11 @@ impl Ledger {
     /// An exited root's peak over every program it ran, from its rusage's `peak`: where
     /// that is its own (`reaped_none`: it reaped no child) and above the spawn floor.
     pub(crate) fn ran_peak(&self, peak: Option<u64>, reaped_none: bool) -> Option<u64> {
-        peak.filter(|&peak| reaped_none && peak > self.floor)
+        let above = |peak| {
+            let floor = self.spawn_floor;
+            floor.is_some_and(|floor| crate::memory::above_spawn_floor(peak, floor))
+        };
+        peak.filter(|&peak| reaped_none && above(peak))
     }
 
     /// This process's own CPU microseconds when the monitor started.
