@@ -173,6 +173,12 @@ fn the_engine_names_no_measurements_figure() {
         "tree_fds",
         "pressure",
         "sources::cpu",
+        "Heap",
+        "heap_",
+        "heap::slots",
+        "sources::heap",
+        "allocat",
+        "freed",
     ];
     let mut found = Vec::new();
     for (path, code) in sources_under("recorder") {

@@ -142,7 +142,7 @@ impl Publisher {
                 log::print_line(
                     &event.text(&report),
                     stage.path(&report, &now),
-                    event.heap(),
+                    event.live(),
                     &report,
                 );
             }

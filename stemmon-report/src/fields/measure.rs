@@ -229,9 +229,7 @@ impl Process {
 pub const MEASURES: &[&Measure] = measures::ALL;
 
 /// The series of the core (the live heap), then each measurement's.
-const CORE_SERIES: &[Series] = &[Series::new("heap_live_bytes", "live heap", Unit::Bytes)
-    .peak("peak_heap_bytes")
-    .read(|p| p.heap_live_bytes.map(|v| v as f64))];
+const CORE_SERIES: &[Series] = &[measures::heap::LIVE];
 
 /// The core's entries of a table followed by each measurement's `$part`, as one array
 /// made at compile time: `$all` of `$count` entries.

@@ -1,13 +1,12 @@
 //! The table itself: one declaration per figure of a record.
 
 use super::declare::{counter, declare, gauge};
-use super::measures::{cgroup, cpu};
-use super::{bytes, whole, Field, Fold, Metric, Source, Unit};
+use super::measures::{cgroup, cpu, heap};
+use super::{whole, Field, Fold, Metric, Source, Unit};
 
 use Fold::{Max, Sum};
 const EXACT: Metric = Metric::EXACT;
 const SAMPLED: Metric = Metric::SAMPLED;
-const HEAP_METRIC: Metric = Metric::HEAP;
 use Unit::{Bytes, Count, Seconds};
 
 /// The figures every record has (the measurements' follow them in [`FIELDS`](super::FIELDS)),
@@ -197,82 +196,11 @@ pub(super) const CORE: &[Field] = &[
     cgroup::PEAK_MEMORY,
     cgroup::PEAK_ANON,
     cgroup::OOM_KILLS,
-    declare(
-        "heap_allocations",
-        Source::Heap,
-        Count,
-        Sum,
-        ("allocs", "heap allocations made"),
-        &[],
-        None,
-        (
-            |s| bytes(s.heap.heap_allocations),
-            |r| bytes(r.heap.allocations),
-            Some(|s, v| s.heap.heap_allocations = whole(v)),
-        ),
-    ),
-    declare(
-        "heap_allocated_bytes",
-        Source::Heap,
-        Bytes,
-        Sum,
-        ("heap allocated", "the bytes allocated on the heap"),
-        &[HEAP_METRIC],
-        counter("heap_allocated_bytes", "heap.allocated"),
-        (
-            |s| bytes(s.heap.heap_allocated_bytes),
-            |r| bytes(r.heap.allocated_bytes),
-            Some(|s, v| s.heap.heap_allocated_bytes = whole(v)),
-        ),
-    )
-    .in_column(),
-    declare(
-        "heap_freed_bytes",
-        Source::Heap,
-        Bytes,
-        Sum,
-        ("freed", "the bytes freed on the heap"),
-        &[],
-        None,
-        (
-            |s| bytes(s.heap.heap_freed_bytes),
-            |_| None,
-            Some(|s, v| s.heap.heap_freed_bytes = whole(v)),
-        ),
-    ),
-    declare(
-        "heap_retained_bytes",
-        Source::Heap,
-        Bytes,
-        Sum,
-        ("retained", "allocated minus freed: what was left behind"),
-        &[],
-        None,
-        (
-            |s| s.heap.heap_retained_bytes.map(|v| v as f64),
-            |_| None,
-            Some(|s, v| s.heap.heap_retained_bytes = v.map(|v| v.round() as i64)),
-        ),
-    )
-    .in_column(),
-    declare(
-        "peak_heap_bytes",
-        Source::Heap,
-        Bytes,
-        Max,
-        (
-            "peak heap",
-            "the peak heap (of the whole run: the peak live heap)",
-        ),
-        &[HEAP_METRIC],
-        gauge("peak_heap_bytes", "heap.peak"),
-        (
-            |s| bytes(s.heap.peak_heap_bytes),
-            |r| bytes(r.heap.peak_live_bytes),
-            Some(|s, v| s.heap.peak_heap_bytes = whole(v)),
-        ),
-    )
-    .in_column(),
+    heap::ALLOCATIONS,
+    heap::ALLOCATED,
+    heap::FREED,
+    heap::RETAINED,
+    heap::PEAK,
     cpu::USER,
     cpu::SYSTEM,
     cpu::SECONDS,

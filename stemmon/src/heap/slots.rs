@@ -82,6 +82,21 @@ impl Counts {
         }
     }
 
+    /// The counts of `values`: allocations, bytes allocated, bytes freed.
+    pub(crate) const fn of(values: [u64; 3]) -> Counts {
+        let [allocations, allocated, freed] = values;
+        Counts {
+            allocations,
+            allocated,
+            freed,
+        }
+    }
+
+    /// The counts in order: allocations, bytes allocated, bytes freed.
+    pub(crate) const fn values(&self) -> [u64; 3] {
+        [self.allocations, self.allocated, self.freed]
+    }
+
     /// `self + other`, counter by counter.
     #[inline]
     pub(crate) fn plus(&self, other: &Counts) -> Counts {

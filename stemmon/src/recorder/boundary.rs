@@ -370,7 +370,7 @@ impl Recorder {
         });
         let point = super::timeline::point_of(&reading, elapsed, bound, 0);
         state.samples.timeline.raise_last(point);
-        self.sweep_heap(state, now);
+        self.sweep_threads(state, now);
         let boundary = &mut state.boundary;
         if interval.parent_hwm.is_some() {
             boundary.intervals.push(Closed { end: now, interval });

@@ -136,7 +136,7 @@ impl Recorder {
             self.owner_top.0.store(record + 1, Ordering::Relaxed);
         }
         let seq = thread.push(record, POLL);
-        super::heap::entered(thread, slot.id != 0);
+        super::threaded::entered(thread, slot.id != 0, self.counted_threads);
         seq
     }
 
@@ -158,7 +158,7 @@ impl Recorder {
         let mut thread = slot.lock();
         if let Some(index) = thread.position(seq) {
             let frame = thread.remove_frame(index);
-            super::heap::exited(&mut thread, &frame);
+            super::threaded::exited(&mut thread, &frame);
             if slot.id == 0 {
                 let top = thread.stack.last().map_or(0, |top| top.record + 1);
                 self.owner_top.0.store(top, Ordering::Relaxed);

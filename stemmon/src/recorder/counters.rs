@@ -165,6 +165,7 @@ impl Counted {
         let growth = Growth {
             counters: &tally.counters.0[..measurement.counters()],
             thread_micros: tally.thread_read.then_some(tally.thread_micros),
+            ..Growth::default()
         };
         measurement.figures(&growth, wall_seconds, figures);
         for (field, value) in measurement.declared().fields.iter().zip(figures.iter()) {

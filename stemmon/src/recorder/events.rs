@@ -11,17 +11,18 @@ use std::sync::PoisonError;
 pub(crate) enum Line {
     /// Free text: `started`, `running`, `finished`, `failed (panic)`.
     Text(String),
-    /// `completed <path> (<s>s)`; `heap` is the live heap when it completed.
+    /// `completed <path> (<s>s)`; `live` is the level of the threads' counters (the
+    /// live heap) when it completed.
     Completed {
         record: u32,
         nanos: u64,
-        heap: Option<u64>,
+        live: Option<u64>,
     },
     /// `failed <path> (<error>)`.
     Failed {
         record: u32,
         error: Cow<'static, str>,
-        heap: Option<u64>,
+        live: Option<u64>,
     },
 }
 
@@ -92,7 +93,7 @@ impl State {
             None => (first || long).then_some(Line::Completed {
                 record: id,
                 nanos,
-                heap: None,
+                live: None,
             }),
             Some(error) => {
                 record.errors += 1;
@@ -100,14 +101,14 @@ impl State {
                 (record.errors == 1 || long).then_some(Line::Failed {
                     record: id,
                     error,
-                    heap: None,
+                    live: None,
                 })
             }
         };
-        // The line is printed later, on the sampler thread: its heap figure is now's.
+        // The line is printed later, on the sampler thread: its live figure is now's.
         line.map(|mut line| {
-            if let Line::Completed { heap, .. } | Line::Failed { heap, .. } = &mut line {
-                *heap = self.heap.live_now();
+            if let Line::Completed { live, .. } | Line::Failed { live, .. } = &mut line {
+                *live = self.threaded.level();
             }
             line
         })
@@ -115,10 +116,11 @@ impl State {
 }
 
 impl Line {
-    /// The live heap when the event happened, for the events that keep one.
-    pub(crate) fn heap(&self) -> Option<u64> {
+    /// The level of the threads' counters (the live heap) when the event happened, for
+    /// the events that keep one.
+    pub(crate) fn live(&self) -> Option<u64> {
         match self {
-            Line::Completed { heap, .. } | Line::Failed { heap, .. } => *heap,
+            Line::Completed { live, .. } | Line::Failed { live, .. } => *live,
             Line::Text(_) => None,
         }
     }

@@ -26,7 +26,7 @@
 //! | a `tracing` span | `register_span`, `find_span`, `note_made_span`, `open_made_span` | `span_calls.rs` |
 //! | a sample | `take_sample` | `sample.rs` |
 //! | a child reaped | `child_exited` | `mod.rs` |
-//! | the log | `connect`, `log_event`; `Line::text`, `Line::heap`, `OpenStage::path` | `events.rs` |
+//! | the log | `connect`, `log_event`; `Line::text`, `Line::live`, `OpenStage::path` | `events.rs` |
 //! | a report | `snapshot`, `snapshot_with` | `snapshot.rs` |
 //! | a stage's name | `short_type_name` | `records.rs` |
 
@@ -37,7 +37,6 @@ mod events;
 mod extra;
 #[cfg(test)]
 mod fake;
-mod heap;
 mod id_map;
 mod owned;
 mod processes;
@@ -50,6 +49,7 @@ mod spans;
 mod stack;
 mod tally;
 mod thread;
+mod threaded;
 mod timeline;
 
 pub(crate) use calls::Parent;
@@ -144,8 +144,9 @@ pub(crate) struct State {
     pub(crate) ended: Option<Ended>,
     /// The `Display` text of `main`'s `Err`, where it has one.
     pub(crate) run_message: Option<String>,
-    /// The heap sweeps' memory of every thread (the book's `heap.md`).
-    heap: heap::HeapSweep,
+    /// The measurement of thread counters (the heap), held here: its sweeps run in the
+    /// lock.
+    threaded: threaded::Threaded,
     /// The start, in seconds since boot (the clock of the processes' start times),
     /// where the platform has it.
     boot_origin: Option<f64>,
@@ -174,6 +175,9 @@ pub(crate) struct Recorder {
     boundary_at: Padded<AtomicU64>,
     /// What calls read of the counters without a lock.
     counters: counters::CallCounters,
+    /// The table of every thread's counters of the measurement of thread counters,
+    /// where it counts: each frame notes its thread's.
+    counted_threads: Option<crate::sources::Threads>,
     /// The record open on the monitor's own thread, plus one (0: none): where a stage
     /// entered on an idle thread nests (fork-join). Written by that thread only.
     owner_top: Padded<AtomicU32>,
@@ -203,8 +207,9 @@ pub(crate) enum Entered {
 impl Recorder {
     /// A recorder that reads the parent at stage boundaries with `self_reader`, times
     /// everything with `clock` (a mock one in tests), and folds what `sources` read: it
-    /// takes the measurement of counters among them to hold itself (its hooks run in
-    /// its lock), and declares the others, which the sampler thread reads.
+    /// takes the measurements of counters and of thread counters among them to hold
+    /// itself (their hooks run in its lock), and declares the others, which the sampler
+    /// thread reads. Called on the monitor's own thread.
     pub(crate) fn new(
         config: Config,
         info: RunInfo,
@@ -217,6 +222,10 @@ impl Recorder {
             None => counters::Counted::default(),
         };
         let thread_clock = counted.thread_clock().unwrap_or(|| None);
+        let threaded = match sources.iter().position(|s| s.per_thread()) {
+            Some(at) => threaded::Threaded::of(sources.remove(at)),
+            None => threaded::Threaded::default(),
+        };
         let mut extra = extra::Extra::of(sources);
         counted.section_into(&mut extra);
         let probe = 1u64 << 40;
@@ -237,6 +246,7 @@ impl Recorder {
             boundary_at: Padded(AtomicU64::new(origin.wrapping_sub(reuse_ticks))),
             owner_top: Padded(AtomicU32::new(0)),
             counters: counters::CallCounters::new(thread_clock, reuse_ticks),
+            counted_threads: threaded.threads(),
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),
@@ -249,7 +259,7 @@ impl Recorder {
                 processes: processes::Processes::default(),
                 ended: None,
                 run_message: None,
-                heap: heap::HeapSweep::new(),
+                threaded,
                 boot_origin,
                 extra,
             }),
@@ -339,24 +349,24 @@ impl Recorder {
         }
     }
 
-    /// Sweeps the heap for the stages open on the monitor's own thread (see
-    /// [`heap::HeapSweep::sweep`]).
-    fn sweep_heap(&self, state: &mut State, now: u64) {
+    /// Sweeps the threads' counters for the stages open on the monitor's own thread
+    /// (see [`threaded::Threaded::sweep`]).
+    fn sweep_threads(&self, state: &mut State, now: u64) {
         let owner_record = self.owner_record(&state.records);
-        self.sweep_heap_to(state, now, owner_record);
+        self.sweep_threads_to(state, now, owner_record);
     }
 
-    /// Sweeps the heap for `owner_record` (`None`: nobody).
-    fn sweep_heap_to(&self, state: &mut State, now: u64, owner_record: Option<u32>) {
+    /// Sweeps the threads' counters for `owner_record` (`None`: nobody).
+    fn sweep_threads_to(&self, state: &mut State, now: u64, owner_record: Option<u32>) {
         let State {
-            heap,
+            threaded,
             records,
             samples,
             ..
         } = state;
         let others = !self.config.current_thread_only;
         let elapsed = || self.elapsed(now);
-        heap.sweep(
+        threaded.sweep(
             records,
             &mut samples.timeline,
             elapsed,
@@ -405,7 +415,7 @@ impl Recorder {
     pub(crate) fn end_with(&self, error: Option<String>, exit_code: Option<i32>) {
         self.merge_all();
         let mut state = self.lock();
-        self.sweep_heap(&mut state, self.clock.raw());
+        self.sweep_threads(&mut state, self.clock.raw());
         if let (Some(root), Some(code)) = (self.config.root, exit_code) {
             // The command `stemmon run` watched and reaped.
             state.processes.exited(root, code);

@@ -368,8 +368,9 @@ pub(crate) struct Record {
     /// Whether the first completion was logged.
     pub(crate) logged: bool,
     pub(crate) stats: Stats,
-    /// What the stage allocated and freed (the book's `heap.md`).
-    pub(crate) heap: super::tally::HeapStats,
+    /// What its frames counted in their threads' counters (the heap: the book's
+    /// `heap.md`).
+    pub(crate) slots: super::tally::SlotTally,
     /// The counters' growth over its completed calls.
     pub(crate) counted: super::tally::Tally,
     /// The measurement sources' figures, one slot per key (empty before its first sample).
@@ -414,7 +415,7 @@ impl Records {
             error: None,
             logged: false,
             stats: Stats::default(),
-            heap: Default::default(),
+            slots: Default::default(),
             counted: super::tally::Tally::ZERO,
             extra: Vec::new(),
         });

@@ -153,7 +153,7 @@ impl Recorder {
             elapsed: self.elapsed(done),
         };
         state.apply_sample(reading, &mut scratch, stage, times);
-        self.sweep_heap(&mut state, done);
+        self.sweep_threads(&mut state, done);
         self.counters.publish(state.counted.take_sampled());
         // Empty but for a sample that has a line to log: taking it costs nothing.
         let notes = scratch.taken.take_notes();

@@ -1,10 +1,10 @@
 //! A snapshot of the recorder as a [`Report`].
 
 use super::calls::open_calls_of;
-use super::heap::open_heap_of;
 use super::records::extend_path;
 use super::sample::Kept;
 use super::thread::{ThreadSlot, POLL};
+use super::threaded::{open_by_record, open_of};
 use super::{seconds, Recorder};
 use crate::report::{Report, StageReport, ThreadReport};
 
@@ -86,7 +86,7 @@ impl Recorder {
         let slots = self.lock_threads().clone();
         // Every thread once, with one barrier: merged, then its open calls read, in
         // one view. The threads are let go before the state is taken again below.
-        let (calls, open_counted, open_heap, threads) = {
+        let (calls, open_counted, open_slots, threads) = {
             let mut held = ThreadSlot::lock_all(&slots);
             if !self.is_ended() {
                 let mut state = self.lock();
@@ -107,16 +107,11 @@ impl Recorder {
                     built
                 })
                 .collect();
-            (
-                calls,
-                self.counters.open_of(&held),
-                open_heap_of(&held),
-                threads,
-            )
+            (calls, self.counters.open_of(&held), open_of(&held), threads)
         };
         let mut state = self.lock();
         if state.ended.is_none() {
-            self.sweep_heap(&mut state, self.clock.raw());
+            self.sweep_threads(&mut state, self.clock.raw());
         }
         let now = state
             .ended
@@ -132,6 +127,7 @@ impl Recorder {
         // Paths are built here, each from its parent's, in one pass (a parent is always
         // an earlier record): the work is linear in the paths written.
         let mut stages: Vec<StageReport> = Vec::with_capacity(state.records.list.len());
+        let open_slots = open_by_record(&state.records, &open_slots);
         let mut figures = Vec::new();
         for (id, (record, open)) in state.records.list.iter().zip(open).enumerate() {
             let (min, max) = match (record.completed, open.calls) {
@@ -164,18 +160,20 @@ impl Recorder {
                 built.peak_process_count = record.stats.peak_process_count;
                 built.peaks = record.stats.peaks.clone();
                 built.high_water = record.stats.high_water_report();
-                built.heap = record.heap.report();
                 let mut counted = record.counted;
                 if let Some(open) = open_counted.get(id) {
                     counted.add(open);
                 }
                 let counters = &state.counted;
                 counters.stage(&counted, wall_seconds, &mut built, &mut figures);
+                let slots = &record.slots;
+                let open = open_slots.get(id);
+                let threaded = &state.threaded;
+                threaded.stage(slots, open, wall_seconds, &mut built, &mut figures);
                 state.extra.stage(&record.extra, &mut built);
                 built
             });
         }
-        super::heap::add_open(&mut stages, &open_heap);
         let stage_of = |record: Option<u32>| {
             record
                 .and_then(|record| stages.get(record as usize))
@@ -252,7 +250,8 @@ impl Recorder {
                 built.spans = state.spans.list.clone();
                 built.timeline = state.samples.timeline.points();
             }
-            built.heap = state.heap.report();
+            let state = &mut *state;
+            state.threaded.section_into(&mut state.extra);
             state.counted.run(wall_seconds, &mut built);
             state.extra.run(&mut built);
             built

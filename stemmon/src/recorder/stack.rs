@@ -5,7 +5,7 @@
 
 use super::boundary::Edge;
 use super::thread::{bucket, ThreadSlot, ThreadState, NO_PARENT};
-use super::{counters, heap, short_type_name, Entered, OpenStage, Recorder, StageName, State};
+use super::{counters, short_type_name, threaded, Entered, OpenStage, Recorder, StageName, State};
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
@@ -36,7 +36,7 @@ impl Recorder {
         self.count_entry(&mut thread, record, now);
         // The counters' mark first: a list it grows is the engine's, not the call's heap.
         self.counters.enter(&mut thread, now);
-        heap::entered(&mut thread, slot.id != 0);
+        threaded::entered(&mut thread, slot.id != 0, self.counted_threads);
         Entered::Pushed(seq)
     }
 
@@ -149,7 +149,7 @@ impl Recorder {
             return;
         };
         let frame = thread.remove_frame(index);
-        heap::exited(&mut thread, &frame);
+        threaded::exited(&mut thread, &frame);
         if slot.id == 0 {
             let top = thread.stack.last().map_or(0, |top| top.record + 1);
             self.owner_top.0.store(top, Ordering::Relaxed);
@@ -185,8 +185,8 @@ impl Recorder {
         let mut state = self.lock();
         self.merge(&mut state, &mut thread);
         if slot.id == 0 {
-            // Idle threads' heap counts of the call's time are its own (fork-join).
-            self.sweep_heap_to(&mut state, now, Some(frame.record));
+            // Idle threads' counts of the call's time are its own (fork-join).
+            self.sweep_threads_to(&mut state, now, Some(frame.record));
         }
         let edge = Edge::exit_after(self.clock.delta_as_nanos(0, ticks));
         self.boundary_reading(&mut state, &thread, now, frame.record, edge);
@@ -215,7 +215,7 @@ impl Recorder {
             records, boundary, ..
         } = state;
         thread.drain(|id, delta, first| {
-            heap::merge(records, id, &delta.heap);
+            threaded::merge(records, id, &delta.slots);
             let record = records.get_mut(id);
             record.calls += delta.calls;
             record.threads += u32::from(first);

@@ -1,20 +1,20 @@
 //! The figures one call or one thread tallies on the call path, below everything that
-//! moves them: a frame's heap mark and a stage's heap delta, a record's heap counts, the
-//! counters' growth of calls and the entry figures of a thread's open calls, an open
-//! async call. The modules that update them (`heap`, `counters`, `calls`) and the thread's state
-//! that holds them (`thread`) all depend on this one, and it on none of them.
+//! moves them: a frame's mark of its thread's counters and a stage's delta of them, a
+//! record's thread counts, the counters' growth of calls and the entry figures of a
+//! thread's open calls, an open async call. The modules that update them (`threaded`,
+//! `counters`, `calls`) and the thread's state that holds them (`thread`) all depend on
+//! this one, and it on none of them.
 
-use crate::heap::slots::{self, Counts, Slot};
-use crate::report::StageHeap;
+use crate::sources::{Counts, Slot};
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
-/// `HeapMark::slot` / `HeapDelta::slot` when there is nothing to count.
+/// `SlotMark::slot` / `SlotDelta::slot` when there is nothing to count.
 pub(super) const NONE: u32 = u32::MAX;
 
-/// A frame's thread's heap counters at its entry.
+/// A frame's thread's counters (of the measurement of thread counters) at its entry.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct HeapMark {
-    /// The thread's heap slot (`None`: not counted) and its index: the exit on the
+pub(crate) struct SlotMark {
+    /// The thread's counters (`None`: not counted) and their index: the exit on the
     /// same thread needs no thread-local lookup.
     pub(super) slot: Option<&'static Slot>,
     pub(super) index: u32,
@@ -26,24 +26,20 @@ pub(crate) struct HeapMark {
     pub(super) tells_sweeps: bool,
 }
 
-impl HeapMark {
+impl SlotMark {
     /// Nothing noted.
-    pub(crate) const NONE: HeapMark = HeapMark {
+    pub(crate) const NONE: SlotMark = SlotMark {
         slot: None,
         index: NONE,
-        at: Counts {
-            allocations: 0,
-            allocated: 0,
-            freed: 0,
-        },
+        at: Counts::of([0; 3]),
         saved_peak: 0,
         tells_sweeps: false,
     };
 }
 
-/// A stage's heap counts on one thread, not yet merged into its record.
+/// A stage's thread counts on one thread, not yet merged into its record.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct HeapDelta {
+pub(crate) struct SlotDelta {
     pub(super) slot: u32,
     pub(super) counts: Counts,
     /// The highest call peak.
@@ -55,25 +51,25 @@ pub(crate) struct HeapDelta {
     pub(super) outermost: bool,
 }
 
-impl HeapDelta {
+impl SlotDelta {
     /// Nothing counted.
-    pub(crate) const CLEAN: HeapDelta = HeapDelta {
+    pub(crate) const CLEAN: SlotDelta = SlotDelta {
         slot: NONE,
-        counts: HeapMark::NONE.at,
+        counts: SlotMark::NONE.at,
         peak: 0,
         outermost: false,
     };
 }
 
-/// A record's heap counts, over every call and thread.
+/// A record's thread counts, over every call and thread.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct HeapStats {
+pub(crate) struct SlotTally {
     pub(super) counts: Counts,
-    /// Per heap slot (thread), its highest peak in this stage.
+    /// Per thread's counters, the highest peak in this stage.
     pub(super) peaks: Vec<(u32, u64)>,
 }
 
-impl HeapStats {
+impl SlotTally {
     pub(super) fn add(&mut self, counts: &Counts, slot: u32, peak: u64) {
         self.counts = self.counts.plus(counts);
         match self.peaks.iter_mut().find(|(s, _)| *s == slot) {
@@ -82,21 +78,9 @@ impl HeapStats {
         }
     }
 
-    /// The stage's report fields (`null` without `stemmon::Alloc`).
-    pub(super) fn report(&self) -> StageHeap {
-        if !slots::installed() {
-            return StageHeap::default();
-        }
-        let c = &self.counts;
-        {
-            let mut built = StageHeap::default();
-            built.heap_allocations = Some(c.allocations);
-            built.heap_allocated_bytes = Some(c.allocated);
-            built.heap_freed_bytes = Some(c.freed);
-            built.heap_retained_bytes = Some(c.net());
-            built.peak_heap_bytes = Some(self.peaks.iter().map(|(_, p)| p).sum());
-            built
-        }
+    /// The stage's peak: each thread's highest, summed.
+    pub(super) fn peak(&self) -> u64 {
+        self.peaks.iter().map(|(_, p)| p).sum()
     }
 }
 

@@ -7,7 +7,7 @@ use super::id_map::FastMap;
 use super::owned::{Owned, OwnedGuard};
 use super::records::StageName;
 pub(crate) use super::tally::NO_MARK;
-use super::tally::{HeapDelta, HeapMark, OpenCall, Tally, ThreadMarks};
+use super::tally::{OpenCall, SlotDelta, SlotMark, Tally, ThreadMarks};
 use std::collections::HashMap;
 
 /// One open call on a thread's stack (or one poll of an async stage).
@@ -58,8 +58,8 @@ pub(crate) struct Delta {
     pub(crate) max_ticks: u64,
     /// A reused boundary reading fell in this stage since the last merge.
     pub(crate) saw_boundary: bool,
-    /// Heap counts (the book's `heap.md`).
-    pub(crate) heap: HeapDelta,
+    /// The thread counts of its frames (the heap: the book's `heap.md`).
+    pub(crate) slots: SlotDelta,
     /// The counters' growth over the calls completed since the last merge.
     pub(crate) counted: Tally,
     dirty: bool,
@@ -73,7 +73,7 @@ impl Delta {
         min_ticks: u64::MAX,
         max_ticks: 0,
         saw_boundary: false,
-        heap: HeapDelta::CLEAN,
+        slots: SlotDelta::CLEAN,
         counted: Tally::ZERO,
         dirty: false,
     };
@@ -117,9 +117,10 @@ pub(crate) struct ThreadState {
     /// The errors of open calls, by `seq`, until they close: the `type_name` and the
     /// `Display` text, if any (at most one per frame on the stack).
     errors: Vec<(u32, &'static str, Option<Box<str>>)>,
-    /// The heap counters at the entry of the frames open on the stack, by `seq`, oldest
-    /// first; only with `stemmon::Alloc` (the book's `heap.md`).
-    pub(crate) heap_marks: Vec<(u32, HeapMark)>,
+    /// The thread's counters at the entry of the frames open on the stack, by `seq`,
+    /// oldest first; only where a measurement of thread counters counts (the heap, with
+    /// `stemmon::Alloc`).
+    pub(crate) slot_marks: Vec<(u32, SlotMark)>,
     /// The `tracing` spans this thread handles without the registry.
     pub(super) spans: super::tally::Unregistered,
 }

@@ -139,8 +139,8 @@ fn merge_into(earlier: &mut TimelinePoint, later: TimelinePoint) {
     earlier.children_rss_bytes = max_of(earlier.children_rss_bytes, later.children_rss_bytes);
     earlier.tree_rss_bound_bytes = max_of(earlier.tree_rss_bound_bytes, later.tree_rss_bound_bytes);
     earlier.process_count = earlier.process_count.max(later.process_count);
-    earlier.heap_live_bytes = max_of(earlier.heap_live_bytes, later.heap_live_bytes);
-    // The core measurements' typed series (the cgroup's charge, the cores): the higher.
+    // The core measurements' typed series (the cgroup's charge, the live heap, the
+    // cores): the higher.
     for series in CORE.iter().flat_map(|measure| measure.series) {
         let high = match (series.of_point(earlier), series.of_point(&later)) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -178,7 +178,6 @@ mod tests {
             built.tree_rss_bound_bytes = Some(tree + MIB);
             built.cgroup_memory_bytes = None;
             built.process_count = 1 + (index % 7) as u32;
-            built.heap_live_bytes = None;
             built.cpu_cores = None;
             built.samples = 1;
             built

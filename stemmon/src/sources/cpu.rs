@@ -199,6 +199,7 @@ impl Measurement for Cpu {
             counters: &counters,
             // The threads' own figure belongs to stages: the run's is its tree's.
             thread_micros: None,
+            ..Growth::default()
         };
         self.figures(&growth, wall_seconds, out);
     }
@@ -240,6 +241,7 @@ mod tests {
         let growth = Growth {
             counters: growth,
             thread_micros: thread,
+            ..Growth::default()
         };
         let mut out = Vec::new();
         cpu.figures(&growth, wall, &mut out);

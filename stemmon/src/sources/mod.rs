@@ -15,15 +15,22 @@
 //!
 //! A measurement of counters ([`Measurement::counters`]) is held by the engine, so that
 //! its two hooks share what the last sample read: both run in the engine's lock, and
-//! fold what the tree's readers read. The others are the sampler thread's.
+//! fold what the tree's readers read. A measurement of thread counters
+//! ([`Measurement::threads`]: the heap) is held by the engine too: it keeps each
+//! thread's own counters, which the engine marks at every frame's ends on the call's
+//! thread and sweeps at readings. The others are the sampler thread's.
 //!
-//! The job's cgroup and CPU and I/O are measurements of the core: their fields are
-//! typed ones of the report, in the core of the same table. The tree's memory, the
-//! kernel's marks and the heap keep their engine in `recorder` and their platform
+//! The job's cgroup, the heap and CPU and I/O are measurements of the core: their
+//! fields are typed ones of the report, in the core of the same table. The tree's
+//! memory and the kernel's marks keep their engine in `recorder` and their platform
 //! readers in `sys`. A new measurement is a file here, its name in the list of
 //! [`open`], and its declaration.
 
 use crate::config::Config;
+/// A thread's counters in a measurement of thread counters, and what they held at one
+/// moment: three cumulative counts and the level they leave (the second minus the
+/// third), with the highest level the thread reached since the engine last set it.
+pub(crate) use crate::heap::slots::{Counts, Slot};
 use crate::memory::{Descendant, SelfReading, TreeReader, TreeReading};
 pub(crate) use stemmon_report::fields::{Field, Measure};
 
@@ -31,6 +38,7 @@ pub(crate) mod cgroup;
 pub(crate) mod cpu;
 #[cfg(feature = "gpu")]
 pub(crate) mod gpu;
+pub(crate) mod heap;
 
 /// What a measurement read at one sample, borrowed from it until the next.
 #[derive(Clone, Copy, Debug, Default)]
@@ -64,12 +72,28 @@ pub(crate) struct AtBoundary<'a> {
 
 /// What some calls' counters grew by while they were open, for a measurement's
 /// [`figures`](Measurement::figures).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Growth<'a> {
     /// One per counter, in order.
     pub(crate) counters: &'a [u64],
     /// The calls' threads' own clock, where it was read at both ends of some call.
     pub(crate) thread_micros: Option<u64>,
+    /// A measurement of thread counters: per thread, the highest its level rose above
+    /// where one of the calls began, summed over threads.
+    pub(crate) peak: u64,
+}
+
+/// The table of every thread's counters of a measurement of thread counters (the heap:
+/// what `stemmon::Alloc` counted), process-wide: the engine notes the calling thread's
+/// at each frame's entry and exit, and sweeps them all for what threads counted with no
+/// frame open.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Threads {
+    /// The calling thread's counters and their index; `None` for a thread without
+    /// counters of its own.
+    pub(crate) this_thread: fn() -> Option<(u32, &'static Slot)>,
+    /// Every thread's counters claimed so far, by index.
+    pub(crate) claimed: fn() -> &'static [Slot],
 }
 
 /// A measurement read at every full sample, on the sampler thread (see the module docs).
@@ -125,10 +149,37 @@ pub(crate) trait Measurement: Send {
         None
     }
 
-    /// A measurement of counters: a record's figures into `out` (one per declared
-    /// field, in order, `None` for a computed one, all `None` where no counter was
-    /// given yet), from what its counters grew by while its calls were open over
-    /// `wall_seconds`.
+    /// Whether it is a measurement of thread counters: each thread keeps its own (the
+    /// heap). The engine holds it, like a measurement of counters, even where it counts
+    /// nothing here (its section says why).
+    fn per_thread(&self) -> bool {
+        false
+    }
+
+    /// A measurement of thread counters: the table of every thread's (see [`Threads`]),
+    /// where it counts anything.
+    fn threads(&self) -> Option<Threads> {
+        None
+    }
+
+    /// A measurement of thread counters, at every sweep of them (a fresh boundary
+    /// reading, a full sample, a call closing on the monitor's own thread, the end), in
+    /// the engine's lock: its series now (the live heap), which the timeline's newest
+    /// point is raised to.
+    fn swept(&mut self) -> &[Option<f64>] {
+        &[]
+    }
+
+    /// A measurement of thread counters: the level of every thread's counters together
+    /// now (the live heap), for a log line.
+    fn level(&self) -> Option<u64> {
+        None
+    }
+
+    /// A measurement of counters or of thread counters: a record's figures into `out`
+    /// (one per declared field, in order, `None` for a computed one, all `None` where
+    /// nothing was counted), from what its counters grew by while its calls were open
+    /// over `wall_seconds`.
     fn figures(&self, growth: &Growth<'_>, wall_seconds: f64, out: &mut Vec<Option<f64>>) {
         let _ = (growth, wall_seconds);
         out.clear();
@@ -189,8 +240,9 @@ macro_rules! measurements {
         /// [`Measurement::open`]); a measurement of kernel files may open or probe them,
         /// so that whether it measures is known from the start.
         pub(crate) fn open(config: &Config) -> Vec<Box<dyn Measurement>> {
-            // The core's, and CPU and I/O: the engine holds that one (it has counters).
-            let core = core(config).into_iter().chain([cpu::open()]);
+            // The core's, CPU and I/O and the heap: the engine holds those two (they
+            // have counters).
+            let core = core(config).into_iter().chain([cpu::open(), heap::open()]);
             if !config.measurements {
                 return core.collect();
             }
