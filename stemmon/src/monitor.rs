@@ -97,7 +97,6 @@ impl Monitor {
         } = readers;
         let info = RunInfo {
             sampler: reader.name(),
-            marks,
             platform: platform(),
             run_id: crate::identity::run_id(&host),
             start_unix_seconds: std::time::SystemTime::now()
@@ -109,7 +108,9 @@ impl Monitor {
         let publisher = Arc::new(Publisher::new(&config, exporter));
         let clock = crate::clock::shared().clone();
         let mut sources = crate::sources::open(&config);
-        let recorder = Arc::new(Recorder::new(config, info, boundary, clock, &mut sources));
+        // The tree's memory reads this process at stage boundaries with `boundary`.
+        sources.push(crate::sources::tree::open(boundary, marks, &config));
+        let recorder = Arc::new(Recorder::new(config, info, clock, &mut sources));
         // What each source says before it is opened (a GPU turned off, not opened yet).
         recorder.take_sections(&mut sources);
         context::install(&recorder)?;

@@ -74,6 +74,11 @@ impl Measure {
         }
     }
 
+    /// A measurement of the core without a section of its own (the tree's memory).
+    pub(super) const fn of_the_core(self) -> Measure {
+        Measure { core: true, ..self }
+    }
+
     /// Whose figures cover the time since the previous sample.
     pub const fn interval(self) -> Measure {
         Measure {

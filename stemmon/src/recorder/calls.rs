@@ -33,14 +33,7 @@ pub(crate) enum Parent {
 /// the end: real calls count from 1, and `close_async` ignores this one.
 const FOLDED: u64 = 0;
 
-/// A call open now, on a thread's stack or apart from it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct OpenFrame {
-    /// The record the call counts toward.
-    pub(crate) record: u32,
-    /// Clock ticks at entry; `POLL` for one poll of an async call (timed apart).
-    pub(crate) entered: u64,
-}
+pub(crate) use crate::sources::OpenFrame;
 
 impl Recorder {
     /// Starts an async call of `name` on `slot`'s thread, nested as `parent` says. The
@@ -242,7 +235,7 @@ impl Recorder {
         self.boundary_reading(&mut state, &thread, now, call.record, edge);
         self.counters
             .close(&mut thread, call.seq, now, super::counters::Clock::Fresh);
-        state.apply_intervals_since(call.record, call.started);
+        state.call_closed(call.record, call.started);
         let message = state.finish_call(call.record, self.clock.delta_as_nanos(0, ticks), error);
         if let Some(message) = message {
             let stage = OpenStage::on_thread(&thread.stack, slot.id);
@@ -282,7 +275,7 @@ impl Recorder {
         // or at the next sample.
         let edge = super::Edge::exit_after(nanos);
         self.boundary_reading(&mut state, &ThreadState::default(), now, call.record, edge);
-        state.apply_intervals_since(call.record, call.started);
+        state.call_closed(call.record, call.started);
         state.records.get_mut(call.record).complete(seconds(nanos));
         let message = state.finish_call(call.record, nanos, error);
         drop(state);

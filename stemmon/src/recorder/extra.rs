@@ -5,7 +5,7 @@
 //! declaration.
 
 use crate::memory::TreeReading;
-use crate::report::{ProcessReport, Report, StageReport, TimelinePoint};
+use crate::report::{Report, StageReport, TimelinePoint};
 use crate::sources::{Field, Measure, Measurement};
 use std::collections::BTreeMap;
 use stemmon_report::fields::{Fold, Series};
@@ -210,12 +210,5 @@ pub(super) fn merge_figures(earlier: &mut TimelinePoint, later: &TimelinePoint) 
             (a, b) => a.or(b),
         };
         earlier.figures.set_number(key, high);
-    }
-}
-
-/// A process's figures, the highest of each seen, into its line of the report.
-pub(super) fn process_figures(figures: &[(&'static str, f64)], line: &mut ProcessReport) {
-    for &(key, value) in figures {
-        line.figures.set_number(key, Some(value));
     }
 }

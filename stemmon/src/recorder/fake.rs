@@ -111,12 +111,13 @@ impl Rig {
             sampler: "fake",
             ..RunInfo::default()
         };
+        let reader = Box::new(FakeSelf(Arc::clone(&script)));
+        let tree = crate::sources::tree::open(reader, Default::default(), &config);
         let mut recorder = Recorder::new(
             config,
             info,
-            Box::new(FakeSelf(Arc::clone(&script))),
             crate::clock::Clock::Quanta(clock),
-            &mut vec![crate::sources::cpu::open()],
+            &mut vec![tree, crate::sources::cpu::open()],
         );
         THREAD_CPU.with(|cpu| cpu.set(None));
         recorder.counters.thread_clock = fake_thread_cpu;

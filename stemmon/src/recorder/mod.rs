@@ -1,17 +1,22 @@
-//! The engine: records stage calls from every thread, applies samples and boundary
-//! readings, and takes snapshots into a [`Report`](crate::Report).
+//! The engine: records stage calls from every thread, hands samples and boundary
+//! readings to the measurements with the records they fall in, and takes snapshots
+//! into a [`Report`](crate::Report). It knows no measurement's figures: each
+//! measurement declares them, and the ones it holds (by record, of counters, of thread
+//! counters: [`crate::sources`]) make them from what it tells them.
 //!
 //! Data flows one way: threads own their stacks and counters ([`thread`]); a merge
 //! moves counters into the shared [`records`] at most about once a millisecond per
 //! thread, at a boundary reading ([`boundary`]), on an error or a long call; full
 //! samples ([`sample`]) count toward every open stage; async calls ([`calls`]) are
-//! open apart from any thread's stack, kept by the thread that opened them; log lines are handed to the sampler thread as
-//! [`Event`]s; [`snapshot`] turns it all into a report. The hot path, `enter`, `exit`
-//! and the merge, is [`stack`]; this file holds the engine's state and its interface.
+//! open apart from any thread's stack, kept by the thread that opened them; log lines
+//! are handed to the sampler thread as [`Event`]s; [`snapshot`] turns it all into a
+//! report. The hot path, `enter`, `exit` and the merge, is [`stack`]; this file holds
+//! the engine's state and its interface.
 //!
-//! The engine does no I/O of its own: the boundary reader and the tree reader are
-//! given to it, and reports, metrics and warnings leave through
-//! [`Publisher`](crate::publish::Publisher). A failure is kept here as data.
+//! The engine does no I/O of its own: the measurement by record reads at boundaries
+//! through the reader it was given, the tree reader is handed to each sample, and
+//! reports, metrics and warnings leave through [`Publisher`](crate::publish::Publisher).
+//! A failure is kept here as data.
 //!
 //! # The engine's interface
 //!
@@ -39,7 +44,6 @@ mod extra;
 mod fake;
 mod id_map;
 mod owned;
-mod processes;
 mod records;
 mod sample;
 mod snapshot;
@@ -59,10 +63,8 @@ pub(crate) use tally::OpenCall;
 pub(crate) use thread::ThreadSlot;
 
 use crate::config::Config;
-use crate::memory::SelfReader;
-use crate::report::HighWaterMarks;
-use boundary::{Boundary, Edge};
-use records::{Records, Total};
+use crate::sources::Edge;
+use records::Records;
 use sample::Samples;
 use spans::Spans;
 use std::collections::BTreeMap;
@@ -89,8 +91,6 @@ struct Padded<T>(T);
 pub(crate) struct RunInfo {
     /// The name of the tree reader (`sampler`).
     pub(crate) sampler: &'static str,
-    /// Which high-water marks are read.
-    pub(crate) marks: HighWaterMarks,
     /// `<os>-<kernel>-<arch>`.
     pub(crate) platform: String,
     /// This machine's name.
@@ -126,20 +126,20 @@ pub(crate) struct Ended {
 pub(crate) struct State {
     /// Every stage path's aggregate.
     pub(crate) records: Records,
-    /// The whole run's counters and peaks.
-    pub(crate) total: Total,
     /// Full samples: the latest, the recent ones, the timeline and the sampler's health.
     pub(crate) samples: Samples,
-    /// Stage-boundary readings and the intervals of the kernel's marks they close.
-    boundary: Boundary,
+    /// The measurement by record (the tree's memory and the kernel's marks), held
+    /// here: it reads at stage boundaries, in the lock.
+    by_record: Option<Box<dyn crate::sources::Measurement>>,
+    /// The records of the frames on a thread's stack, for a boundary reading (kept to
+    /// reuse its capacity).
+    stack: Vec<u32>,
     /// Calls kept one by one.
     pub(crate) spans: Spans,
     /// The monitor's own failures.
     pub(crate) failures: Failures,
     /// The measurement of counters (CPU and I/O), held here: its hooks run in the lock.
     counted: counters::Counted,
-    /// The tree's processes seen during the run.
-    processes: processes::Processes,
     /// Set once finished.
     pub(crate) ended: Option<Ended>,
     /// The `Display` text of `main`'s `Err`, where it has one.
@@ -147,9 +147,6 @@ pub(crate) struct State {
     /// The measurement of thread counters (the heap), held here: its sweeps run in the
     /// lock.
     threaded: threaded::Threaded,
-    /// The start, in seconds since boot (the clock of the processes' start times),
-    /// where the platform has it.
-    boot_origin: Option<f64>,
     /// The measurement sources' figures and sections.
     extra: extra::Extra,
 }
@@ -205,18 +202,21 @@ pub(crate) enum Entered {
 }
 
 impl Recorder {
-    /// A recorder that reads the parent at stage boundaries with `self_reader`, times
-    /// everything with `clock` (a mock one in tests), and folds what `sources` read: it
-    /// takes the measurements of counters and of thread counters among them to hold
-    /// itself (their hooks run in its lock), and declares the others, which the sampler
-    /// thread reads. Called on the monitor's own thread.
+    /// A recorder that times everything with `clock` (a mock one in tests), and folds
+    /// what `sources` read: it takes the measurements by record, of counters and of
+    /// thread counters among them to hold itself (their hooks run in its lock), and
+    /// declares the others, which the sampler thread reads. Called on the monitor's own
+    /// thread.
     pub(crate) fn new(
         config: Config,
         info: RunInfo,
-        self_reader: Box<dyn SelfReader>,
         clock: crate::clock::Clock,
         sources: &mut Vec<Box<dyn crate::sources::Measurement>>,
     ) -> Recorder {
+        let by_record = sources
+            .iter()
+            .position(|s| s.by_record())
+            .map(|at| sources.remove(at));
         let mut counted = match sources.iter().position(|s| s.counters() > 0) {
             Some(at) => counters::Counted::of(sources.remove(at)),
             None => counters::Counted::default(),
@@ -233,7 +233,6 @@ impl Recorder {
         let ticks = |nanos: u64| (nanos as f64 * probe as f64 / nanos_per_probe) as u64;
         let reuse_ticks = ticks(BOUNDARY_REUSE_NANOS);
         let origin = clock.raw();
-        let boot_origin = crate::sys::boot_seconds();
         Recorder {
             epoch: NEXT_EPOCH.fetch_add(1, Ordering::Relaxed),
             info,
@@ -250,17 +249,15 @@ impl Recorder {
             threads: Mutex::new(Vec::new()),
             state: Mutex::new(State {
                 records: Records::default(),
-                total: Total::default(),
                 samples: Samples::new(config.max_samples),
-                boundary: Boundary::new(self_reader),
+                by_record,
+                stack: Vec::new(),
                 spans: Spans::new(),
                 failures: Failures::default(),
                 counted,
-                processes: processes::Processes::default(),
                 ended: None,
                 run_message: None,
                 threaded,
-                boot_origin,
                 extra,
             }),
             events: Mutex::new(None),
@@ -381,7 +378,9 @@ impl Recorder {
         let elapsed = self.elapsed(self.clock.raw());
         let mut state = self.lock();
         if state.ended.is_none() {
-            state.processes.saw(child, elapsed);
+            if let Some(measurement) = state.by_record.as_mut() {
+                measurement.process_seen(child, elapsed);
+            }
         }
     }
 
@@ -418,7 +417,9 @@ impl Recorder {
         self.sweep_threads(&mut state, self.clock.raw());
         if let (Some(root), Some(code)) = (self.config.root, exit_code) {
             // The command `stemmon run` watched and reaped.
-            state.processes.exited(root, code);
+            if let Some(measurement) = state.by_record.as_mut() {
+                measurement.process_exit_code(root, code);
+            }
         }
         state.ended = Some(Ended {
             at: self.clock.raw(),

@@ -8,12 +8,11 @@
 //! never in the records.
 
 use super::calls::OpenFrame;
-use super::thread::POLL;
 use super::timeline::Timeline;
 use super::{Line, OpenStage, Recorder, State};
 use crate::memory::{TreeReader, TreeReading};
-use crate::report::SampleReport;
-use crate::sources::Measurement;
+use crate::report::{SampleReport, TimelinePoint};
+use crate::sources::{Measurement, SampleCalls};
 use std::collections::VecDeque;
 
 /// How the sampling itself went (the report's `sampling_*` and `max_sample_gap_*`).
@@ -43,12 +42,6 @@ pub(crate) struct Scratch {
     before: Vec<OpenFrame>,
     /// The calls open when it ended, async calls included.
     open: Vec<OpenFrame>,
-    /// Records open at the end, sorted, distinct.
-    seen: Vec<u32>,
-    /// Records that get only the interval this sample closes.
-    closed: Vec<u32>,
-    /// Records entered only while the reading ran: the next interval is theirs.
-    late: Vec<u32>,
     /// The measurement sources' readings.
     taken: super::extra::Taken,
 }
@@ -82,13 +75,12 @@ impl Samples {
         }
     }
 
-    /// Keeps `sample` as the latest, among the recent ones and on the timeline, with
-    /// `bound` as the interval's bound of the tree.
+    /// Keeps `sample` as the latest, among the recent ones and on the timeline at
+    /// `point`, with the other measurements' series.
     fn push(
         &mut self,
         sample: Kept,
-        reading: &TreeReading,
-        bound: Option<u64>,
+        point: TimelinePoint,
         counted: &super::counters::Counted,
         taken: &super::extra::Taken,
     ) {
@@ -105,8 +97,7 @@ impl Samples {
             self.recent.push_back(sample.clone());
         }
         self.timeline.push({
-            let mut built = super::timeline::point_of(reading, elapsed, bound, 1);
-            built.process_count = reading.process_count;
+            let mut built = point;
             counted.series_into(&mut built);
             taken.series_into(&mut built);
             built
@@ -187,7 +178,9 @@ struct Times {
 impl State {
     /// Applies a full sample: `scratch.open` are the calls open when its reading ended,
     /// on every thread (async calls included), `scratch.before` those open when it
-    /// started; `stage` is the record open on the monitor's thread.
+    /// started; `stage` is the record open on the monitor's thread. The measurement by
+    /// record counts it toward the records it fell in, and says which they are: the
+    /// other measurements' figures fold into the same ones.
     fn apply_sample(
         &mut self,
         reading: TreeReading,
@@ -196,131 +189,67 @@ impl State {
         times: Times,
     ) {
         let Times { started, elapsed } = times;
-        // A descendant this reading found alive and a boundary reading since found
-        // exited is in that reading's interval already: widening it leaves it out.
         let mut reading = reading;
-        self.boundary.mark_departed(&mut reading.bound_parts);
         let Scratch {
-            before: open_before,
+            before,
             open,
-            seen,
-            closed,
-            late,
             taken,
         } = scratch;
-        // The run's bound for this interval, as the total is about to count it (its
-        // boundary intervals widened by the descendants' marks, never below the
-        // sample), so that the timeline's bound reaches the report's.
-        let bound = reading
-            .tree_rss_bound
-            .max(self.total.stats.pending_figure(&reading, self.boot_origin))
-            .map(|bound| bound.max(reading.tree_rss.unwrap_or(0)));
-        if self.total.stats.apply_sample(&reading, self.boot_origin) {
-            self.total.peaked(stage, elapsed);
-        }
-        // A stage open on another thread saw the intervals other threads' boundary
-        // readings closed since it was entered: each counts for it now.
-        // (A poll frame is skipped: its async call is in `open` with its own start.)
-        for frame in open.iter().chain(open_before.iter()) {
-            if frame.entered != POLL {
-                self.apply_intervals_since(frame.record, frame.entered);
+        let calls = SampleCalls {
+            before,
+            open,
+            started,
+            elapsed,
+            stage,
+        };
+        let State {
+            by_record,
+            records,
+            extra,
+            ..
+        } = self;
+        let sampled = by_record
+            .as_mut()
+            .and_then(|measurement| measurement.sampled_calls(&mut reading, &calls));
+        let (sample, point) = match sampled {
+            Some(sampled) => {
+                for &record in sampled.seen {
+                    if let Some(record) = records.list.get_mut(record as usize) {
+                        extra.fold_into(&mut record.extra, taken);
+                    }
+                }
+                extra.sampled(taken);
+                for &record in sampled.interval {
+                    if let Some(record) = records.list.get_mut(record as usize) {
+                        extra.fold_interval_into(&mut record.extra, taken);
+                    }
+                }
+                (sampled.sample, sampled.point)
             }
-        }
-        self.boundary.sample_gave_intervals();
-        // The reading's figures are from before a call entered while it ran: such a
-        // call's interval goes on to the next reading (its own entry reading counted).
-        seen.clear();
-        seen.extend(
-            open.iter()
-                .filter(|frame| frame.entered <= started)
-                .map(|frame| frame.record),
-        );
-        seen.sort_unstable();
-        seen.dedup();
-        late.clear();
-        late.extend(
-            open.iter()
-                .filter(|frame| frame.entered != POLL && frame.entered > started)
-                .map(|frame| frame.record)
-                .filter(|record| seen.binary_search(record).is_err()),
-        );
-        for &record in seen.iter() {
-            if let Some(record) = self.records.list.get_mut(record as usize) {
-                record.stats.apply_sample(&reading, self.boot_origin);
-                self.extra.fold_into(&mut record.extra, taken);
+            None => {
+                extra.sampled(taken);
+                let mut sample = SampleReport::default();
+                sample.elapsed_seconds = elapsed;
+                let mut point = TimelinePoint::default();
+                (point.elapsed_seconds, point.end_seconds) = (elapsed, elapsed);
+                (sample, point)
             }
-        }
-        self.extra.sampled(taken);
-        // Records that closed during this interval, or saw only a reused reading, get
-        // the interval this sample closes; others only widen their pending bound.
-        closed.clear();
-        closed.extend(
-            open_before
-                .iter()
-                .map(|frame| frame.record)
-                .chain(self.boundary.take_awaiting(reading.parent_mark_epoch))
-                .filter(|record| seen.binary_search(record).is_err()),
-        );
-        closed.sort_unstable();
-        closed.dedup();
-        for &record in closed.iter() {
-            let record = self.records.get_mut(record);
-            let stats = &mut record.stats;
-            // Its exit reading closed its last interval: the rest of this one (the
-            // parent's mark since, the descendants started since) is a later stage's.
-            // Unless the sample read the mark before that exit reading did: then the
-            // interval it closes ran while the record was open, and so do the figures
-            // of the measurements that cover the time since the previous sample.
-            let read_first = reading
-                .parent_mark_epoch
-                .is_some_and(|epoch| epoch < stats.interval_epoch);
-            if stats.pending_local.is_some() && !stats.awaiting_interval && !read_first {
-                stats.close_interval(&reading, self.boot_origin);
-            } else {
-                stats.apply_sample_interval(&reading, self.boot_origin);
-                self.extra.fold_interval_into(&mut record.extra, taken);
-            }
-        }
-        for record in self.boundary.take_pending() {
-            let stats = &mut self.records.get_mut(record).stats;
-            if stats.pending_local.is_some() {
-                stats.close_interval(&reading, self.boot_origin);
-            }
-        }
-        let epoch = reading.parent_mark_epoch.unwrap_or(0);
-        for &id in late.iter() {
-            if let Some(record) = self.records.list.get_mut(id as usize) {
-                self.boundary.await_interval(id, &mut record.stats, epoch);
-            }
-        }
-        let sample = {
-            let mut built = SampleReport::default();
-            built.elapsed_seconds = elapsed;
-            built.stage = String::new();
-            built.tree_rss_bytes = reading.tree_rss;
-            built.parent_rss_bytes = reading.parent_rss;
-            built.children_rss_bytes = reading.children_rss;
-            built.tree_uss_bytes = reading.tree_uss;
-            built.tree_pss_bytes = reading.tree_pss;
-            built.tree_physical_footprint_bytes = reading.tree_physical_footprint;
-            built.process_count = reading.process_count;
-            built.rss_processes = reading.rss_processes;
-            built.rss_complete = reading.rss_complete;
-            built
         };
         let kept = Kept {
             sample,
             record: stage,
         };
         self.counted.sampled(&reading, elapsed, &mut self.extra);
-        self.processes.sampled(&reading, elapsed);
         // After the processes this sample saw first, so that their first figures count.
-        for &(pid, key, value) in taken.processes() {
-            self.processes.figure(pid, key, value);
+        if let Some(measurement) = self.by_record.as_mut() {
+            for &(pid, key, value) in taken.processes() {
+                measurement.process_figure(pid, key, value);
+            }
         }
-        self.samples
-            .push(kept, &reading, bound, &self.counted, taken);
-        self.boundary.sampled(reading, started);
+        self.samples.push(kept, point, &self.counted, taken);
+        if let Some(measurement) = self.by_record.as_mut() {
+            measurement.keep_sample(reading, started);
+        }
     }
 }
 

@@ -34,45 +34,6 @@ impl Open {
     }
 }
 
-/// Why processes ended unseen without exit records.
-const UNSEEN: &str = "processes ended at a peak nobody read, counted at their last sampled \
-     mark or not at all (no exit records: taskstats needs CAP_NET_ADMIN): reaped by \
-     another process of the tree, several reaped in one interval, or reaped under a \
-     RUSAGE_CHILDREN maximum from before the start";
-
-/// Why processes ended unseen with them.
-const UNSEEN_WITH_RECORDS: &str = "processes ended at a peak nobody read: exit records were \
-     dropped, or a process peaked and then exec'd a smaller program (its exit record has \
-     the last program's memory alone; the command's exit figure is above the bound)";
-
-/// A root this process started (`stemmon run`'s command): its exit rusage is the peak of
-/// one process, its own over every program it ran or one it waited for, and more than
-/// 1 MiB above the spawn floor `floor` a real one. A tree's bound below it is none: a
-/// process that peaked and then `exec`d a small program has an exit record of the last
-/// program's memory alone. The figure is then "at least" that peak.
-fn no_bound_below_the_commands_exit(report: &mut Report, floor: Option<u64>) {
-    let Some(floor) = floor else {
-        return;
-    };
-    let command = report.processes.iter().find(|p| p.pid == report.pid);
-    let Some(exit) = command.and_then(|p| p.exit_maxrss_bytes) else {
-        return;
-    };
-    if !crate::memory::above_spawn_floor(exit, floor) {
-        return;
-    }
-    let h = &mut report.high_water;
-    if h.peak_tree_rss_bound_bytes
-        .is_some_and(|bound| bound < exit)
-    {
-        h.peak_tree_rss_at_least_bytes = h.peak_tree_rss_bound_bytes.take();
-        report.high_water_marks.unseen += 1;
-    }
-    if let Some(least) = &mut h.peak_tree_rss_at_least_bytes {
-        *least = (*least).max(exit);
-    }
-}
-
 impl Recorder {
     /// The report as of now: every thread's counters merged first.
     pub(crate) fn snapshot(&self) -> Report {
@@ -155,11 +116,9 @@ impl Recorder {
                 built.min_wall_seconds = min;
                 built.max_wall_seconds = max;
                 built.error = record.error.clone();
-                built.samples = record.stats.samples;
-                built.partial_rss_samples = record.stats.partial_rss_samples;
-                built.peak_process_count = record.stats.peak_process_count;
-                built.peaks = record.stats.peaks.clone();
-                built.high_water = record.stats.high_water_report();
+                if let Some(measurement) = &state.by_record {
+                    measurement.stage_report(id as u32, &mut built);
+                }
                 let mut counted = record.counted;
                 if let Some(open) = open_counted.get(id) {
                     counted.add(open);
@@ -184,14 +143,10 @@ impl Recorder {
             built.stage = stage_of(kept.record);
             built
         };
-        let (health, total) = (&state.samples.health, &state.total);
+        let health = &state.samples.health;
         let latest_sample = state.samples.latest.as_ref().map(sample_of);
         let recent_samples = state.samples.recent.iter().map(sample_of).collect();
-        let peak_rss_stage = total
-            .peak_rss_elapsed_seconds
-            .map(|_| stage_of(total.peak_rss_record));
         let wall_seconds = self.elapsed(now);
-        let processes = state.processes.report();
         {
             let mut built = Report::default();
             built.format_version = Some(crate::report::FORMAT_VERSION.to_owned());
@@ -203,7 +158,6 @@ impl Recorder {
             built.error_message = built.error.as_ref().and(state.run_message.clone());
             built.exit_code = state.ended.as_ref().and_then(|ended| ended.exit_code);
             built.wall_seconds = wall_seconds;
-            built.processes = processes;
             built.sample_interval = self.config.sample_interval.as_secs_f64();
             built.platform = self.info.platform.clone();
             built.sampler = self.info.sampler.to_owned();
@@ -217,31 +171,9 @@ impl Recorder {
             built.sampling_error = state.failures.sampling.clone();
             built.host = self.info.host.clone();
             built.labels = self.info.labels.clone();
-            built.samples = total.stats.samples;
-            built.partial_rss_samples = total.stats.partial_rss_samples;
-            built.peak_process_count = total.stats.peak_process_count;
-            built.peaks = total.stats.peaks.clone();
-            built.high_water = total.stats.high_water_report();
-            built.high_water_marks = self.info.marks.clone();
-            built.high_water_marks.unseen = total.stats.unseen;
-            let floor = self
-                .config
-                .spawn_floor
-                .filter(|_| self.config.root.is_some());
-            no_bound_below_the_commands_exit(&mut built, floor);
-            if built.high_water_marks.unseen > 0 {
-                let unseen = match built.high_water_marks.exit_records {
-                    true => UNSEEN_WITH_RECORDS,
-                    false => UNSEEN,
-                };
-                let marks = &mut built.high_water_marks;
-                marks.missing = Some(match marks.missing.take() {
-                    Some(why) => format!("{why}; {unseen}"),
-                    None => unseen.to_owned(),
-                });
+            if let Some(measurement) = &state.by_record {
+                measurement.run_report(&mut built, &stage_of);
             }
-            built.peak_rss_stage = peak_rss_stage;
-            built.peak_rss_elapsed_seconds = total.peak_rss_elapsed_seconds;
             built.threads = threads;
             built.stages = stages;
             built.latest_sample = latest_sample;

@@ -3,9 +3,9 @@
 //! most about once a millisecond per thread, or on an error or a long call, the shared
 //! state: a boundary reading younger than the reuse window is reused.
 
-use super::boundary::Edge;
 use super::thread::{bucket, ThreadSlot, ThreadState, NO_PARENT};
 use super::{counters, short_type_name, threaded, Entered, OpenStage, Recorder, StageName, State};
+use crate::sources::Edge;
 use std::borrow::Cow;
 use std::sync::atomic::Ordering;
 
@@ -192,7 +192,7 @@ impl Recorder {
         self.boundary_reading(&mut state, &thread, now, frame.record, edge);
         self.counters
             .exit(&mut thread, &frame, now, counters::Clock::Fresh);
-        state.apply_intervals_since(frame.record, frame.entered);
+        state.call_closed(frame.record, frame.entered);
         let nanos = self.clock.delta_as_nanos(0, ticks);
         let timed = (self.elapsed(frame.entered), nanos);
         let message = message.flatten();
@@ -209,10 +209,8 @@ impl Recorder {
 
     /// Moves `thread`'s counters into the shared records.
     pub(super) fn merge(&self, state: &mut State, thread: &mut ThreadState) {
-        let reading = state.boundary.tree();
-        let reused = state.boundary.latest_epoch();
         let State {
-            records, boundary, ..
+            records, by_record, ..
         } = state;
         thread.drain(|id, delta, first| {
             threaded::merge(records, id, &delta.slots);
@@ -230,11 +228,9 @@ impl Recorder {
                     .max_wall_seconds
                     .max(self.ticks_seconds(delta.max_ticks));
             }
-            if let (true, Some(reading)) = (delta.saw_boundary, &reading) {
-                record.stats.apply_boundary(reading);
-                // That reading's interval ended before the call: the next one counts.
+            if let (true, Some(measurement)) = (delta.saw_boundary, by_record.as_mut()) {
                 // The calls came after the reading they reused, the newest at most.
-                boundary.await_interval(id, &mut record.stats, reused);
+                measurement.reused_by(id);
             }
         });
     }

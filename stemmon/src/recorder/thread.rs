@@ -45,8 +45,7 @@ pub(super) fn bucket(name: &str) -> u8 {
     ((name.len() as u32 ^ last.wrapping_mul(7)) as usize % BUCKETS) as u8
 }
 
-/// `Frame::entered` of a poll frame, whose call is timed apart.
-pub(crate) const POLL: u64 = u64::MAX;
+pub(crate) use crate::sources::POLL;
 
 /// Counts of one stage path not yet merged into the shared record; times in raw ticks.
 #[derive(Clone, Copy, Debug)]

@@ -16,30 +16,9 @@
 //! memory (unboxed, the merged points filled a second buffer over the following round:
 //! about 1 MiB of RSS that came a round after the series was full).
 
-use crate::memory::TreeReading;
 use crate::report::TimelinePoint;
 use std::collections::VecDeque;
 use stemmon_report::fields::measures::CORE;
-
-/// The point of `reading`, taken `elapsed` seconds into the run, with `bound` as the
-/// tree's bound; it stands for `samples` samples (0: a boundary's reading raising the
-/// newest point).
-pub(super) fn point_of(
-    reading: &TreeReading,
-    elapsed: f64,
-    bound: Option<u64>,
-    samples: u32,
-) -> TimelinePoint {
-    let mut point = TimelinePoint::default();
-    point.elapsed_seconds = elapsed;
-    point.end_seconds = elapsed;
-    point.tree_rss_bytes = reading.tree_rss;
-    point.parent_rss_bytes = reading.parent_rss;
-    point.children_rss_bytes = reading.children_rss;
-    point.tree_rss_bound_bytes = bound;
-    point.samples = samples;
-    point
-}
 
 /// The most points the series holds at once.
 pub(crate) const MAX_POINTS: usize = 2_000;
@@ -134,13 +113,8 @@ impl Timeline {
 /// `later`'s end, and the samples of both.
 fn merge_into(earlier: &mut TimelinePoint, later: TimelinePoint) {
     earlier.end_seconds = later.end_seconds.max(earlier.end_seconds);
-    earlier.tree_rss_bytes = max_of(earlier.tree_rss_bytes, later.tree_rss_bytes);
-    earlier.parent_rss_bytes = max_of(earlier.parent_rss_bytes, later.parent_rss_bytes);
-    earlier.children_rss_bytes = max_of(earlier.children_rss_bytes, later.children_rss_bytes);
-    earlier.tree_rss_bound_bytes = max_of(earlier.tree_rss_bound_bytes, later.tree_rss_bound_bytes);
-    earlier.process_count = earlier.process_count.max(later.process_count);
-    // The core measurements' typed series (the cgroup's charge, the live heap, the
-    // cores): the higher.
+    // The core measurements' typed series (the tree's RSS, bound and processes, the
+    // cgroup's charge, the live heap, the cores): the higher.
     for series in CORE.iter().flat_map(|measure| measure.series) {
         let high = match (series.of_point(earlier), series.of_point(&later)) {
             (Some(a), Some(b)) => Some(a.max(b)),
@@ -150,14 +124,6 @@ fn merge_into(earlier: &mut TimelinePoint, later: TimelinePoint) {
     }
     earlier.samples = earlier.samples.saturating_add(later.samples);
     super::extra::merge_figures(earlier, &later);
-}
-
-/// The larger reading; a missing reading does not hide a present one.
-fn max_of(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.max(b)),
-        (a, b) => a.or(b),
-    }
 }
 
 #[cfg(test)]
@@ -264,10 +230,13 @@ mod tests {
 
     #[test]
     fn a_missing_reading_does_not_hide_a_present_one() {
-        assert_eq!(max_of(None, Some(3)), Some(3));
-        assert_eq!(max_of(Some(5), None), Some(5));
-        assert_eq!(max_of(None, None), None);
-        assert_eq!(max_of(Some(5), Some(9)), Some(9));
+        let (mut earlier, mut later) = (sample(0, MIB), sample(1, 2 * MIB));
+        earlier.tree_rss_bound_bytes = None;
+        later.parent_rss_bytes = None;
+        merge_into(&mut earlier, later);
+        assert_eq!(earlier.tree_rss_bound_bytes, Some(3 * MIB));
+        assert_eq!(earlier.parent_rss_bytes, Some(MIB / 4));
+        assert_eq!(earlier.tree_rss_bytes, Some(2 * MIB));
     }
 
     #[test]

@@ -13,18 +13,24 @@
 //!   call's thread, in the engine's lock: a measurement whose figures a call needs at
 //!   its entry and exit (CPU and I/O: counters, differenced per call).
 //!
-//! A measurement of counters ([`Measurement::counters`]) is held by the engine, so that
-//! its two hooks share what the last sample read: both run in the engine's lock, and
-//! fold what the tree's readers read. A measurement of thread counters
-//! ([`Measurement::threads`]: the heap) is held by the engine too: it keeps each
-//! thread's own counters, which the engine marks at every frame's ends on the call's
-//! thread and sweeps at readings. The others are the sampler thread's.
+//! Four kinds of measurement are held by the engine, not the sampler thread, because
+//! their hooks run in its lock, on the call's thread, or both:
+//! - a measurement by record ([`Measurement::by_record`]: the tree's memory and the
+//!   kernel's marks) keeps each record's figures itself, from the readings the engine
+//!   tells it each record saw: it reads this process at every stage boundary (and so
+//!   gives the measurements of counters their boundary reading) and takes every full
+//!   sample with the calls it fell in;
+//! - a measurement of counters ([`Measurement::counters`]: CPU and I/O) gives
+//!   cumulative counters, at boundaries and samples, which the engine differences per
+//!   call; its hooks fold what the tree's readers read;
+//! - a measurement of thread counters ([`Measurement::threads`]: the heap) keeps each
+//!   thread's own counters, which the engine marks at every frame's ends on the call's
+//!   thread and sweeps at readings.
 //!
-//! The job's cgroup, the heap and CPU and I/O are measurements of the core: their
-//! fields are typed ones of the report, in the core of the same table. The tree's
-//! memory and the kernel's marks keep their engine in `recorder` and their platform
-//! readers in `sys`. A new measurement is a file here, its name in the list of
-//! [`open`], and its declaration.
+//! The others are the sampler thread's. The tree's memory, the job's cgroup, the heap
+//! and CPU and I/O are measurements of the core: their fields are typed ones of the
+//! report, in the core of the same table; their platform readers are in `sys`. A new
+//! measurement is a file here, its name in the list of [`open`], and its declaration.
 
 use crate::config::Config;
 /// A thread's counters in a measurement of thread counters, and what they held at one
@@ -32,6 +38,7 @@ use crate::config::Config;
 /// third), with the highest level the thread reached since the engine last set it.
 pub(crate) use crate::heap::slots::{Counts, Slot};
 use crate::memory::{Descendant, SelfReading, TreeReader, TreeReading};
+use crate::report::{Report, SampleReport, StageReport, TimelinePoint};
 pub(crate) use stemmon_report::fields::{Field, Measure};
 
 pub(crate) mod cgroup;
@@ -39,6 +46,7 @@ pub(crate) mod cpu;
 #[cfg(feature = "gpu")]
 pub(crate) mod gpu;
 pub(crate) mod heap;
+pub(crate) mod tree;
 
 /// What a measurement read at one sample, borrowed from it until the next.
 #[derive(Clone, Copy, Debug, Default)]
@@ -54,6 +62,92 @@ pub(crate) struct Reading<'a> {
     pub(crate) note: Option<&'a str>,
     /// A measurement of counters: each counter now (see [`Measurement::counters`]).
     pub(crate) counters: &'a [u64],
+}
+
+/// Which edge of a call a boundary reading is at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Edge {
+    /// Its entry.
+    Entry,
+    /// Its exit.
+    Exit,
+    /// The exit of a call of 1 ms or more: it reads the last pid given out, so that of
+    /// the processes started in its last clock tick (10 ms), those after it are told
+    /// apart (a pread; a hot function's shorter calls skip it).
+    LongExit,
+}
+
+impl Edge {
+    /// The exit of a call that lasted `nanos`.
+    pub(crate) fn exit_after(nanos: u64) -> Edge {
+        if nanos >= 1_000_000 {
+            Edge::LongExit
+        } else {
+            Edge::Exit
+        }
+    }
+}
+
+/// A call open now, on a thread's stack or apart from it, as the engine tells a
+/// measurement by record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpenFrame {
+    /// The record the call counts toward.
+    pub(crate) record: u32,
+    /// Clock ticks at entry; [`POLL`] for one poll of an async call (its call is timed
+    /// apart, and open with its own entry).
+    pub(crate) entered: u64,
+}
+
+/// `OpenFrame::entered` of a poll frame, whose call is timed apart.
+pub(crate) const POLL: u64 = u64::MAX;
+
+/// A call at a stage boundary, for a measurement by record's
+/// [`boundary_call`](Measurement::boundary_call).
+#[derive(Clone, Copy)]
+pub(crate) struct CallAt<'a> {
+    /// The record the call counts toward.
+    pub(crate) record: u32,
+    /// Which edge of the call this is.
+    pub(crate) edge: Edge,
+    /// The records of the frames open on the call's thread, oldest first (its own among
+    /// them while it enters).
+    pub(crate) stack: &'a [u32],
+    /// Clock ticks now, and seconds from the start to now.
+    pub(crate) now: u64,
+    pub(crate) elapsed: f64,
+    /// Seconds from the start to a time in clock ticks.
+    pub(crate) seconds: &'a dyn Fn(u64) -> f64,
+}
+
+/// The calls a full sample fell in, for a measurement by record's
+/// [`sampled_calls`](Measurement::sampled_calls).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SampleCalls<'a> {
+    /// The calls open when its reading began...
+    pub(crate) before: &'a [OpenFrame],
+    /// ...and when it ended, on every thread, async calls included.
+    pub(crate) open: &'a [OpenFrame],
+    /// Clock ticks when its reading began, and seconds from the start to its end.
+    pub(crate) started: u64,
+    pub(crate) elapsed: f64,
+    /// The record open on the monitor's own thread (`None`: the workflow).
+    pub(crate) stage: Option<u32>,
+}
+
+/// What a measurement by record made of a full sample.
+#[derive(Debug)]
+pub(crate) struct Sampled<'a> {
+    /// The records the sample counts toward (open as its reading began and still at
+    /// its end), sorted: the other measurements' figures of the sample fold into them.
+    pub(crate) seen: &'a [u32],
+    /// The records that closed in the time the sample covers, where that time was
+    /// theirs: figures that cover the time since the previous sample fold into them.
+    pub(crate) interval: &'a [u32],
+    /// The sample as the report keeps it, its stage left to the engine.
+    pub(crate) sample: SampleReport,
+    /// Its timeline point, with this measurement's series.
+    pub(crate) point: TimelinePoint,
 }
 
 /// What a stage boundary read, for a measurement's [`boundary`](Measurement::boundary)
@@ -147,6 +241,91 @@ pub(crate) trait Measurement: Send {
     /// and differences like the counters.
     fn thread_clock(&self) -> Option<fn() -> Option<u64>> {
         None
+    }
+
+    /// Whether it is a measurement by record: it keeps each record's figures itself
+    /// (the tree's memory and the kernel's marks), from the readings the engine tells it
+    /// each record saw, at stage boundaries and samples. The engine holds it, and reads
+    /// this process at boundaries through it.
+    fn by_record(&self) -> bool {
+        false
+    }
+
+    /// A measurement by record, at a stage boundary on the call's thread, in the
+    /// engine's lock: reads anew, or reuses its newest reading where that one is `young`
+    /// (under the reuse window) and nothing says it is stale; hands a fresh reading to
+    /// `fresh` (the measurements of counters take theirs from it) before it counts it
+    /// toward `call`'s records. Returns its series in a point at a fresh reading, for
+    /// the timeline's newest point.
+    fn boundary_call(
+        &mut self,
+        young: bool,
+        call: &CallAt<'_>,
+        fresh: &mut dyn FnMut(&AtBoundary<'_>),
+    ) -> Option<TimelinePoint> {
+        let _ = (young, call, fresh);
+        None
+    }
+
+    /// A measurement by record: calls of `record` reused its newest boundary reading
+    /// (they came after it).
+    fn reused_by(&mut self, record: u32) {
+        let _ = record;
+    }
+
+    /// A measurement by record: a call of `record`, entered at clock ticks `entered`,
+    /// closed after its exit reading; what other threads' readings read while it was
+    /// open counts for it.
+    fn call_closed(&mut self, record: u32, entered: u64) {
+        let _ = (record, entered);
+    }
+
+    /// A measurement by record, at a full sample, in the engine's lock: counts
+    /// `reading` toward the records `calls` says it fell in (it may mark parts of it).
+    /// `None` where it counts nothing.
+    fn sampled_calls(
+        &mut self,
+        reading: &mut TreeReading,
+        calls: &SampleCalls<'_>,
+    ) -> Option<Sampled<'_>> {
+        let _ = (reading, calls);
+        None
+    }
+
+    /// A measurement by record: keeps a full sample's reading, whose reading began at
+    /// clock ticks `started`, once every measurement has read it (its descendants are
+    /// the ones later boundaries check).
+    fn keep_sample(&mut self, reading: TreeReading, started: u64) {
+        let _ = (reading, started);
+    }
+
+    /// A measurement by record: a child of this process that exited, read at
+    /// `elapsed` seconds before it was reaped (`stemmon run`), for the report's
+    /// `processes`.
+    fn process_seen(&mut self, process: &Descendant, elapsed: f64) {
+        let _ = (process, elapsed);
+    }
+
+    /// A measurement by record: another measurement's figure `key` of process `pid`
+    /// (the highest is kept).
+    fn process_figure(&mut self, pid: u32, key: &'static str, value: f64) {
+        let _ = (pid, key, value);
+    }
+
+    /// A measurement by record: the exit code of `pid`, reaped by this process.
+    fn process_exit_code(&mut self, pid: u32, code: i32) {
+        let _ = (pid, code);
+    }
+
+    /// A measurement by record: its figures of `record` into `stage`.
+    fn stage_report(&self, record: u32, stage: &mut StageReport) {
+        let _ = (record, stage);
+    }
+
+    /// A measurement by record: the whole run's figures into `report`, whose processes
+    /// are in; `path` names a record (`None`: the workflow).
+    fn run_report(&self, report: &mut Report, path: &dyn Fn(Option<u32>) -> String) {
+        let _ = (report, path);
     }
 
     /// Whether it is a measurement of thread counters: each thread keeps its own (the

@@ -153,7 +153,9 @@ impl Processes {
                     built.threads = state.threads;
                     built.open_fds = state.open_fds;
                 }
-                super::extra::process_figures(&seen.figures, &mut built);
+                for &(key, value) in &seen.figures {
+                    built.figures.set_number(key, Some(value));
+                }
                 built
             })
             .collect();
