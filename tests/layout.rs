@@ -225,6 +225,33 @@ fn only_the_platform_reads_proc_and_sys() {
     );
 }
 
+/// The runtime's one OS seam for what it reads of the system through calls as well: no
+/// code outside `sys/` calls the kernel for a figure (a peak, a usage, an exit).
+#[test]
+fn only_the_platform_calls_the_kernel_for_figures() {
+    let calls = [
+        "libc::getrusage",
+        "libc::wait4",
+        "libc::waitid",
+        "libc::sysinfo",
+    ];
+    let mut found = Vec::new();
+    for (path, code) in sources_under("") {
+        if path.starts_with(&format!(
+            "stemmon{0}src{0}sys{0}",
+            std::path::MAIN_SEPARATOR
+        )) {
+            continue;
+        }
+        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
+            for call in calls.iter().filter(|call| line.contains(*call)) {
+                found.push(format!("{path} calls {call}: {}", line.trim()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "kernel reads outside sys/: {found:#?}");
+}
+
 #[test]
 fn the_readers_keep_no_process_wide_state() {
     // Each monitor owns its ledger: no mutable static is shared by every monitor. (The

@@ -12,6 +12,10 @@
 mod clocksource;
 #[cfg(all(unix, feature = "gpu"))]
 pub(crate) mod helpers;
+#[cfg(unix)]
+mod peaks;
+#[cfg(unix)]
+pub(crate) use peaks::{own_peak, reap_with_peak};
 #[cfg(target_os = "linux")]
 pub(crate) mod linux;
 #[cfg(target_os = "linux")]

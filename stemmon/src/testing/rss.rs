@@ -7,26 +7,12 @@ use std::process::{Command, Stdio};
 /// The largest peak RSS of this process and of the children it reaped, in bytes.
 #[cfg(unix)]
 pub(crate) fn own_peak() -> Option<u64> {
-    let peak = |who| {
-        // SAFETY: `usage` is a plain struct the call fills; `who` is a valid selector.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; a failed call leaves it unread.
-        (unsafe { libc::getrusage(who, &mut usage) } == 0).then(|| kib(usage.ru_maxrss))
-    };
-    let own = peak(libc::RUSAGE_SELF)?;
-    Some(own.max(peak(libc::RUSAGE_CHILDREN).unwrap_or(0)))
+    crate::sys::own_peak()
 }
 
 #[cfg(not(unix))]
 pub(crate) fn own_peak() -> Option<u64> {
     None
-}
-
-#[cfg(unix)]
-fn kib(maxrss: libc::c_long) -> u64 {
-    // Linux and the BSDs count KiB; macOS counts bytes.
-    let bytes = if cfg!(target_os = "macos") { 1 } else { 1024 };
-    (maxrss.max(0) as u64).saturating_mul(bytes)
 }
 
 /// How a re-run ended.
@@ -78,25 +64,11 @@ pub(crate) fn rerun(name: &str) -> io::Result<Rerun> {
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let pid = child.id() as libc::pid_t;
-    // SAFETY: plain structs the call fills.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut status: libc::c_int = 0;
-    loop {
-        // SAFETY: `pid` is our child, not reaped yet (std's `Child` never waited).
-        let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-        if reaped == pid {
-            break;
-        }
-        let e = io::Error::last_os_error();
-        if e.kind() != io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
+    let (exited_zero, peak) = crate::sys::reap_with_peak(child.id())?;
     let stdout = out.join().unwrap_or_default();
     // A filter that matched nothing passes too: the test must have run.
     let ran = stdout.contains(&format!("test {name} ... "));
-    let passed = ran && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    let passed = ran && exited_zero;
     let mut output = format!("{}{stdout}", err.join().unwrap_or_default());
     if !ran {
         output =
@@ -104,7 +76,7 @@ pub(crate) fn rerun(name: &str) -> io::Result<Rerun> {
     }
     Ok(Rerun {
         passed,
-        peak: Some(kib(usage.ru_maxrss)),
+        peak: Some(peak),
         output,
     })
 }
