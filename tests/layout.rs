@@ -201,24 +201,29 @@ fn the_engine_names_no_measurements_figure() {
     assert!(found.is_empty(), "{found:#?}");
 }
 
+/// The runtime's code outside `sys/`, line by line with its comments left out: each
+/// line where it names one of `names`, as `path names name: line`.
+fn outside_sys_naming(names: &[&str]) -> Vec<String> {
+    let sys = format!("stemmon{0}src{0}sys{0}", std::path::MAIN_SEPARATOR);
+    let mut found = Vec::new();
+    for (path, code) in sources_under("")
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with(&sys))
+    {
+        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
+            for name in names.iter().filter(|name| line.contains(*name)) {
+                found.push(format!("{path} names {name}: {}", line.trim()));
+            }
+        }
+    }
+    found
+}
+
 /// The runtime's one OS seam: no code outside `sys/` names a path of `/proc` or `/sys`
 /// (a message may say that a figure comes from `/proc`; a literal path is a read).
 #[test]
 fn only_the_platform_reads_proc_and_sys() {
-    let mut found = Vec::new();
-    for (path, code) in sources_under("") {
-        if path.starts_with(&format!(
-            "stemmon{0}src{0}sys{0}",
-            std::path::MAIN_SEPARATOR
-        )) {
-            continue;
-        }
-        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
-            if line.contains("\"/proc") || line.contains("\"/sys/") {
-                found.push(format!("{path}: {}", line.trim()));
-            }
-        }
-    }
+    let found = outside_sys_naming(&["\"/proc", "\"/sys/"]);
     assert!(
         found.is_empty(),
         "paths of /proc or /sys outside sys/: {found:#?}"
@@ -235,20 +240,7 @@ fn only_the_platform_calls_the_kernel_for_figures() {
         "libc::waitid",
         "libc::sysinfo",
     ];
-    let mut found = Vec::new();
-    for (path, code) in sources_under("") {
-        if path.starts_with(&format!(
-            "stemmon{0}src{0}sys{0}",
-            std::path::MAIN_SEPARATOR
-        )) {
-            continue;
-        }
-        for line in code.lines().map(|l| l.split("//").next().unwrap()) {
-            for call in calls.iter().filter(|call| line.contains(*call)) {
-                found.push(format!("{path} calls {call}: {}", line.trim()));
-            }
-        }
-    }
+    let found = outside_sys_naming(&calls);
     assert!(found.is_empty(), "kernel reads outside sys/: {found:#?}");
 }
 
