@@ -183,6 +183,7 @@ fn the_engine_names_no_measurements_figure() {
         "rss",
         "hwm",
         "high_water",
+        "HighWater",
         "Peaks",
         "reaped",
         "bound_parts",
