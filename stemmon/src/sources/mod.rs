@@ -190,7 +190,12 @@ pub(crate) struct Threads {
     pub(crate) claimed: fn() -> &'static [Slot],
 }
 
-/// A measurement read at every full sample, on the sampler thread (see the module docs).
+/// A measurement: its declaration and its hooks, the way a `tracing` layer has hooks for
+/// what happens to spans. Every hook but [`declared`](Measurement::declared),
+/// [`active`](Measurement::active) and [`sample`](Measurement::sample) has a default
+/// that does nothing; each kind of measurement the engine holds (of counters, by
+/// record, of thread counters) has hooks of its own, grouped below by kind after those
+/// of every measurement (see the module docs).
 pub(crate) trait Measurement: Send {
     /// What it adds to a report: the typed handles of its figures, its series, its
     /// figure per process and its section's key.
