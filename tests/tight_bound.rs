@@ -499,3 +499,73 @@ fn a_child_under_an_inherited_maximum_is_counted_or_flagged() {
         );
     }
 }
+
+/// A library app whose stage `x` runs a child to its end that holds 300 MiB, then
+/// `exec`s a program of 1 MiB, with no sample in between (samples 30 s apart); with
+/// `TIGHT_OUTSIDE` set, the child runs outside any stage, so that the last sample, not
+/// a boundary, finds it reaped.
+#[test]
+#[ignore = "a fixture: run in a process of its own by the test below"]
+fn child_that_execs_after_its_peak() {
+    let Some(monitor) = fixture_monitor(Duration::from_secs(30)) else {
+        return;
+    };
+    let outside = std::env::var_os("TIGHT_OUTSIDE").is_some();
+    let stage = (!outside).then(|| monitor.stage("x").unwrap());
+    let status = Command::new(HOLD)
+        .args(["spike-exec", "300", "100"])
+        .status();
+    assert!(status.unwrap().success());
+    drop(stage);
+    monitor.finish();
+}
+
+/// A child that peaks and then `exec`s a smaller program leaves no bound below its
+/// peak, whether a boundary or the last sample finds it reaped. Its exit record has the
+/// last program's memory alone: with exit records, `x` and the run had a bound of 14
+/// MiB for the child's 300. The kernel's figure of it, when the app reaps it, is above
+/// every record: the figure is "at least" that peak. Without exit records, the kernel's
+/// figure counts it.
+#[test]
+fn a_child_that_execs_after_its_peak_leaves_no_bound_below_it() {
+    let _serial = serial();
+    let dir = temp_dir("tight-exec");
+    for (recorded, outside) in [(true, false), (false, false), (true, true), (false, true)] {
+        let path = dir.path().join(format!("{recorded}-{outside}.json"));
+        let env = outside.then_some(("TIGHT_OUTSIDE", "1"));
+        let (report, truth) = run_fixture("child_that_execs_after_its_peak", &path, recorded, env);
+        assert_eq!(report.high_water_marks.exit_records, recorded);
+        assert!(truth >= 300 * MIB, "the poller saw {truth}");
+        let mut figures = vec![("the run", report.high_water.clone())];
+        if !outside {
+            figures.push(("x", report.stage("x").unwrap().high_water.clone()));
+        }
+        for (what, high_water) in figures {
+            let (bound, at_least) = (
+                high_water.peak_tree_rss_bound_bytes,
+                high_water.peak_tree_rss_at_least_bytes,
+            );
+            eprintln!(
+                "records {recorded}, outside a stage {outside}, {what}: bound {:?} MiB, \
+                 at least {:?} MiB, poller {} MiB",
+                bound.map(|b| b / MIB),
+                at_least.map(|b| b / MIB),
+                truth / MIB
+            );
+            match bound {
+                Some(bound) => assert!(
+                    bound as f64 >= truth as f64 * 0.98,
+                    "{what}: a bound of {bound} for {truth}"
+                ),
+                None => assert!(
+                    at_least.is_some_and(|least| least >= 300 * MIB),
+                    "{what}: {high_water:?}"
+                ),
+            }
+        }
+        if recorded {
+            let missing = report.high_water_marks.missing.unwrap_or_default();
+            assert!(missing.contains("exec'd"), "{missing}");
+        }
+    }
+}
