@@ -131,9 +131,11 @@ pub(crate) struct State {
     /// The measurement by record (the tree's memory and the kernel's marks), held
     /// here: it reads at stage boundaries, in the lock.
     by_record: Option<Box<dyn crate::sources::Measurement>>,
-    /// The records of the frames on a thread's stack, for a boundary reading (kept to
-    /// reuse its capacity).
+    /// The records of the frames on a thread's stack, for a boundary reading, and those
+    /// whose calls reused the newest reading, for a merge (kept to reuse their
+    /// capacity).
     stack: Vec<u32>,
+    reused: Vec<u32>,
     /// Calls kept one by one.
     pub(crate) spans: Spans,
     /// The monitor's own failures.
@@ -252,6 +254,7 @@ impl Recorder {
                 samples: Samples::new(config.max_samples),
                 by_record,
                 stack: Vec::new(),
+                reused: Vec::new(),
                 spans: Spans::new(),
                 failures: Failures::default(),
                 counted,

@@ -210,8 +210,12 @@ impl Recorder {
     /// Moves `thread`'s counters into the shared records.
     pub(super) fn merge(&self, state: &mut State, thread: &mut ThreadState) {
         let State {
-            records, by_record, ..
+            records,
+            by_record,
+            reused,
+            ..
         } = state;
+        reused.clear();
         thread.drain(|id, delta, first| {
             threaded::merge(records, id, &delta.slots);
             let record = records.get_mut(id);
@@ -228,11 +232,14 @@ impl Recorder {
                     .max_wall_seconds
                     .max(self.ticks_seconds(delta.max_ticks));
             }
-            if let (true, Some(measurement)) = (delta.saw_boundary, by_record.as_mut()) {
-                // The calls came after the reading they reused, the newest at most.
-                measurement.reused_by(id);
+            if delta.saw_boundary {
+                reused.push(id);
             }
         });
+        if let (false, Some(measurement)) = (reused.is_empty(), by_record.as_mut()) {
+            // The calls came after the reading they reused, the newest at most.
+            measurement.reused_by(reused);
+        }
     }
 }
 

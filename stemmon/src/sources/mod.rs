@@ -272,10 +272,10 @@ pub(crate) trait Measurement: Send {
         None
     }
 
-    /// A measurement by record: calls of `record` reused its newest boundary reading
-    /// (they came after it).
-    fn reused_by(&mut self, record: u32) {
-        let _ = record;
+    /// A measurement by record: calls of each of `records` reused its newest boundary
+    /// reading (they came after it).
+    fn reused_by(&mut self, records: &[u32]) {
+        let _ = records;
     }
 
     /// A measurement by record: a call of `record`, entered at clock ticks `entered`,

@@ -393,15 +393,17 @@ impl super::Tree {
         }
     }
 
-    /// A call of `record` reused the newest reading: it counts toward it, and the
-    /// interval it closes ended before the call, so the next one counts.
-    pub(super) fn count_reused(&mut self, record: u32) {
+    /// Calls of each of `records` reused the newest reading: it counts toward them, and
+    /// the interval it closes ended before their calls, so the next one counts.
+    pub(super) fn count_reused(&mut self, records: &[u32]) {
         let Some(reading) = self.boundary.tree() else {
             return;
         };
         let epoch = self.boundary.latest_epoch();
-        let stats = stats_of(&mut self.records, record);
-        stats.apply_boundary(&reading);
-        self.boundary.await_interval(record, stats, epoch);
+        for &record in records {
+            let stats = stats_of(&mut self.records, record);
+            stats.apply_boundary(&reading);
+            self.boundary.await_interval(record, stats, epoch);
+        }
     }
 }

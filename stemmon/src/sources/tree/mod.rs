@@ -144,8 +144,8 @@ impl Measurement for Tree {
         self.count_boundary(young, call, fresh)
     }
 
-    fn reused_by(&mut self, record: u32) {
-        self.count_reused(record);
+    fn reused_by(&mut self, records: &[u32]) {
+        self.count_reused(records);
     }
 
     fn call_closed(&mut self, record: u32, entered: u64) {
