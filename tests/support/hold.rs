@@ -4,9 +4,6 @@
 //!
 //! `stemmon-hold spike <MiB> <ms>`: touches `MiB` for `ms` milliseconds, frees it and exits.
 //!
-//! `stemmon-hold spike-exec <MiB> <ms>`: touches `MiB` for `ms` milliseconds, then
-//! `exec`s `stemmon-hold spike 1 <ms>`: a process whose peak is before its last program.
-//!
 //! `stemmon-hold reap-trial <phase ms> <report>`: runs a monitor (1 s samples) that
 //! writes `report`, waits `phase` ms, then in stage `spike` runs
 //! `stemmon-hold spike 300 100` and reaps it. A fresh process per trial: the kernel's peak of reaped children
@@ -20,17 +17,6 @@ fn spike(mib: u64, ms: u64) {
     let held = stemmon_suite::touched_mib(mib);
     std::thread::sleep(Duration::from_millis(ms));
     drop(std::hint::black_box(held));
-}
-
-fn spike_exec(mib: u64, ms: u64) {
-    use std::os::unix::process::CommandExt;
-    let held = stemmon_suite::touched_mib(mib);
-    std::thread::sleep(Duration::from_millis(ms));
-    std::hint::black_box(&held);
-    let error = Command::new(std::env::current_exe().unwrap())
-        .args(["spike", "1", &ms.to_string()])
-        .exec();
-    panic!("exec stemmon-hold spike: {error}");
 }
 
 fn reap_trial(phase_ms: u64, report: &str) {
@@ -66,7 +52,6 @@ fn main() {
     let number = |i: usize| -> u64 { mode[i].parse().expect("a whole number") };
     match mode.first().map(String::as_str) {
         Some("spike") => return spike(number(1), number(2)),
-        Some("spike-exec") => return spike_exec(number(1), number(2)),
         Some("reap-trial") => return reap_trial(number(1), &mode[2]),
         _ => {}
     }

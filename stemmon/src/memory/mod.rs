@@ -91,14 +91,6 @@ pub(crate) fn above_spawn_floor(peak: u64, floor: u64) -> bool {
     peak > floor.saturating_add(1 << 20)
 }
 
-/// Whether `reaped`, the kernel's figure of a child this process reaped (its peak over
-/// every program it ran, and those of the children it waited for), is more than 1 MiB
-/// above `exited`, the largest peak of an exited process that the records and readings
-/// give: then the records miss a peak.
-pub(crate) fn above_exited(reaped: u64, exited: Option<u64>) -> bool {
-    reaped > exited.unwrap_or(0).saturating_add(1 << 20)
-}
-
 impl ReaderSettings {
     /// The reader settings of a monitor's settings.
     pub(crate) fn of(config: &Config) -> ReaderSettings {

@@ -38,11 +38,6 @@ pub struct TreeReading {
     pub tree_rss_bound: Option<u64>,
     /// The largest peak of a descendant that exited since the previous reading.
     pub reaped_child_peak: Option<u64>,
-    /// The largest peak of a descendant that exited since the reading before the
-    /// previous one, as its exit record or its last reading gives it: what the kernel's
-    /// figure of a child this process reaped is checked against, where exit records
-    /// count the exits.
-    pub exited_largest: Option<u64>,
     /// Processes of the tree that ended since the previous reading at a peak no
     /// reading saw (reaped by another process of the tree, with no exit record): where
     /// any did, `tree_rss_bound` is only at least the tree's peak.

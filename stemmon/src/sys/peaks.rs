@@ -50,21 +50,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_reaped_child_is_reaped_once_with_its_status_and_peak() {
-        // Shells that exit at once, with 0 and with 3: each has a peak (its own, or the
-        // image of this process it was started from), and is reaped once (a second
-        // wait finds no child).
-        for (code, passed) in [("0", true), ("3", false)] {
-            #[allow(clippy::zombie_processes)] // reaped by `reap_with_peak`
-            let child = std::process::Command::new("sh")
-                .args(["-c", &format!("exit {code}")])
-                .spawn()
-                .unwrap();
-            let (exited_zero, peak) = reap_with_peak(child.id()).unwrap();
-            assert_eq!(exited_zero, passed, "exit {code}");
-            assert!(peak > 0, "{peak}");
-            assert!(reap_with_peak(child.id()).is_err(), "reaped once");
-        }
+    fn a_reaped_childs_peak_is_what_it_held() {
+        // A shell that exits at once: its peak is a few MiB, above nothing and below
+        // 64 MiB, and it is reaped once (a second wait finds no child).
+        #[allow(clippy::zombie_processes)] // reaped by `reap_with_peak`
+        let child = std::process::Command::new("sh")
+            .args(["-c", "exit 0"])
+            .spawn()
+            .unwrap();
+        let (passed, peak) = reap_with_peak(child.id()).unwrap();
+        assert!(passed);
+        assert!(peak > 0 && peak < 64 << 20, "{peak}");
+        assert!(reap_with_peak(child.id()).is_err(), "reaped once");
         assert!(own_peak().is_some_and(|own| own > 0));
     }
 }

@@ -49,9 +49,6 @@ pub(super) struct Boundary {
     /// Without them, the kernel's figures of reapings of processes no sample read,
     /// as parts for the next sample to widen the intervals since the last one with.
     reaped: Vec<BoundPart>,
-    /// With them, the kernel's figure of the children this process reaped since the
-    /// last sample, where it grew: the next sample checks it against the records.
-    reaped_recorded: Option<u64>,
     /// Clock ticks at the last reading of the parent's mark, of either kind: where the
     /// interval the next fresh reading closes began (0 before the first: the start).
     mark_at: u64,
@@ -80,7 +77,6 @@ impl Boundary {
             departed: Vec::new(),
             recorded: false,
             reaped: Vec::new(),
-            reaped_recorded: None,
             mark_at: 0,
             awaiting: Vec::new(),
             closing: Vec::new(),
@@ -166,9 +162,6 @@ impl Boundary {
             exited = live.exited;
             marks = live.exited_peak.map(|largest| (live.exited_peaks, largest));
         }
-        if reading.exits_recorded {
-            self.reaped_recorded = self.reaped_recorded.max(reading.reaped);
-        }
         if reading.exits_recorded || reading.hwm.is_none() {
             reading.reaped_at_most = None;
             return (changed, 0);
@@ -253,23 +246,6 @@ impl Boundary {
     /// The records whose bound waits for the sample's descendant marks.
     pub(super) fn take_pending(&mut self) -> std::vec::Drain<'_, u32> {
         self.pending.drain(..)
-    }
-
-    /// Checks, at a sample where exit records count the exits, the kernel's figure of
-    /// the children this process reaped since the last sample, where it grew (at a
-    /// boundary, or at this sample: its `reaped_child_peak` above every exited
-    /// process's), against what is known of them: the largest exited peak of the
-    /// records and readings (`reading.exited_largest`), and `parent_peak`, this
-    /// process's highest mark (a child started with `vfork` carries its parent's mark
-    /// into its figure until it `exec`s). More than 1 MiB above both, a child peaked
-    /// and then `exec`d a smaller program (its record has the last program's memory
-    /// alone, and no reading saw the peak): it ended unseen.
-    pub(super) fn check_reaped(&mut self, reading: &mut TreeReading, parent_peak: Option<u64>) {
-        let reaped = self.reaped_recorded.take().max(reading.reaped_child_peak);
-        let known = reading.exited_largest.max(parent_peak);
-        if reaped.is_some_and(|peak| crate::memory::above_exited(peak, known)) {
-            reading.unseen += 1;
-        }
     }
 
     /// Forgets the intervals closed before a sample: it has given them out.

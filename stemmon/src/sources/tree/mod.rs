@@ -44,7 +44,6 @@ pub(crate) fn open(
         marks,
         processes: processes::Processes::default(),
         command_floor: config.spawn_floor.filter(|_| config.root.is_some()),
-        own_root: config.root.is_none(),
         seen: Vec::new(),
         closed: Vec::new(),
         late: Vec::new(),
@@ -69,9 +68,6 @@ pub(crate) struct Tree {
     processes: processes::Processes,
     /// The spawn floor of the command `stemmon run` started, where it started one.
     command_floor: Option<u64>,
-    /// The tree's root is this process (not a command `stemmon run` started, whose
-    /// own exit figure merges its children's).
-    own_root: bool,
     /// A sample's lists, kept so that the next one allocates nothing: the records open
     /// at it, those that closed since the last, those entered while it read, those
     /// that take its interval.

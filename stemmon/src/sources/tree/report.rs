@@ -57,8 +57,7 @@ const UNSEEN: &str = "processes ended at a peak nobody read, counted at their la
 /// Why processes ended unseen with them.
 const UNSEEN_WITH_RECORDS: &str = "processes ended at a peak nobody read: exit records were \
      dropped, or a process peaked and then exec'd a smaller program (its exit record has \
-     the last program's memory alone; the command's exit figure, or the kernel's figure \
-     of the children reaped, is above the bound)";
+     the last program's memory alone; the command's exit figure is above the bound)";
 
 /// A root this process started (`stemmon run`'s command): its exit rusage is the peak of
 /// one process, its own over every program it ran or one it waited for, and more than

@@ -27,11 +27,6 @@ impl Tree {
         // A descendant this reading found alive and a boundary reading since found
         // exited is in that reading's interval already: widening it leaves it out.
         self.boundary.mark_departed(&mut reading.bound_parts);
-        if self.marks.exit_records && self.own_root {
-            let parent = self.total.stats.high_water.peak_parent_hwm_bytes;
-            self.boundary
-                .check_reaped(reading, parent.max(reading.parent_hwm));
-        }
         let reading = &*reading;
         // The run's bound for this interval, as the total is about to count it (its
         // boundary intervals widened by the descendants' marks, never below the

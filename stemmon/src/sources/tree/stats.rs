@@ -89,10 +89,7 @@ impl Stats {
     pub(super) fn high_water_report(&self) -> HighWater {
         let mut built = self.high_water.clone();
         if self.unseen > 0 {
-            // The tree held at least the largest exited peak, the kernel's where it
-            // knows more than the records (a child that `exec`d after its peak).
-            let bound = built.peak_tree_rss_bound_bytes.take();
-            built.peak_tree_rss_at_least_bytes = bound.max(built.peak_reaped_child_rss_bytes);
+            built.peak_tree_rss_at_least_bytes = built.peak_tree_rss_bound_bytes.take();
         }
         built
     }

@@ -183,13 +183,6 @@ impl Exits {
         self.zombie_at(pid, last, started, figure, None);
     }
 
-    /// The largest peak of a process that exited in this interval or the one before
-    /// (`before`, which it keeps for the next sample): what the kernel's figure of the
-    /// children this process reaped is checked against (the book's `exact-peaks.md`).
-    pub(crate) fn recent_largest(&mut self, before: &mut Option<u64>) -> Option<u64> {
-        self.largest.max(std::mem::replace(before, self.largest))
-    }
-
     /// [`Exits::zombie`] with its own peak from its exit record, where one came.
     pub(crate) fn zombie_at(
         &mut self,

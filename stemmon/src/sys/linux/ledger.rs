@@ -212,8 +212,6 @@ pub(crate) struct TreeLedger {
     pub(crate) feed: super::exit_feed::ExitFeed,
     /// The processes that exited unread in the interval (kept to reuse its capacity).
     pub(crate) unread: Vec<(u32, super::exit_feed::ExitPeak)>,
-    /// The largest peak of a process that exited in the previous sample's interval.
-    pub(crate) exited_before: Option<u64>,
 }
 
 /// One monitor's ledger. See the module docs.

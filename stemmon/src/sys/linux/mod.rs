@@ -264,7 +264,6 @@ impl TreeReader for ProcReader {
             root_wrote,
             feed,
             unread,
-            exited_before,
             ..
         } = &mut *intervals;
         next.clear();
@@ -460,7 +459,6 @@ impl TreeReader for ProcReader {
                     exits.unread(*pid, exit.hiwater, exit.began, exit.ended);
                 }
             }
-            reading.exited_largest = exits.recent_largest(exited_before);
             let kernel = reaped.and_then(|r| r.bound());
             let parts = exits.parts(kernel);
             // Records dropped: some exit may have gone unread. Beyond the first of those
